@@ -1,0 +1,1 @@
+"""Calibrators (temperature scaling and friends): see the calibrators issue."""

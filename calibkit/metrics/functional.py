@@ -1,0 +1,425 @@
+"""One function per calibration metric, on numpy arrays or torch tensors.
+
+Every function takes ``probs`` of shape ``(N,)`` (probability of class 1, binary), ``(N, K)``
+or ``(N, L, K)`` (token classification) and integer ``labels`` of shape ``(N,)`` or
+``(N, L)``; positions whose label is ``ignore_index`` (-100, as ``transformers`` pads) are
+skipped. ``from_logits=True`` applies softmax (sigmoid for 1-D input) on the fly. Each is one
+pass of :class:`~calibkit.metrics.statistics.CalibrationAccumulator` over the batch, so
+:func:`calibration_report` costs about as much as a single metric. Conventions: SPEC.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calibkit.metrics._validation import check_positive_int, prepare
+from calibkit.metrics.statistics import (
+    METRICS,
+    CalibrationAccumulator,
+    CalibrationStatistics,
+    ace_points,
+    binned_gaps,
+    exact_ace_partials,
+)
+
+ArrayLike = Any
+
+
+def _one_shot(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    metrics: tuple[str, ...],
+    *,
+    from_logits: bool,
+    ignore_index: int,
+    num_threads: int | None = None,
+    **settings: Any,
+) -> tuple[dict[str, Any], CalibrationStatistics]:
+    acc = CalibrationAccumulator(
+        metrics, from_logits=from_logits, ignore_index=ignore_index, num_threads=num_threads, **settings
+    )
+    prep = prepare(probs, labels, from_logits=from_logits, ignore_index=ignore_index)
+    stats, parts = acc._statistics_of(prep, keep_parts="ace" in metrics)
+    acc._add(stats)
+    partials = None
+    if "ace" in metrics and stats.n > 0:
+        # The data is still here: resolve the buckets a range boundary cuts exactly.
+        points = ace_points(stats.ace, acc.ace_ranges)
+        partials = exact_ace_partials(prep, parts, points, ignore_index=ignore_index, num_threads=num_threads)
+    return acc.compute(_ace_partials=partials), stats
+
+
+def _bins(stats: CalibrationStatistics, n_bins: int) -> dict[str, np.ndarray]:
+    table = stats.top_table(n_bins).sum(axis=0)
+    out = {"edges": np.linspace(0.0, 1.0, n_bins + 1), **binned_gaps(table)}
+    n = table[:, 0].sum()
+    out["ece_contribution"] = np.abs(table[:, 2] - table[:, 1]) / n
+    out["esce_contribution"] = (table[:, 2] - table[:, 1]) / n
+    if "rows" in stats.has:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["ecd"] = table[:, 3] / table[:, 0]
+    return out
+
+
+def reliability_bins(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+) -> dict[str, np.ndarray]:
+    """Per-bin breakdown for reliability diagrams and the entropic paper's per-bin tables.
+
+    Equal-width right-closed bins on the top-label confidence (on the class-1 probability for
+    1-D binary input). Returns ``edges`` (M+1), and per bin ``count``, ``confidence`` (mean),
+    ``accuracy`` (fraction correct, or of positives for binary), ``gap = accuracy - confidence``,
+    ``ece_contribution = n_b/N |gap|``, ``esce_contribution = n_b/N gap`` and ``ecd`` (mean
+    per-sample ECD). Empty bins hold NaN means and zero contributions.
+
+    >>> b = reliability_bins([[0.9, 0.1], [0.2, 0.8]], [0, 0], n_bins=5)
+    >>> b["count"].tolist(), b["gap"][4].round(2)
+    ([0.0, 0.0, 0.0, 1.0, 1.0], np.float64(0.1))
+    """
+    n_bins = check_positive_int(n_bins, "n_bins")
+    _, stats = _one_shot(
+        probs, labels, ("ece", "ecd"), from_logits=from_logits, ignore_index=ignore_index, n_bins=n_bins
+    )
+    return _bins(stats, n_bins)
+
+
+def ece(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    return_bins: bool = False,
+) -> float | tuple[float, dict[str, np.ndarray]]:
+    """Expected calibration error (Guo et al. 2017): ``sum_b n_b/N |acc_b - conf_b|``.
+
+    Top-label confidence ``max_k p_k`` in ``n_bins`` equal-width bins ``((m-1)/M, m/M]``;
+    for 1-D binary input the class-1 probability against the fraction of positives (the
+    entropic paper's convention). ``return_bins=True`` also returns :func:`reliability_bins`.
+
+    >>> round(ece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
+    0.3
+    """
+    report, stats = _one_shot(
+        probs,
+        labels,
+        ("ece", "ecd") if return_bins else ("ece",),
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+        n_bins=n_bins,
+    )
+    return (report["ece"], _bins(stats, n_bins)) if return_bins else report["ece"]
+
+
+def mce(
+    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Maximum calibration error (Naeini et al. 2015): ``max_b |acc_b - conf_b|`` over non-empty bins.
+
+    >>> mce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1])
+    0.6
+    """
+    return _one_shot(probs, labels, ("mce",), from_logits=from_logits, ignore_index=ignore_index, n_bins=n_bins)[0][
+        "mce"
+    ]
+
+
+def ace(
+    probs: ArrayLike, labels: ArrayLike, *, n_ranges: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Adaptive calibration error (Nixon et al. 2019), class-conditional with equal-mass ranges.
+
+    ``1/(K R) sum_k sum_r |acc_rk - conf_rk|``: for every class ``k`` the column ``p_k`` is
+    sorted and cut into ``R`` ranges of equal size (``np.array_split`` sizes); ``acc_rk`` is the
+    fraction with ``y = k`` and ``conf_rk`` the mean ``p_k`` in range ``r``. Empty ranges
+    (``N < R``) are left out of the mean. Tied values that a range boundary cuts share their
+    mean outcome, so the result does not depend on the order of the samples.
+
+    Exact: a fine histogram locates the boundaries and only the samples of the buckets they
+    cut are sorted. (:class:`CalibrationAccumulator` gives the streaming estimate with a bound.)
+
+    >>> ace([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], n_ranges=2)
+    0.25
+    """
+    report, _ = _one_shot(
+        probs, labels, ("ace",), from_logits=from_logits, ignore_index=ignore_index, ace_ranges=n_ranges
+    )
+    return report["ace"]
+
+
+def sce(
+    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Static calibration error, also class-wise ECE (Nixon et al. 2019).
+
+    ``1/K sum_k sum_b n_bk/N |acc_bk - conf_bk|`` with equal-width bins on each column ``p_k``
+    and outcome ``1[y = k]``; 1-D binary input counts both columns ``1 - p`` and ``p``.
+
+    >>> round(sce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
+    0.3
+    """
+    return _one_shot(probs, labels, ("sce",), from_logits=from_logits, ignore_index=ignore_index, sce_bins=n_bins)[0][
+        "sce"
+    ]
+
+
+def subset_ece(
+    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> np.ndarray:
+    """Per-class ECE ``ECE_k``: top-label ECE on the subset ``{i : y_i = k}`` (class-wise paper §3.1).
+
+    Returns an array of ``K`` values, NaN (with a :class:`MissingClassWarning`) for absent classes.
+
+    >>> subset_ece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]).round(4).tolist()
+    [0.1, 0.3667]
+    """
+    return _one_shot(probs, labels, ("subset_ece",), from_logits=from_logits, ignore_index=ignore_index, n_bins=n_bins)[
+        0
+    ]["subset_ece"]
+
+
+def _class_wise(name: str, probs, labels, n_bins, from_logits, ignore_index) -> float:
+    return _one_shot(probs, labels, (name,), from_logits=from_logits, ignore_index=ignore_index, n_bins=n_bins)[0][name]
+
+
+def cece(
+    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Contraharmonic ECE (class-wise paper, eq 3.4): ``sum_k ECE_k^2 / sum_k ECE_k``.
+
+    Over the classes present; 0 when every ``ECE_k`` is 0. Dominated by the worst-calibrated
+    classes, unlike ECE, which the majority class dominates.
+
+    >>> round(cece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
+    0.3095
+    """
+    return _class_wise("cece", probs, labels, n_bins, from_logits, ignore_index)
+
+
+def msece(
+    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Mean subset ECE (class-wise paper, eq 3.5): ``mean_k ECE_k`` over the classes present.
+
+    >>> round(msece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
+    0.2333
+    """
+    return _class_wise("msece", probs, labels, n_bins, from_logits, ignore_index)
+
+
+def wsece(
+    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Weighted subset ECE (class-wise paper, eq 3.6): ``sum_k n_k/N ECE_k``.
+
+    >>> round(wsece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
+    0.3
+    """
+    return _class_wise("wsece", probs, labels, n_bins, from_logits, ignore_index)
+
+
+def ece_variance(
+    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Variance of the per-class ECEs around the overall ECE (class-wise paper, eq 3.7).
+
+    ``sum_k (ECE_k - ECE)^2 / K`` over the ``K`` classes present.
+
+    >>> round(ece_variance([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
+    0.0222
+    """
+    return _class_wise("ece_variance", probs, labels, n_bins, from_logits, ignore_index)
+
+
+def rbece(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 20,
+    theta: float = 40,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+) -> float:
+    """Region-balanced ECE (region-balanced paper, eq 2): ``mean_{b : n_b > theta} |acc_b - conf_b|``.
+
+    Unweighted, so the rare low-confidence regions count as much as the crowded top bin.
+    NaN with an :class:`EmptyRegionWarning` when no bin holds more than ``theta`` samples.
+
+    >>> round(rbece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], theta=0), 4)
+    0.3
+    """
+    return _one_shot(
+        probs,
+        labels,
+        ("rbece",),
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+        rbece_bins=n_bins,
+        theta=theta,
+    )[0]["rbece"]
+
+
+def fce(
+    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Fuzzy calibration error (fuzzy-binning paper, eq 4-6).
+
+    Trapezoid memberships ``mu_m`` over ``n_bins`` overlapping bins (corners ``t0 -/+ w/4``,
+    ``t1 -/+ w/4``, from the authors' code); ``G_m = sum mu_m(c_i)``, ``acc_m``/``conf_m`` the
+    membership-weighted means; ``FCE = sum_m G_m |acc_m - conf_m| / sum_m G_m``. Confidence is
+    averaged over all predictions (the authors' code uses correct ones only; not reproduced).
+
+    >>> round(fce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
+    0.3
+    """
+    return _one_shot(probs, labels, ("fce",), from_logits=from_logits, ignore_index=ignore_index, fce_bins=n_bins)[0][
+        "fce"
+    ]
+
+
+def overconfidence(
+    probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Overconfidence OF (fuzzy-binning paper, eq 7): mean top-label confidence over wrong predictions.
+
+    NaN when every prediction is correct.
+
+    >>> overconfidence([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1])
+    0.6
+    """
+    return _one_shot(probs, labels, ("overconfidence",), from_logits=from_logits, ignore_index=ignore_index)[0][
+        "overconfidence"
+    ]
+
+
+def ecd(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    eps: float = 1e-12,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    return_bins: bool = False,
+    n_bins: int = 10,
+) -> float | tuple[float, dict[str, np.ndarray]]:
+    """Entropic calibration difference (entropic paper, eq 12 and 15).
+
+    ``mean_i [sum_k p_ik log p_ik - log p_{i,y_i}]``; binary: ``mean (p - y) log(p / (1 - p))``.
+    Positive means over-confident, negative under-confident; logs clip at ``eps``.
+    ``return_bins=True`` adds the per-bin means of :func:`reliability_bins` (``n_bins`` bins).
+
+    >>> ecd([0.5, 0.5, 1.0], [0, 1, 1])
+    0.0
+    """
+    report, stats = _one_shot(
+        probs,
+        labels,
+        ("ecd", "ece") if return_bins else ("ecd",),
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+        eps=eps,
+        n_bins=n_bins,
+    )
+    return (report["ecd"], _bins(stats, n_bins)) if return_bins else report["ecd"]
+
+
+def esce(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 10,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    return_bins: bool = False,
+) -> float | tuple[float, dict[str, np.ndarray]]:
+    """Expected signed calibration error (entropic paper, eq 6): ``sum_b n_b/N (acc_b - conf_b)``.
+
+    Negative means over-confident. 1-D binary input: fraction of positives minus mean
+    class-1 probability per bin. ``return_bins=True`` adds :func:`reliability_bins`.
+
+    >>> round(esce([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
+    -0.25
+    """
+    report, stats = _one_shot(
+        probs,
+        labels,
+        ("esce", "ecd") if return_bins else ("esce",),
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+        esce_bins=n_bins,
+        n_bins=n_bins,
+    )
+    return (report["esce"], _bins(stats, n_bins)) if return_bins else report["esce"]
+
+
+def brier(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ignore_index: int = -100) -> float:
+    """Brier score: ``mean_i sum_k (p_ik - 1[y_i = k])^2``; 1-D binary input: ``mean (p - y)^2``.
+
+    >>> round(brier([[0.9, 0.1], [0.2, 0.8]], [0, 1]), 4)
+    0.05
+    """
+    return _one_shot(probs, labels, ("brier",), from_logits=from_logits, ignore_index=ignore_index)[0]["brier"]
+
+
+def nll(
+    probs: ArrayLike, labels: ArrayLike, *, eps: float = 1e-12, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Negative log-likelihood ``mean_i -log max(p_{i,y_i}, eps)``.
+
+    >>> round(nll([[0.5, 0.5], [0.2, 0.8]], [0, 1]), 4)
+    0.4581
+    """
+    return _one_shot(probs, labels, ("nll",), from_logits=from_logits, ignore_index=ignore_index, eps=eps)[0]["nll"]
+
+
+def calibration_report(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    n_bins: int = 15,
+    ace_ranges: int = 15,
+    sce_bins: int = 15,
+    rbece_bins: int = 20,
+    theta: float = 40,
+    fce_bins: int = 15,
+    esce_bins: int = 10,
+    eps: float = 1e-12,
+    num_threads: int | None = None,
+) -> dict[str, Any]:
+    """Every metric in one pass over the data.
+
+    Returns a dict with the keys ``ece, mce, ace, sce, subset_ece, cece, msece, wsece,
+    ece_variance, rbece, fce, overconfidence, ecd, esce, brier, nll`` (the functions of the
+    same names, with these settings), then ``ace_error_bound`` (0 here: ACE is exact),
+    ``accuracy``, ``n`` (samples after masking) and ``num_classes``.
+
+    >>> r = calibration_report([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], theta=0)
+    >>> round(r["ece"], 4), r["accuracy"], r["n"], r["num_classes"]
+    (0.3, 0.75, 4, 2)
+    """
+    return _one_shot(
+        probs,
+        labels,
+        METRICS,
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+        num_threads=num_threads,
+        n_bins=n_bins,
+        ace_ranges=ace_ranges,
+        sce_bins=sce_bins,
+        rbece_bins=rbece_bins,
+        theta=theta,
+        fce_bins=fce_bins,
+        esce_bins=esce_bins,
+        eps=eps,
+    )[0]

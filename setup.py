@@ -1,0 +1,33 @@
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+here = Path(__file__).parent
+setup(
+    name="calibkit",
+    version="0.1.0",
+    description="Calibration metrics (CECE, RBECE, FCE, ECD, ESCE, ECE, ACE, SCE, ...), calibrators and a "
+    "Trainer callback for Hugging Face text and token classifiers",
+    long_description=(here / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["calibkit", "calibkit.*"]),
+    install_requires=[
+        "numpy>=1.24",
+        "numba>=0.59",
+        "torch>=2.1",
+        "transformers>=4.40",
+        "evaluate>=0.4",
+        "datasets>=2.16",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "hypothesis>=6", "scipy>=1.10", "scikit-learn>=1.3", "torchmetrics>=1.0", "ruff>=0.5"],
+        "bench": ["torchmetrics>=1.0", "netcal>=1.3"],
+    },
+    entry_points={"console_scripts": ["calibkit=calibkit.cli:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

@@ -1,0 +1,29 @@
+import numpy as np
+import pytest
+
+
+def softmax(z):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def make_data(seed, kind, n=200, num_classes=4, from_logits=False, length=6, sharpness=2.0):
+    """Random predictions: 'binary' (N,), 'multiclass' (N, K) or 'token' (N, L, K) with -100 labels."""
+    rng = np.random.default_rng(seed)
+    if kind == "binary":
+        z = rng.normal(size=n) * sharpness
+        labels = rng.integers(0, 2, n)
+        return (z if from_logits else 1 / (1 + np.exp(-z))), labels
+    shape = (n, num_classes) if kind == "multiclass" else (n, length, num_classes)
+    z = rng.normal(size=shape) * sharpness
+    labels = rng.integers(0, num_classes, shape[:-1])
+    if kind == "token":
+        pad = rng.random(shape[:-1]) < 0.3
+        labels[pad] = -100
+        z[pad] = -100.0  # Trainer pads logits with -100: masked on labels only
+    return (z if from_logits else softmax(z)), labels
+
+
+@pytest.fixture
+def data():
+    return make_data

@@ -1,0 +1,131 @@
+"""Every metric against the plain-loop references of tests/metrics/reference.py."""
+
+import math
+
+import numpy as np
+import pytest
+
+import calibkit
+from tests.conftest import make_data
+from tests.metrics import reference as ref
+
+CASES = [
+    # kind, n, classes, from_logits, n_bins
+    ("multiclass", 300, 4, False, 15),
+    ("multiclass", 257, 3, True, 10),
+    ("multiclass", 120, 7, False, 5),
+    ("multiclass", 90, 2, True, 1),
+    ("binary", 300, 2, False, 15),
+    ("binary", 211, 2, True, 7),
+    ("token", 40, 5, False, 15),
+    ("token", 35, 3, True, 12),
+]
+
+
+def close(a, b, tol=1e-9):
+    if isinstance(b, float) and math.isnan(b):
+        return math.isnan(a)
+    return abs(a - b) <= tol * max(1.0, abs(b))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("kind,n,k,from_logits,n_bins", CASES)
+def test_report_matches_reference(seed, kind, n, k, from_logits, n_bins):
+    probs, labels = make_data(seed, kind, n, k, from_logits)
+    rows, binary = ref.rows_of(probs, labels, from_logits=from_logits)
+    num_classes = 2 if binary else k
+    theta = 3
+    got = calibkit.calibration_report(
+        probs,
+        labels,
+        from_logits=from_logits,
+        n_bins=n_bins,
+        ace_ranges=n_bins,
+        sce_bins=n_bins,
+        rbece_bins=n_bins + 5,
+        theta=theta,
+        fce_bins=n_bins,
+        esce_bins=max(n_bins - 3, 1),
+    )
+    pairs = ref.top_pairs(rows, binary)
+    per_class = ref.subset_ece(rows, binary, num_classes, n_bins)
+    counts = [sum(1 for _, y in rows if y == c) for c in range(num_classes)]
+    overall = ref.ece(pairs, n_bins)
+    expected = {
+        "ece": overall,
+        "mce": ref.mce(pairs, n_bins),
+        "ace": ref.ace(rows, num_classes, n_bins),
+        "sce": ref.sce(rows, num_classes, n_bins),
+        "rbece": ref.rbece(pairs, n_bins + 5, theta),
+        "fce": ref.fce(pairs, n_bins),
+        "overconfidence": ref.overconfidence(rows),
+        "ecd": ref.ecd(rows),
+        "esce": ref.esce(pairs, max(n_bins - 3, 1)),
+        "brier": ref.brier(rows, binary),
+        "nll": ref.nll(rows),
+        "accuracy": ref.accuracy(rows),
+        **ref.class_summary(per_class, counts, overall),
+    }
+    for name, value in expected.items():
+        assert close(got[name], value), (name, got[name], value)
+    np.testing.assert_allclose(got["subset_ece"], per_class, rtol=1e-9, atol=1e-12)
+    assert got["n"] == len(rows)
+    assert got["num_classes"] == num_classes
+    assert got["ace_error_bound"] == 0.0
+
+
+@pytest.mark.parametrize("kind,n,k,from_logits,n_bins", CASES[:1] + CASES[4:5] + CASES[6:7])
+def test_single_metric_functions_match_report(kind, n, k, from_logits, n_bins):
+    probs, labels = make_data(3, kind, n, k, from_logits)
+    kw = {"from_logits": from_logits}
+    report = calibkit.calibration_report(probs, labels, n_bins=n_bins, theta=3, **kw)
+    assert calibkit.ece(probs, labels, n_bins=n_bins, **kw) == pytest.approx(report["ece"], abs=1e-12)
+    assert calibkit.mce(probs, labels, n_bins=n_bins, **kw) == pytest.approx(report["mce"], abs=1e-12)
+    assert calibkit.ace(probs, labels, **kw) == pytest.approx(report["ace"], abs=1e-12)
+    assert calibkit.sce(probs, labels, **kw) == pytest.approx(report["sce"], abs=1e-12)
+    for name in ("cece", "msece", "wsece", "ece_variance"):
+        assert getattr(calibkit, name)(probs, labels, n_bins=n_bins, **kw) == pytest.approx(report[name], abs=1e-12)
+    np.testing.assert_allclose(calibkit.subset_ece(probs, labels, n_bins=n_bins, **kw), report["subset_ece"])
+    assert calibkit.rbece(probs, labels, theta=3, **kw) == pytest.approx(report["rbece"], abs=1e-12)
+    assert calibkit.fce(probs, labels, **kw) == pytest.approx(report["fce"], abs=1e-12)
+    assert calibkit.overconfidence(probs, labels, **kw) == pytest.approx(report["overconfidence"], abs=1e-12)
+    assert calibkit.ecd(probs, labels, **kw) == pytest.approx(report["ecd"], abs=1e-12)
+    assert calibkit.esce(probs, labels, **kw) == pytest.approx(report["esce"], abs=1e-12)
+    assert calibkit.brier(probs, labels, **kw) == pytest.approx(report["brier"], abs=1e-12)
+    assert calibkit.nll(probs, labels, **kw) == pytest.approx(report["nll"], abs=1e-12)
+
+
+def test_reliability_bins_match_reference():
+    probs, labels = make_data(5, "multiclass", 400, 3)
+    rows, binary = ref.rows_of(probs, labels)
+    pairs = ref.top_pairs(rows, binary)
+    value, bins = calibkit.ece(probs, labels, n_bins=10, return_bins=True)
+    table = ref.bins(pairs, 10)
+    np.testing.assert_array_equal(bins["count"], [t[0] for t in table])
+    for b, (cnt, sc, sa) in enumerate(table):
+        if cnt:
+            assert bins["confidence"][b] == pytest.approx(sc / cnt)
+            assert bins["accuracy"][b] == pytest.approx(sa / cnt)
+            assert bins["gap"][b] == pytest.approx(sa / cnt - sc / cnt)
+            members = [r for r, (c, _) in zip(rows, pairs) if ref.bin_of(c, 10) == b]
+            assert bins["ecd"][b] == pytest.approx(ref.ecd(members))
+        else:
+            assert math.isnan(bins["confidence"][b])
+    assert bins["ece_contribution"].sum() == pytest.approx(value)
+    np.testing.assert_allclose(bins["edges"], np.linspace(0, 1, 11))
+    e, b2 = calibkit.esce(probs, labels, return_bins=True)
+    assert b2["esce_contribution"].sum() == pytest.approx(e)
+    d, b3 = calibkit.ecd(probs, labels, return_bins=True)
+    assert np.nansum(b3["ecd"] * b3["count"]) / b3["count"].sum() == pytest.approx(d)
+
+
+def test_ties_take_first_index_and_exact_edges():
+    # A tie between classes predicts the first class; right-closed bins: 0.5 in (0.4, 0.6], 0.8 in (0.6, 0.8].
+    probs = np.array([[0.5, 0.5], [0.5, 0.5], [0.2, 0.8]])
+    labels = np.array([0, 1, 1])
+    bins = calibkit.reliability_bins(probs, labels, n_bins=5)
+    assert bins["count"].tolist() == [0, 0, 2, 1, 0]
+    assert bins["accuracy"][2] == 0.5
+    assert calibkit.calibration_report(probs, labels)["accuracy"] == pytest.approx(2 / 3)
+    # 0 goes to the first bin, 0.2 closes it, 1.0 closes the last (binary 1-D: class-1 probability)
+    assert calibkit.reliability_bins([0.0, 0.2, 1.0], [0, 1, 1], n_bins=5)["count"].tolist() == [2, 0, 0, 0, 1]
