@@ -69,7 +69,7 @@ def _prepare_labels(labels: Any) -> np.ndarray:
             raise ValueError("`labels` contains NaN or inf; labels must be integers")
         if y.size and not np.array_equal(y, np.round(y)):
             bad = y.ravel()[np.flatnonzero(y.ravel() != np.round(y.ravel()))[0]]
-            raise ValueError(f"`labels` must be integers, got the value {bad!r}")
+            raise ValueError(f"`labels` must be integers, got the value {float(bad)!r}")
         y = y.astype(np.int64)
     elif y.dtype.kind not in "iu":
         raise ValueError(f"`labels` must be integers, got dtype {y.dtype}")

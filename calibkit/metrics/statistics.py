@@ -486,7 +486,9 @@ class CalibrationAccumulator:
     exact only in the one-shot functions (they still hold the data): here it splits the fine
     buckets cut by a range boundary in proportion, and ``compute()`` also returns
     ``ace_error_bound``, a guaranteed bound on ``|ACE_stream - ACE_exact|`` (see
-    :func:`ace_from_points`; with 16 buckets an octave it is typically below 1e-3).
+    :func:`ace_from_points`). Measured on 5-class data of 1e4 to 1e6 samples: actual error
+    5e-7 to 7e-5, bound about 0.03 (the bound assumes the worst arrangement of outcomes inside
+    every cut bucket, 16 buckets an octave).
 
     Parameters
     ----------

@@ -1,0 +1,42 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+import calibkit
+from calibkit.cli import main
+
+
+def test_report_on_embedded_example_says_synthetic(capsys):
+    assert main(["report"]) == 0
+    out = capsys.readouterr().out
+    assert "SYNTHETIC" in out
+    for name in (*calibkit.METRICS, "accuracy", "ece_class_discussion"):
+        if name != "subset_ece":
+            assert f"| {name} |" in out
+
+
+def test_report_on_predictions_file_matches_functional_api(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(500, 3))
+    labels = rng.integers(0, 3, 500)
+    path = tmp_path / "preds.npz"
+    np.savez(path, logits=logits, labels=labels)
+    assert main(["report", "--predictions", str(path), "--json", "--theta", "5"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    expected = calibkit.calibration_report(logits, labels, from_logits=True, theta=5)
+    for key in ("ece", "cece", "rbece", "fce", "ecd", "esce", "ace"):
+        assert abs(got[key] - expected[key]) < 1e-12
+    assert got["subset_ece"] == expected["subset_ece"].tolist()
+
+
+def test_bad_input_exits_non_zero_with_one_line(tmp_path):
+    path = tmp_path / "bad.npz"
+    np.savez(path, probs=np.array([[0.6, 0.6]]), labels=np.array([0]))
+    for args in (["--predictions", str(tmp_path / "missing.npz")], ["--predictions", str(path)]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "calibkit.cli", "report", *args], capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 2
+        assert proc.stderr.startswith("calibkit: error:") and proc.stderr.count("\n") == 1
