@@ -1,0 +1,125 @@
+"""Speed and memory of calibkit's metrics against torchmetrics and netcal, on the same arrays.
+
+    python benchmarks/metrics.py            # 10M x 4 and 2M x 66, float32, medians of 3 runs
+    python benchmarks/metrics.py --quick    # 1M x 4 and 200k x 66
+
+Prints seconds, the ratio of each calibkit call to torchmetrics' single top-label ECE (the
+issue's targets: ``ece`` <= 0.25x, ``calibration_report`` <= 2x), how many read-once floors
+(``np.sum`` over the array) the full report costs, and the peak memory the report adds above
+the input arrays. Accuracy is printed too: torchmetrics accumulates in float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+
+def median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_rss_above_now(fn) -> float:
+    """MB of resident memory ``fn`` adds at its peak (Linux: reset the high-water mark first)."""
+
+    def rss(field: str) -> int:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+    before = rss("VmRSS:")
+    fn()
+    return (rss("VmHWM:") - before) / 2**20
+
+
+def make(n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    logits = (rng.standard_normal((n, k), dtype=np.float32) * 3).astype(np.float32)
+    probs = np.exp(logits - logits.max(1, keepdims=True))
+    probs /= probs.sum(1, keepdims=True)
+    labels = rng.integers(0, k, n)
+    return probs, logits, labels
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="10x smaller arrays")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-netcal", action="store_true", help="skip netcal (slow to import)")
+    args = parser.parse_args()
+
+    import torch
+    from torchmetrics.functional.classification import multiclass_calibration_error
+
+    import calibkit
+
+    netcal_ece = None
+    if not args.no_netcal:
+        try:
+            from netcal.metrics import ECE as NetcalECE
+
+            netcal_ece = NetcalECE(bins=15)
+        except ImportError:
+            print("netcal not installed: skipped (pip install -e '.[bench]')")
+
+    scale = 10 if args.quick else 1
+    shapes = [(10_000_000 // scale, 4), (2_000_000 // scale, 66)]
+    print(f"torch threads: {torch.get_num_threads()}, repeats: {args.repeats}, float32 inputs\n")
+    for n, k in shapes:
+        probs, logits, labels = make(n, k)
+        tp, tl, ty = torch.from_numpy(probs), torch.from_numpy(logits), torch.from_numpy(labels)
+        # warm-up: numba compiles on first use (cached on disk afterwards)
+        calibkit.calibration_report(probs[:1000], labels[:1000])
+        calibkit.ece(probs[:1000], labels[:1000])
+        calibkit.ece(logits[:1000], labels[:1000], from_logits=True)
+
+        rows: list[tuple[str, float]] = []
+
+        def timed(name, fn, rows=rows):
+            rows.append((name, median_time(fn, args.repeats)))
+            return rows[-1][1]
+
+        floor = timed("floor: np.sum (read once)", lambda: np.sum(probs))
+        tm = timed("torchmetrics ECE (probs)", lambda: multiclass_calibration_error(tp, ty, k, n_bins=15))
+        tm_logits = timed("torchmetrics ECE (logits)", lambda: multiclass_calibration_error(tl, ty, k, n_bins=15))
+        if netcal_ece is not None:
+            timed("netcal ECE (probs)", lambda: netcal_ece.measure(probs, labels))
+        ours = timed("calibkit.ece (probs)", lambda: calibkit.ece(probs, labels))
+        ours_logits = timed("calibkit.ece (logits)", lambda: calibkit.ece(logits, labels, from_logits=True))
+        report = timed("calibkit.calibration_report (probs)", lambda: calibkit.calibration_report(probs, labels))
+        report_logits = timed(
+            "calibkit.calibration_report (logits)",
+            lambda: calibkit.calibration_report(logits, labels, from_logits=True),
+        )
+
+        print(f"== {n:,} x {k} ==")
+        for name, seconds in rows:
+            print(f"  {name:42s} {seconds:8.3f} s")
+        print("  ratios (target):")
+        print(f"    ece / torchmetrics (probs)              {ours / tm:6.3f}  (<= 0.25)")
+        print(f"    ece / torchmetrics (logits)             {ours_logits / tm_logits:6.3f}  (<= 0.25)")
+        print(f"    report / torchmetrics ECE (probs)       {report / tm:6.3f}  (<= 2)")
+        print(f"    report / torchmetrics ECE (logits)      {report_logits / tm_logits:6.3f}  (<= 2)")
+        print(f"    report / read-once floor                {report / floor:6.1f}")
+        extra = peak_rss_above_now(lambda: calibkit.calibration_report(probs, labels))
+        print(f"  peak memory of the report above the inputs: {extra:.0f} MB (inputs {probs.nbytes / 2**20:.0f} MB)")
+        exact = calibkit.ece(probs.astype(np.float64), labels)
+        theirs = multiclass_calibration_error(tp, ty, k, n_bins=15).item()
+        print(f"  ECE float64 {exact:.8f}; calibkit(float32) - it: {calibkit.ece(probs, labels) - exact:+.1e};")
+        print(f"  torchmetrics - it: {theirs - exact:+.1e}\n")
+
+
+if __name__ == "__main__":
+    main()
