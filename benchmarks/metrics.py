@@ -53,6 +53,56 @@ def make(n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndar
     return probs, logits, labels
 
 
+def run_shape(n: int, k: int, repeats: int, netcal_ece) -> None:
+    """Time every contender on one (N, K) array and print the ratios (a function, so lambdas bind locals)."""
+    import torch
+    from torchmetrics.functional.classification import multiclass_calibration_error
+
+    import calibkit
+
+    probs, logits, labels = make(n, k)
+    tp, tl, ty = torch.from_numpy(probs), torch.from_numpy(logits), torch.from_numpy(labels)
+    # warm-up: numba compiles on first use (cached on disk afterwards)
+    calibkit.calibration_report(probs[:1000], labels[:1000])
+    calibkit.ece(probs[:1000], labels[:1000])
+    calibkit.ece(logits[:1000], labels[:1000], from_logits=True)
+
+    rows: list[tuple[str, float]] = []
+
+    def timed(name, fn, rows=rows):
+        rows.append((name, median_time(fn, repeats)))
+        return rows[-1][1]
+
+    floor = timed("floor: np.sum (read once)", lambda: np.sum(probs))
+    tm = timed("torchmetrics ECE (probs)", lambda: multiclass_calibration_error(tp, ty, k, n_bins=15))
+    tm_logits = timed("torchmetrics ECE (logits)", lambda: multiclass_calibration_error(tl, ty, k, n_bins=15))
+    if netcal_ece is not None:
+        timed("netcal ECE (probs)", lambda: netcal_ece.measure(probs, labels))
+    ours = timed("calibkit.ece (probs)", lambda: calibkit.ece(probs, labels))
+    ours_logits = timed("calibkit.ece (logits)", lambda: calibkit.ece(logits, labels, from_logits=True))
+    report = timed("calibkit.calibration_report (probs)", lambda: calibkit.calibration_report(probs, labels))
+    report_logits = timed(
+        "calibkit.calibration_report (logits)",
+        lambda: calibkit.calibration_report(logits, labels, from_logits=True),
+    )
+
+    print(f"== {n:,} x {k} ==")
+    for name, seconds in rows:
+        print(f"  {name:42s} {seconds:8.3f} s")
+    print("  ratios (target):")
+    print(f"    ece / torchmetrics (probs)              {ours / tm:6.3f}  (<= 0.25)")
+    print(f"    ece / torchmetrics (logits)             {ours_logits / tm_logits:6.3f}  (<= 0.25)")
+    print(f"    report / torchmetrics ECE (probs)       {report / tm:6.3f}  (<= 2)")
+    print(f"    report / torchmetrics ECE (logits)      {report_logits / tm_logits:6.3f}  (<= 2)")
+    print(f"    report / read-once floor                {report / floor:6.1f}")
+    extra = peak_rss_above_now(lambda: calibkit.calibration_report(probs, labels))
+    print(f"  peak memory of the report above the inputs: {extra:.0f} MB (inputs {probs.nbytes / 2**20:.0f} MB)")
+    exact = calibkit.ece(probs.astype(np.float64), labels)
+    theirs = multiclass_calibration_error(tp, ty, k, n_bins=15).item()
+    print(f"  ECE float64 {exact:.8f}; calibkit(float32) - it: {calibkit.ece(probs, labels) - exact:+.1e};")
+    print(f"  torchmetrics - it: {theirs - exact:+.1e}\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="10x smaller arrays")
@@ -61,9 +111,6 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-    from torchmetrics.functional.classification import multiclass_calibration_error
-
-    import calibkit
 
     netcal_ece = None
     if not args.no_netcal:
@@ -78,47 +125,7 @@ def main() -> None:
     shapes = [(10_000_000 // scale, 4), (2_000_000 // scale, 66)]
     print(f"torch threads: {torch.get_num_threads()}, repeats: {args.repeats}, float32 inputs\n")
     for n, k in shapes:
-        probs, logits, labels = make(n, k)
-        tp, tl, ty = torch.from_numpy(probs), torch.from_numpy(logits), torch.from_numpy(labels)
-        # warm-up: numba compiles on first use (cached on disk afterwards)
-        calibkit.calibration_report(probs[:1000], labels[:1000])
-        calibkit.ece(probs[:1000], labels[:1000])
-        calibkit.ece(logits[:1000], labels[:1000], from_logits=True)
-
-        rows: list[tuple[str, float]] = []
-
-        def timed(name, fn, rows=rows):
-            rows.append((name, median_time(fn, args.repeats)))
-            return rows[-1][1]
-
-        floor = timed("floor: np.sum (read once)", lambda: np.sum(probs))
-        tm = timed("torchmetrics ECE (probs)", lambda: multiclass_calibration_error(tp, ty, k, n_bins=15))
-        tm_logits = timed("torchmetrics ECE (logits)", lambda: multiclass_calibration_error(tl, ty, k, n_bins=15))
-        if netcal_ece is not None:
-            timed("netcal ECE (probs)", lambda: netcal_ece.measure(probs, labels))
-        ours = timed("calibkit.ece (probs)", lambda: calibkit.ece(probs, labels))
-        ours_logits = timed("calibkit.ece (logits)", lambda: calibkit.ece(logits, labels, from_logits=True))
-        report = timed("calibkit.calibration_report (probs)", lambda: calibkit.calibration_report(probs, labels))
-        report_logits = timed(
-            "calibkit.calibration_report (logits)",
-            lambda: calibkit.calibration_report(logits, labels, from_logits=True),
-        )
-
-        print(f"== {n:,} x {k} ==")
-        for name, seconds in rows:
-            print(f"  {name:42s} {seconds:8.3f} s")
-        print("  ratios (target):")
-        print(f"    ece / torchmetrics (probs)              {ours / tm:6.3f}  (<= 0.25)")
-        print(f"    ece / torchmetrics (logits)             {ours_logits / tm_logits:6.3f}  (<= 0.25)")
-        print(f"    report / torchmetrics ECE (probs)       {report / tm:6.3f}  (<= 2)")
-        print(f"    report / torchmetrics ECE (logits)      {report_logits / tm_logits:6.3f}  (<= 2)")
-        print(f"    report / read-once floor                {report / floor:6.1f}")
-        extra = peak_rss_above_now(lambda: calibkit.calibration_report(probs, labels))
-        print(f"  peak memory of the report above the inputs: {extra:.0f} MB (inputs {probs.nbytes / 2**20:.0f} MB)")
-        exact = calibkit.ece(probs.astype(np.float64), labels)
-        theirs = multiclass_calibration_error(tp, ty, k, n_bins=15).item()
-        print(f"  ECE float64 {exact:.8f}; calibkit(float32) - it: {calibkit.ece(probs, labels) - exact:+.1e};")
-        print(f"  torchmetrics - it: {theirs - exact:+.1e}\n")
+        run_shape(n, k, args.repeats, netcal_ece)
 
 
 if __name__ == "__main__":
