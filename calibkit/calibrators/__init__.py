@@ -1,1 +1,50 @@
-"""Calibrators (temperature scaling and friends): see the calibrators issue."""
+"""Calibrators: fit on validation logits, apply to logits, wrap a ``transformers`` model.
+
+TS, WTS and RD-TS (the papers' methods) and the baselines VS, MS, IR and HB share the
+scikit-learn-style interface of :class:`Calibrator`; :func:`calibrate` turns a fine-tuned model
+and a calibrator into a calibrated ``PreTrainedModel``.
+
+Names are resolved lazily: fitting a temperature needs neither torch nor transformers, whose
+imports take seconds; the model classes import them on first use (and register themselves
+with the ``Auto`` classes then).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Calibrator": "base",
+    "TemperatureScaling": "temperature",
+    "WeightedTemperatureScaling": "temperature",
+    "RegionDependentTemperatureScaling": "temperature",
+    "VectorScaling": "baselines",
+    "MatrixScaling": "baselines",
+    "IsotonicCalibration": "baselines",
+    "HistogramBinning": "baselines",
+    "CALIBRATORS": "calibrated",
+    "calibrate": "calibrated",
+    "classifier_layer": "calibrated",
+    "collect_logits": "calibrated",
+    "fold_into_classifier": "calibrated",
+    "make_calibrator": "calibrated",
+    "CalibratedConfig": "calibrated",
+    "CalibratedModelForSequenceClassification": "calibrated",
+    "CalibratedModelForTokenClassification": "calibrated",
+    "CalibrationHead": "calibrated",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

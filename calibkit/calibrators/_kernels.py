@@ -1,0 +1,125 @@
+"""Compiled passes over logits for the temperature fits (TS, WTS, RD-TS).
+
+One pass returns the weighted NLL and its first two derivatives with respect to the one
+parameter being fitted, so a safeguarded Newton method needs one pass per step and no copy of
+the logits: rows are read in place (float32 or float64), rows whose label is ``ignore_index``
+are skipped, sums are float64.
+
+Per row i with inverse temperature ``b_i`` and ``p = softmax(b_i z_i)``:
+
+- loss ``l_i = logsumexp(b_i z_i) - b_i z_iy``
+- ``dl/db = E_p[z] - z_y`` and ``d2l/db2 = Var_p[z]`` (closed form, no autograd).
+
+TS/WTS fit ``b_i = beta`` (so ``db/dbeta = 1``); RD-TS fits the slope ``m`` of
+``T(h) = m h + 1``, ``b_i = 1/(m h_i + 1)``, by the chain rule with ``db/dm = -h b^2`` and
+``d2b/dm2 = 2 h^2 b^3``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+# Columns of the ``out`` array of :func:`nll_derivatives`.
+O_WEIGHT, O_LOSS, O_GRAD, O_HESS, O_NONFINITE = range(5)
+N_OUT = 5
+
+
+@nb.njit(cache=True, nogil=True)
+def nll_derivatives(z, labels, start, stop, ignore_index, class_weight, beta, slope, h, region, out):
+    """Add the weighted loss, gradient and Hessian of rows ``[start, stop)`` into ``out``."""
+    n_classes = z.shape[1]
+    for i in range(start, stop):
+        y = labels[i]
+        if y == ignore_index:
+            continue
+        w = class_weight[y]
+        if region:
+            b = 1.0 / (slope * h[i] + 1.0)
+        else:
+            b = beta
+        # Shift by the row's largest logit: exp never overflows and the variance is computed
+        # on centred values (no cancellation between E[z^2] and E[z]^2).
+        z_max = -np.inf
+        finite = True
+        for k in range(n_classes):
+            v = np.float64(z[i, k])
+            if not math.isfinite(v):
+                finite = False
+            if v > z_max:
+                z_max = v
+        if not finite:
+            out[O_NONFINITE] += 1.0
+            continue
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for k in range(n_classes):
+            d = np.float64(z[i, k]) - z_max
+            e = math.exp(b * d)
+            s0 += e
+            s1 += e * d
+            s2 += e * d * d
+        mean = s1 / s0
+        var = s2 / s0 - mean * mean
+        if var < 0.0:
+            var = 0.0
+        d_y = np.float64(z[i, y]) - z_max
+        loss = math.log(s0) - b * d_y
+        grad = mean - d_y
+        if region:
+            d1 = -h[i] * b * b
+            d2 = 2.0 * h[i] * h[i] * b * b * b
+            out[O_GRAD] += w * grad * d1
+            out[O_HESS] += w * (var * d1 * d1 + grad * d2)
+        else:
+            out[O_GRAD] += w * grad
+            out[O_HESS] += w * var
+        out[O_WEIGHT] += w
+        out[O_LOSS] += w * loss
+
+
+@nb.njit(cache=True, nogil=True)
+def max_softmax(z, labels, start, stop, ignore_index, h):
+    """Write ``h_i = max_k softmax(z_i)_k`` for the rows of ``[start, stop)`` that are kept."""
+    n_classes = z.shape[1]
+    for i in range(start, stop):
+        if labels[i] == ignore_index:
+            continue
+        z_max = -np.inf
+        for k in range(n_classes):
+            v = np.float64(z[i, k])
+            if v > z_max:
+                z_max = v
+        s0 = 0.0
+        for k in range(n_classes):
+            s0 += math.exp(np.float64(z[i, k]) - z_max)
+        h[i] = 1.0 / s0
+
+
+@nb.njit(cache=True)
+def pool_adjacent_violators(y, w):
+    """Isotonic (non-decreasing) fit of ``y`` with weights ``w``: block values and block ends.
+
+    Returns ``(values, ends)`` with one entry per block; block j covers indices
+    ``[ends[j-1], ends[j])``. Linear time (each merge removes a block).
+    """
+    n = y.shape[0]
+    values = np.empty(n)
+    weights = np.empty(n)
+    ends = np.empty(n, dtype=np.int64)
+    top = -1
+    for i in range(n):
+        top += 1
+        values[top] = y[i]
+        weights[top] = w[i]
+        ends[top] = i + 1
+        while top > 0 and values[top - 1] >= values[top]:
+            total = weights[top - 1] + weights[top]
+            values[top - 1] = (values[top - 1] * weights[top - 1] + values[top] * weights[top]) / total
+            weights[top - 1] = total
+            ends[top - 1] = ends[top]
+            top -= 1
+    return values[: top + 1].copy(), ends[: top + 1].copy()

@@ -1,0 +1,160 @@
+"""What every calibrator shares: input checks, the scikit-learn-style interface, application.
+
+A calibrator is fitted on validation logits and labels and then maps logits to calibrated
+logits (or probabilities). Fitting lives in each subclass; *applying* a fitted calibrator is
+done by :class:`~calibkit.calibrators.modeling_calibkit.CalibrationHead`, the same torch module
+a calibrated ``transformers`` model runs, so the numpy path and the model can never disagree.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from calibkit.metrics._validation import _prepare_labels, to_numpy
+
+
+@dataclass(frozen=True)
+class FitInput:
+    """Logits as rows ``(R, K)`` (a view: never copied) and labels ``(R,)``; ``ignore_index`` rows stay in."""
+
+    logits: np.ndarray
+    labels: np.ndarray
+    ignore_index: int
+    num_classes: int
+    n_kept: int
+
+    def kept(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the rows whose label is not ``ignore_index`` (for the baselines' fits)."""
+        keep = self.labels != self.ignore_index
+        return self.logits[keep], self.labels[keep]
+
+
+def logits_rows(logits: Any, name: str = "logits") -> tuple[np.ndarray, tuple[int, ...]]:
+    """``(N, K)`` or ``(N, L, K)`` logits as a float ``(rows, K)`` view, and the original shape."""
+    z = to_numpy(logits, name)
+    if z.dtype.kind not in "fiu":
+        raise ValueError(f"`{name}` must be a float array, got dtype {z.dtype}")
+    if z.dtype not in (np.float32, np.float64):
+        z = z.astype(np.float64)
+    if z.ndim not in (2, 3):
+        raise ValueError(f"`{name}` must have shape (N, K) or (N, L, K), got {tuple(z.shape)}")
+    if z.shape[-1] < 2:
+        raise ValueError(f"`{name}` has shape {tuple(z.shape)}: the last axis must hold >= 2 classes")
+    return np.ascontiguousarray(z.reshape(-1, z.shape[-1])), tuple(z.shape)
+
+
+def prepare_fit(logits: Any, labels: Any, ignore_index: int) -> FitInput:
+    """Check logits and labels for fitting; value checks that need a pass are left to the fit."""
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
+        raise ValueError(f"`ignore_index` must be an integer, got {ignore_index!r}")
+    z, shape = logits_rows(logits)
+    y_raw = to_numpy(labels, "labels")
+    if tuple(y_raw.shape) != shape[:-1]:
+        raise ValueError(f"`labels` has shape {tuple(y_raw.shape)} but `logits` of shape {shape} needs {shape[:-1]}")
+    y = _prepare_labels(y_raw)
+    k = shape[-1]
+    keep = y != ignore_index
+    bad = keep & ((y < 0) | (y >= k))
+    if bad.any():
+        raise ValueError(f"`labels` must lie in [0, {k}) or equal ignore_index={ignore_index}, got {int(y[bad][0])}")
+    n_kept = int(keep.sum())
+    if n_kept == 0:
+        raise ValueError("`labels` holds no sample to fit on (empty, or every label is ignore_index)")
+    return FitInput(z, y, int(ignore_index), int(k), n_kept)
+
+
+def check_finite(z: np.ndarray, name: str = "logits") -> None:
+    if not np.isfinite(z).all():
+        row = int(np.flatnonzero(~np.isfinite(z).all(axis=1))[0])
+        raise ValueError(f"`{name}` contains NaN or inf (row {row} of the kept rows): cannot fit a calibrator")
+
+
+class Calibrator:
+    """Base class: ``fit(logits, labels)``, ``predict_proba(logits)``, ``transform(logits)``.
+
+    Subclasses set ``method`` (the name used in a model's ``calibration`` block) and implement
+    ``_fit(FitInput)`` and ``calibration_block()``. Learned attributes end with ``_``.
+    """
+
+    method: str = ""
+    #: True when the map is affine in the logits (foldable into the last linear layer).
+    affine: bool = False
+    #: True when the calibrator outputs logits (TS, WTS, RD-TS, VS, MS); IR and HB output probabilities.
+    logit_based: bool = True
+
+    def __init__(self, *, ignore_index: int = -100) -> None:
+        self.ignore_index = ignore_index
+
+    # -- scikit-learn conventions ------------------------------------------------------------
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments and their current values (scikit-learn convention)."""
+        names = [
+            p.name
+            for p in inspect.signature(type(self).__init__).parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+        return {name: getattr(self, name) for name in names}
+
+    def set_params(self, **params: Any) -> Calibrator:
+        valid = self.get_params()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"`{name}` is not a parameter of {type(self).__name__}; valid: {sorted(valid)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    # -- fitting -----------------------------------------------------------------------------
+    def fit(self, logits: Any, labels: Any) -> Calibrator:
+        """Fit on validation logits ``(N, K)`` or ``(N, L, K)`` and labels (``ignore_index`` rows skipped)."""
+        data = prepare_fit(logits, labels, self.ignore_index)
+        self.num_classes_ = data.num_classes
+        self._fit(data)
+        return self
+
+    def _fit(self, data: FitInput) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def calibration_block(self) -> dict[str, Any]:
+        """The fitted parameters as the JSON-able ``calibration`` block of a model's config."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "num_classes_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit(logits, labels) first")
+
+    # -- applying ----------------------------------------------------------------------------
+    def head(self):
+        """The torch module that applies this calibrator (what a calibrated model runs)."""
+        from calibkit.calibrators.modeling_calibkit import CalibrationHead
+
+        self._check_fitted()
+        return CalibrationHead(self.calibration_block(), self.num_classes_)
+
+    def _apply(self, logits: Any, probabilities: bool) -> np.ndarray:
+        import torch
+
+        self._check_fitted()
+        z, shape = logits_rows(logits)
+        if shape[-1] != self.num_classes_:
+            raise ValueError(f"`logits` has {shape[-1]} classes, the calibrator was fitted on {self.num_classes_}")
+        with torch.no_grad():
+            out = self.head()(torch.from_numpy(z))
+            if probabilities:
+                out = torch.softmax(out, dim=-1)
+        return out.numpy().reshape(shape)
+
+    def transform(self, logits: Any) -> np.ndarray:
+        """Calibrated logits, same shape as ``logits`` (IR and HB: log of calibrated probabilities)."""
+        return self._apply(logits, probabilities=False)
+
+    def predict_proba(self, logits: Any) -> np.ndarray:
+        """Calibrated probabilities, same shape as ``logits``."""
+        return self._apply(logits, probabilities=True)

@@ -1,0 +1,195 @@
+"""Baseline calibrators the papers compare against: vector and matrix scaling, isotonic
+regression and histogram binning (Guo et al. 2017; Zadrozny & Elkan 2001, 2002).
+
+Vector/matrix scaling are affine maps of the logits fitted by NLL (full-batch L-BFGS with a
+strong-Wolfe line search, in torch). Isotonic regression and histogram binning calibrate each
+class's probability one-vs-rest and renormalise the rows; they may change the argmax.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calibkit.calibrators import _kernels as K
+from calibkit.calibrators.base import Calibrator, FitInput, check_finite
+from calibkit.metrics._validation import check_positive_int
+
+
+def _softmax_rows(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+class _AffineScaling(Calibrator):
+    affine = True
+
+    def __init__(self, *, max_iter: int = 500, ignore_index: int = -100) -> None:
+        super().__init__(ignore_index=ignore_index)
+        self.max_iter = max_iter
+
+    def _initial(self, k: int):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _logits(self, params, z):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit(self, data: FitInput) -> None:
+        import torch
+
+        max_iter = check_positive_int(self.max_iter, "max_iter")
+        z_np, y_np = data.kept()
+        check_finite(z_np)
+        z = torch.from_numpy(z_np.astype(np.float64, copy=False))
+        y = torch.from_numpy(y_np.astype(np.int64, copy=False))
+        params = [torch.tensor(p, dtype=torch.float64, requires_grad=True) for p in self._initial(data.num_classes)]
+        optimiser = torch.optim.LBFGS(
+            params,
+            lr=1.0,
+            max_iter=max_iter,
+            tolerance_grad=1e-10,
+            tolerance_change=1e-14,
+            history_size=20,
+            line_search_fn="strong_wolfe",
+        )
+
+        def closure():
+            optimiser.zero_grad()
+            loss = torch.nn.functional.cross_entropy(self._logits(params, z), y)
+            loss.backward()
+            return loss
+
+        optimiser.step(closure)
+        self._store([p.detach().numpy().copy() for p in params])
+        self.n_iter_ = int(optimiser.state[optimiser._params[0]].get("n_iter", 0))
+
+
+class VectorScaling(_AffineScaling):
+    """Vector scaling (Guo et al. 2017): calibrated logits ``v * z + b`` (per-class scale and bias), NLL fit.
+
+    Attributes
+    ----------
+    scale_, bias_ : ndarray of shape (K,)
+    """
+
+    method = "vs"
+
+    def _initial(self, k: int):
+        return [np.ones(k), np.zeros(k)]
+
+    def _logits(self, params, z):
+        return z * params[0] + params[1]
+
+    def _store(self, params) -> None:
+        self.scale_, self.bias_ = params
+
+    def calibration_block(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {"method": self.method, "scale": self.scale_.tolist(), "bias": self.bias_.tolist()}
+
+
+class MatrixScaling(_AffineScaling):
+    """Matrix scaling (Guo et al. 2017): calibrated logits ``W z + b``, NLL fit (K^2 + K parameters).
+
+    Attributes
+    ----------
+    weight_ : ndarray of shape (K, K)
+    bias_ : ndarray of shape (K,)
+    """
+
+    method = "ms"
+
+    def _initial(self, k: int):
+        return [np.eye(k), np.zeros(k)]
+
+    def _logits(self, params, z):
+        return z @ params[0].T + params[1]
+
+    def _store(self, params) -> None:
+        self.weight_, self.bias_ = params
+
+    def calibration_block(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {"method": self.method, "weight": self.weight_.tolist(), "bias": self.bias_.tolist()}
+
+
+class IsotonicCalibration(Calibrator):
+    """One-vs-rest isotonic regression on ``softmax(z)``, rows renormalised (Zadrozny & Elkan 2002).
+
+    Per class k, a non-decreasing map of ``p_k`` onto the outcome ``1[y = k]`` (pool adjacent
+    violators over the distinct values of ``p_k``; equal values share one fitted value), applied
+    by linear interpolation between block ends and clipped outside the fitted range, as
+    scikit-learn's ``IsotonicRegression(out_of_bounds="clip")``.
+
+    Attributes
+    ----------
+    thresholds_, values_ : list of K ndarrays
+        The interpolation points of each class's map.
+    """
+
+    method = "ir"
+    logit_based = False
+
+    def _fit(self, data: FitInput) -> None:
+        z, y = data.kept()
+        check_finite(z)
+        probs = _softmax_rows(z.astype(np.float64))
+        self.thresholds_, self.values_ = [], []
+        for k in range(data.num_classes):  # a loop over classes; every step inside is vectorised
+            x, inverse = np.unique(probs[:, k], return_inverse=True)
+            weight = np.bincount(inverse, minlength=x.size).astype(np.float64)
+            mean = np.bincount(inverse, weights=(y == k).astype(np.float64), minlength=x.size) / weight
+            values, ends = K.pool_adjacent_violators(mean, weight)
+            starts = np.concatenate([[0], ends[:-1]])
+            # Each block contributes its first and last distinct value (one point if they coincide).
+            xs = np.stack([x[starts], x[ends - 1]], axis=1).ravel()
+            vs = np.repeat(values, 2)
+            keep = np.concatenate([[True], xs[1:] != xs[:-1]])
+            self.thresholds_.append(xs[keep])
+            self.values_.append(vs[keep])
+
+    def calibration_block(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {
+            "method": self.method,
+            "thresholds": [t.tolist() for t in self.thresholds_],
+            "values": [v.tolist() for v in self.values_],
+        }
+
+
+class HistogramBinning(Calibrator):
+    """One-vs-rest histogram binning on ``softmax(z)``, rows renormalised (Zadrozny & Elkan 2001).
+
+    Per class k, ``n_bins`` equal-width bins of ``p_k`` (right-closed, as the metrics' bins);
+    each bin maps to the fraction of its samples with ``y = k``; an empty bin maps to its centre.
+
+    Attributes
+    ----------
+    values_ : ndarray of shape (K, n_bins)
+    """
+
+    method = "hb"
+    logit_based = False
+
+    def __init__(self, *, n_bins: int = 15, ignore_index: int = -100) -> None:
+        super().__init__(ignore_index=ignore_index)
+        self.n_bins = n_bins
+
+    def _fit(self, data: FitInput) -> None:
+        n_bins = check_positive_int(self.n_bins, "n_bins")
+        z, y = data.kept()
+        check_finite(z)
+        probs = _softmax_rows(z.astype(np.float64))
+        k = data.num_classes
+        index = np.clip(np.ceil(probs * n_bins).astype(np.int64) - 1, 0, n_bins - 1)
+        flat = (np.arange(k) * n_bins + index).ravel()
+        outcome = (y[:, None] == np.arange(k)).ravel().astype(np.float64)
+        counts = np.bincount(flat, minlength=k * n_bins).reshape(k, n_bins)
+        positives = np.bincount(flat, weights=outcome, minlength=k * n_bins).reshape(k, n_bins)
+        centres = np.broadcast_to((np.arange(n_bins) + 0.5) / n_bins, (k, n_bins))
+        self.values_ = np.where(counts > 0, positives / np.maximum(counts, 1), centres)
+
+    def calibration_block(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {"method": self.method, "values": self.values_.tolist()}

@@ -1,0 +1,283 @@
+"""From a fine-tuned ``transformers`` classifier to a calibrated one, in one call.
+
+- :func:`calibrate` wraps a model with a fitted calibrator (or fits one on logits or on a
+  validation ``datasets.Dataset``) and returns a calibrated ``PreTrainedModel`` that saves,
+  reloads (also with ``trust_remote_code=True`` where calibkit is not installed) and pushes.
+- :func:`fold_into_classifier` turns an affine calibration (TS, WTS, VS, MS) into a plain model
+  of the base architecture by rewriting its last linear layer: no custom code needed to load it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+from transformers import AutoConfig, AutoModelForSequenceClassification, AutoModelForTokenClassification
+
+from calibkit.calibrators.base import Calibrator, prepare_fit
+from calibkit.calibrators.baselines import HistogramBinning, IsotonicCalibration, MatrixScaling, VectorScaling
+from calibkit.calibrators.modeling_calibkit import (
+    CalibratedConfig,
+    CalibratedModelForSequenceClassification,
+    CalibratedModelForTokenClassification,
+    CalibrationHead,
+)
+from calibkit.calibrators.temperature import (
+    RegionDependentTemperatureScaling,
+    TemperatureScaling,
+    WeightedTemperatureScaling,
+)
+
+# With calibkit imported, the Auto classes load calibrated checkpoints without remote code.
+AutoConfig.register(CalibratedConfig.model_type, CalibratedConfig, exist_ok=True)
+AutoModelForSequenceClassification.register(CalibratedConfig, CalibratedModelForSequenceClassification, exist_ok=True)
+AutoModelForTokenClassification.register(CalibratedConfig, CalibratedModelForTokenClassification, exist_ok=True)
+
+__all__ = [
+    "CALIBRATORS",
+    "CalibratedConfig",
+    "CalibratedModelForSequenceClassification",
+    "CalibratedModelForTokenClassification",
+    "CalibrationHead",
+    "calibrate",
+    "calibration_metrics",
+    "classifier_layer",
+    "collect_logits",
+    "fold_into_classifier",
+    "make_calibrator",
+]
+
+CALIBRATORS: dict[str, type[Calibrator]] = {
+    "ts": TemperatureScaling,
+    "wts": WeightedTemperatureScaling,
+    "rd-ts": RegionDependentTemperatureScaling,
+    "vs": VectorScaling,
+    "ms": MatrixScaling,
+    "ir": IsotonicCalibration,
+    "hb": HistogramBinning,
+}
+"""Method name (as in a model's ``calibration`` block) -> calibrator class."""
+
+# Scalar metrics reported before/after in the calibration block and the model card.
+CARD_METRICS = ("accuracy", "ece", "mce", "ace", "sce", "cece", "msece", "wsece", "ece_variance", "rbece", "fce")
+CARD_METRICS += ("overconfidence", "ecd", "esce", "brier", "nll")
+
+
+def make_calibrator(method: str, **params: Any) -> Calibrator:
+    """A new, unfitted calibrator for ``method`` (one of :data:`CALIBRATORS`; case and ``_`` tolerated)."""
+    key = str(method).lower().replace("_", "-")
+    key = {"rdts": "rd-ts", "temperature": "ts"}.get(key, key)
+    if key not in CALIBRATORS:
+        raise ValueError(f"`method` must be one of {sorted(CALIBRATORS)}, got {method!r}")
+    return CALIBRATORS[key](**params)
+
+
+def _task_of(model) -> str:
+    name = type(model).__name__
+    if name.endswith("ForTokenClassification"):
+        return "token-classification"
+    if name.endswith("ForSequenceClassification"):
+        return "sequence-classification"
+    raise ValueError(
+        f"`model` must be a sequence- or token-classification model (a *ForSequenceClassification or "
+        f"*ForTokenClassification class), got {name}"
+    )
+
+
+def calibration_metrics(logits: Any, labels: Any, calibrator: Calibrator, ignore_index: int = -100) -> dict:
+    """Every scalar metric of :data:`CARD_METRICS` before and after ``calibrator`` on ``(logits, labels)``."""
+    import warnings
+
+    from calibkit.metrics import calibration_report
+
+    with warnings.catch_warnings():  # absent classes / empty regions are expected on small sets
+        warnings.simplefilter("ignore")
+        before = calibration_report(logits, labels, from_logits=True, ignore_index=ignore_index)
+        after = calibration_report(calibrator.predict_proba(logits), labels, ignore_index=ignore_index)
+
+    def pick(report: dict) -> dict:
+        return {name: float(report[name]) for name in CARD_METRICS}
+
+    return {"n": int(before["n"]), "before": pick(before), "after": pick(after)}
+
+
+def collect_logits(
+    model,
+    dataset,
+    *,
+    batch_size: int = 32,
+    data_collator=None,
+    label_column: str = "labels",
+    progress: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run ``model`` over a tokenised ``datasets.Dataset``; return ``(logits, labels)`` of the kept predictions.
+
+    Sequence classification gives ``(N, K)`` and ``(N,)``; token classification gives the
+    tokens whose label is not -100, as ``(T, K)`` and ``(T,)`` (padding never stored).
+    ``data_collator`` pads a batch (e.g. ``DataCollatorWithPadding(tokenizer)``); without one,
+    the rows must already have equal lengths.
+    """
+    import torch
+    from torch.utils.data import DataLoader
+    from tqdm.auto import tqdm
+    from transformers import default_data_collator
+
+    if label_column not in dataset.column_names:
+        candidates = [c for c in ("labels", "label", "ner_tags") if c in dataset.column_names]
+        if not candidates:
+            raise ValueError(f"`dataset` has no label column {label_column!r}; columns: {dataset.column_names}")
+        label_column = candidates[0]
+    forward_names = set(model.forward.__code__.co_varnames) | {"input_ids", "attention_mask", "token_type_ids"}
+    keep = [c for c in dataset.column_names if c in forward_names or c == label_column]
+    data = dataset.select_columns(keep)
+    if label_column != "labels":
+        data = data.rename_column(label_column, "labels")
+    loader = DataLoader(data, batch_size=batch_size, collate_fn=data_collator or default_data_collator)
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    chunks, label_chunks = [], []
+    try:
+        with torch.no_grad():
+            for batch in tqdm(loader, desc="collecting logits", disable=not progress):
+                labels = batch.pop("labels")
+                logits = model(**{k: v.to(device) for k, v in batch.items()}).logits.float().cpu()
+                if logits.ndim == 3:  # tokens: keep the labelled ones only
+                    mask = labels != -100
+                    logits, labels = logits[mask], labels[mask]
+                chunks.append(logits.numpy())
+                label_chunks.append(labels.numpy())
+    finally:
+        model.train(was_training)
+    return np.concatenate(chunks), np.concatenate(label_chunks)
+
+
+def calibrate(
+    model,
+    calibrator: Calibrator | None = None,
+    *,
+    method: str | None = None,
+    logits: Any = None,
+    labels: Any = None,
+    dataset=None,
+    batch_size: int = 32,
+    data_collator=None,
+    report: bool = True,
+    progress: bool = True,
+):
+    """A calibrated copy-free wrapper of ``model``: same outputs, calibrated ``logits``.
+
+    Give either a fitted ``calibrator``, or a ``method`` (``"ts"``, ``"wts"``, ``"rd-ts"``,
+    ``"vs"``, ``"ms"``, ``"ir"``, ``"hb"``) and validation data: ``logits`` and ``labels``
+    (``(N, K)``/``(N, L, K)``, -100 labels skipped), or a tokenised ``dataset`` the model is run
+    on (batched, with a progress bar). With ``report=True`` the metrics before and after
+    calibration on that data are stored in the calibration block and the model card.
+
+    Returns a :class:`CalibratedModelForSequenceClassification` or
+    :class:`CalibratedModelForTokenClassification` holding ``model`` itself (not a copy).
+    """
+    task = _task_of(model)
+    if calibrator is None:
+        if method is None:
+            raise ValueError("pass a fitted `calibrator`, or a `method` with `logits`/`labels` or a `dataset`")
+        calibrator = make_calibrator(method)
+    elif method is not None:
+        raise ValueError("pass either `calibrator` or `method`, not both")
+    if dataset is not None:
+        if logits is not None or labels is not None:
+            raise ValueError("pass either `dataset` or `logits`/`labels`, not both")
+        logits, labels = collect_logits(
+            model, dataset, batch_size=batch_size, data_collator=data_collator, progress=progress
+        )
+    fitted = hasattr(calibrator, "num_classes_")
+    if not fitted:
+        if logits is None or labels is None:
+            raise ValueError(f"{type(calibrator).__name__} is not fitted: pass `logits` and `labels`, or a `dataset`")
+        calibrator.fit(logits, labels)
+    num_labels = model.config.num_labels
+    if calibrator.num_classes_ != num_labels:
+        raise ValueError(f"the calibrator has {calibrator.num_classes_} classes, the model {num_labels} labels")
+    block = calibrator.calibration_block()
+    if report and logits is not None and labels is not None:
+        prepare_fit(logits, labels, calibrator.ignore_index)  # same checks as a fit, before the metrics
+        block["metrics"] = calibration_metrics(logits, labels, calibrator, calibrator.ignore_index)
+    config = CalibratedConfig(
+        base_config=model.config.to_dict(),
+        calibration=block,
+        task=task,
+        id2label=dict(model.config.id2label),
+        label2id=dict(model.config.label2id),
+    )
+    cls = (
+        CalibratedModelForTokenClassification
+        if task == "token-classification"
+        else CalibratedModelForSequenceClassification
+    )
+    return cls(config, base_model=model)
+
+
+# --------------------------------------------------------------------------------------------
+# Folding an affine calibration into the classifier
+
+
+def _affine_map(calibrator_block: dict, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
+    method = calibrator_block["method"]
+    if method in ("ts", "wts"):
+        return np.eye(num_labels) / calibrator_block["temperature"], np.zeros(num_labels)
+    if method == "vs":
+        return np.diag(np.asarray(calibrator_block["scale"], dtype=np.float64)), np.asarray(calibrator_block["bias"])
+    if method == "ms":
+        return np.asarray(calibrator_block["weight"], dtype=np.float64), np.asarray(calibrator_block["bias"])
+    raise ValueError(
+        f"method {method!r} is not affine in the logits; only ts, wts, vs and ms can be folded into the classifier"
+    )
+
+
+def classifier_layer(model):
+    """``(name, module)`` of the linear layer that produces the logits of a classification model.
+
+    BERT, DistilBERT, DeBERTa(-v2) and token classifiers end in ``classifier``; RoBERTa-style
+    sequence heads in ``classifier.out_proj``; decoder models in ``score``. The rule: the last
+    registered ``nn.Linear`` whose ``out_features`` is ``num_labels``, preferring those names.
+    """
+    import torch
+
+    num_labels = model.config.num_labels
+    linears = [
+        (name, module)
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and module.out_features == num_labels
+    ]
+    for preferred in ("classifier.out_proj", "classifier", "score", "classifier.dense_out"):
+        for name, module in linears:
+            if name == preferred:
+                return name, module
+    if not linears:
+        raise ValueError(f"no linear layer with {num_labels} outputs found in {type(model).__name__}")
+    return linears[-1]
+
+
+def fold_into_classifier(calibrated_model):
+    """A plain base-architecture model whose logits equal ``calibrated_model``'s (affine methods only).
+
+    ``W' = A W``, ``b' = A b + c`` for the calibration ``z -> A z + c`` (TS, WTS: ``A = I/T``;
+    VS: ``diag(v)``; MS: ``W``). The result saves and loads with no custom code and no
+    ``trust_remote_code``. The wrapped model is not modified.
+    """
+    import torch
+
+    config = calibrated_model.config
+    base = copy.deepcopy(calibrated_model.model)
+    scale, shift = _affine_map(config.calibration, base.config.num_labels)
+    _, layer = classifier_layer(base)
+    with torch.no_grad():
+        weight = torch.as_tensor(scale, dtype=torch.float64) @ layer.weight.double()
+        if layer.bias is not None:
+            bias = torch.as_tensor(scale, dtype=torch.float64) @ layer.bias.double() + torch.as_tensor(shift)
+        elif np.any(shift != 0):
+            raise ValueError("the classifier layer has no bias, so a calibration bias cannot be folded into it")
+        layer.weight.copy_(weight.to(layer.weight.dtype))
+        if layer.bias is not None:
+            layer.bias.copy_(bias.to(layer.bias.dtype))
+    return base

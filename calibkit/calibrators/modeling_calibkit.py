@@ -1,0 +1,361 @@
+"""Calibrated ``transformers`` models: a fine-tuned classifier followed by a calibration head.
+
+This file is self-contained on purpose: it imports only ``torch`` and ``transformers``, because
+``save_pretrained`` copies it next to the weights (``register_for_auto_class``), so that
+``AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)`` loads a
+calibrated model on a machine without calibkit.
+
+The calibration parameters live in ``config.json`` under ``calibration`` (never ``temperature``,
+which generation code reads), e.g. ``{"method": "ts", "temperature": 1.7}``. The head is built
+from that block and checked when the model is built, so a checkpoint with a missing or invalid
+block fails at load time instead of silently giving uncalibrated scores.
+
+Calibration maps (SPEC.md, "Calibrators"), applied to the base model's logits ``z``:
+
+- ``ts``, ``wts``: ``z / T``
+- ``rd-ts``: ``z / (m h + 1)`` with ``h = max softmax(z)``
+- ``vs``: ``v * z + b``;  ``ms``: ``W z + b``
+- ``ir``, ``hb``: one-vs-rest isotonic / histogram-binning map of ``softmax(z)`` per class,
+  renormalised; the head returns the log of those probabilities, so ``softmax`` of its output is
+  the calibrated distribution.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+from torch import nn
+from transformers import (
+    AutoConfig,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    PretrainedConfig,
+    PreTrainedModel,
+)
+
+METHODS = ("ts", "wts", "rd-ts", "vs", "ms", "ir", "hb")
+TASKS = ("sequence-classification", "token-classification")
+# Logits of probability 0 after IR/HB: finite, so losses stay finite, and exp() underflows to 0.
+_LOG_FLOOR = math.log(1e-30)
+
+
+def _number(block: dict, key: str) -> float:
+    value = block.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"calibration block: `{key}` must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _cpu(value: float) -> torch.Tensor:
+    # An explicit device: from_pretrained builds the model under a meta-device context.
+    return torch.tensor(value, dtype=torch.float32, device="cpu")
+
+
+def _tensor(block: dict, key: str, shape: tuple[int, ...]) -> torch.Tensor:
+    if key not in block:
+        raise ValueError(f"calibration block for method {block.get('method')!r} needs `{key}`")
+    try:
+        value = torch.tensor(block[key], dtype=torch.float32, device="cpu")
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"calibration block: `{key}` is not a numeric array ({exc})") from exc
+    if tuple(value.shape) != shape:
+        raise ValueError(f"calibration block: `{key}` must have shape {shape}, got {tuple(value.shape)}")
+    if not torch.isfinite(value).all():
+        raise ValueError(f"calibration block: `{key}` contains NaN or inf")
+    return value
+
+
+def _ragged(block: dict, key: str, num_labels: int) -> list[torch.Tensor]:
+    rows = block.get(key)
+    if not isinstance(rows, (list, tuple)) or len(rows) != num_labels:
+        raise ValueError(f"calibration block: `{key}` must be a list of {num_labels} per-class lists")
+    out = []
+    for row in rows:
+        t = torch.tensor(row, dtype=torch.float64, device="cpu")
+        if t.ndim != 1 or t.numel() == 0 or not torch.isfinite(t).all():
+            raise ValueError(f"calibration block: every row of `{key}` must be a non-empty finite list")
+        out.append(t)
+    return out
+
+
+class CalibrationHead(nn.Module):
+    """Maps logits ``(..., K)`` to calibrated logits ``(..., K)``; its parameters come from a dict.
+
+    ``config.json``'s ``calibration`` block is the parameters' one home: they are neither weights
+    nor buffers (``from_pretrained`` builds models on the meta device and would leave buffers
+    that are not in the checkpoint uninitialised), but CPU tensors built here from the block
+    and moved to the logits' device and dtype when used.
+    """
+
+    def __init__(self, calibration: dict | None, num_labels: int) -> None:
+        super().__init__()
+        if not isinstance(calibration, dict) or "method" not in calibration:
+            raise ValueError(
+                "this checkpoint has no valid `calibration` block in its config (expected a dict with a `method`); "
+                "refusing to load an uncalibrated model as a calibrated one"
+            )
+        method = calibration["method"]
+        if method not in METHODS:
+            raise ValueError(f"calibration block: unknown method {method!r}; expected one of {METHODS}")
+        self.method = method
+        self.num_labels = num_labels
+        k = num_labels
+        if method in ("ts", "wts"):
+            temperature = _number(calibration, "temperature")
+            if temperature <= 0:
+                raise ValueError(f"calibration block: `temperature` must be > 0, got {temperature}")
+            self.params = {"temperature": _cpu(temperature)}
+        elif method == "rd-ts":
+            slope = _number(calibration, "slope")
+            if slope <= -1:
+                raise ValueError(f"calibration block: RD-TS `slope` must be > -1 so that T(h) > 0, got {slope}")
+            self.params = {"slope": _cpu(slope)}
+        elif method == "vs":
+            self.params = {"scale": _tensor(calibration, "scale", (k,)), "bias": _tensor(calibration, "bias", (k,))}
+        elif method == "ms":
+            self.params = {"weight": _tensor(calibration, "weight", (k, k)), "bias": _tensor(calibration, "bias", (k,))}
+        elif method == "ir":
+            xs = _ragged(calibration, "thresholds", k)
+            ys = _ragged(calibration, "values", k)
+            if any(x.shape != y.shape for x, y in zip(xs, ys)):
+                raise ValueError("calibration block: `thresholds` and `values` rows must have equal lengths")
+            if any((x[1:] < x[:-1]).any() for x in xs):
+                raise ValueError("calibration block: every row of `thresholds` must be sorted")
+            # Pad every class to one length by repeating its last point, so one batched
+            # searchsorted serves all classes.
+            width = max(x.numel() for x in xs)
+            pad = [torch.cat([t, t[-1:].expand(width - t.numel())]) for t in xs]
+            pad_y = [torch.cat([t, t[-1:].expand(width - t.numel())]) for t in ys]
+            self.params = {"thresholds": torch.stack(pad).float(), "values": torch.stack(pad_y).float()}
+        elif method == "hb":
+            rows = calibration.get("values")
+            n_bins = len(rows[0]) if isinstance(rows, list) and rows and isinstance(rows[0], list) else 0
+            if n_bins < 1:
+                raise ValueError("calibration block: histogram binning `values` must be K lists of >= 1 bin value")
+            self.params = {"values": _tensor(calibration, "values", (k, n_bins))}
+
+    def _get(self, name: str, like: torch.Tensor) -> torch.Tensor:
+        return self.params[name].to(device=like.device, dtype=like.dtype)
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        method = self.method
+        if method in ("ts", "wts"):
+            return logits / self._get("temperature", logits)
+        if method == "rd-ts":
+            h = torch.softmax(logits, dim=-1).amax(dim=-1, keepdim=True)
+            return logits / (self._get("slope", logits) * h + 1)
+        if method == "vs":
+            return logits * self._get("scale", logits) + self._get("bias", logits)
+        if method == "ms":
+            return logits @ self._get("weight", logits).T + self._get("bias", logits)
+        probs = torch.softmax(logits.float(), dim=-1)
+        flat = probs.reshape(-1, self.num_labels).T.contiguous()  # (K, rows)
+        if method == "ir":
+            mapped = self._interpolate(flat)
+        else:
+            values = self._get("values", flat)
+            n_bins = values.shape[1]
+            # Right-closed equal-width bins, 0 in the first (SPEC.md, "Binning").
+            index = (torch.ceil(flat * n_bins).long() - 1).clamp(0, n_bins - 1)
+            mapped = torch.gather(values, 1, index)
+        mapped = mapped.T.reshape(probs.shape)
+        total = mapped.sum(dim=-1, keepdim=True)
+        # A row that every one-vs-rest map sends to 0 carries no information: uniform.
+        mapped = torch.where(total > 0, mapped / total.clamp_min(1e-300), torch.full_like(mapped, 1 / self.num_labels))
+        return torch.log(mapped).clamp_min(_LOG_FLOOR).to(logits.dtype)
+
+    def _interpolate(self, p: torch.Tensor) -> torch.Tensor:
+        # Piecewise-linear through (thresholds, values), clipped to the end points (as
+        # scikit-learn's IsotonicRegression with out_of_bounds="clip").
+        x, y = self._get("thresholds", p), self._get("values", p)
+        p = torch.minimum(torch.maximum(p, x[:, :1]), x[:, -1:])
+        right = torch.searchsorted(x, p).clamp(1, max(x.shape[1] - 1, 1))
+        if x.shape[1] == 1:
+            return y.expand_as(p).clone()
+        left = right - 1
+        x0, x1 = torch.gather(x, 1, left), torch.gather(x, 1, right)
+        y0, y1 = torch.gather(y, 1, left), torch.gather(y, 1, right)
+        width = x1 - x0
+        t = torch.where(width > 0, (p - x0) / torch.where(width > 0, width, 1), torch.zeros_like(p))
+        return y0 + t * (y1 - y0)
+
+
+class CalibratedConfig(PretrainedConfig):
+    """Config of a calibrated model: the base model's config (as a dict) and the calibration block."""
+
+    model_type = "calibkit-calibrated"
+
+    base_config: dict | None = None
+    calibration: dict | None = None
+    task: str = "sequence-classification"
+
+
+_AUTO_CLASSES = {
+    "sequence-classification": AutoModelForSequenceClassification,
+    "token-classification": AutoModelForTokenClassification,
+}
+
+
+_METHOD_NAMES = {
+    "ts": "temperature scaling (Guo et al. 2017)",
+    "wts": "weighted temperature scaling (Obadinma et al. 2021)",
+    "rd-ts": "region-dependent temperature scaling (Dawkins et al. 2022)",
+    "vs": "vector scaling (Guo et al. 2017)",
+    "ms": "matrix scaling (Guo et al. 2017)",
+    "ir": "one-vs-rest isotonic regression (Zadrozny & Elkan 2002)",
+    "hb": "one-vs-rest histogram binning (Zadrozny & Elkan 2001)",
+}
+_FORMULAS = {
+    "ts": "logits / T",
+    "wts": "logits / T",
+    "rd-ts": "logits / (m * max(softmax(logits)) + 1)",
+    "vs": "scale * logits + bias",
+    "ms": "weight @ logits + bias",
+    "ir": "log(renormalised per-class isotonic map of softmax(logits))",
+    "hb": "log(renormalised per-class histogram-binning map of softmax(logits))",
+}
+
+
+def model_card(config: CalibratedConfig) -> str:
+    """The README.md of a calibrated model: method, parameters, before/after metrics on the calibration set."""
+    block = config.calibration or {}
+    method = block.get("method", "?")
+    base_type = (config.base_config or {}).get("model_type", "?")
+    task = config.task
+    auto = "AutoModelForTokenClassification" if task == "token-classification" else "AutoModelForSequenceClassification"
+    lines = [
+        "---",
+        "library_name: transformers",
+        "tags:",
+        "- calibkit",
+        "- calibration",
+        f"- {method}",
+        f"pipeline_tag: {'token-classification' if task == 'token-classification' else 'text-classification'}",
+        "---",
+        "",
+        f"# Calibrated {base_type} model ({method})",
+        "",
+        f"A fine-tuned `{base_type}` {task.replace('-', ' ')} model whose logits pass through "
+        f"{_METHOD_NAMES.get(method, method)}: calibrated logits = `{_FORMULAS.get(method, '?')}`.",
+        "Made with [calibkit](https://github.com/calibkit/calibkit).",
+        "",
+        "## Calibration parameters",
+        "",
+    ]
+    for key, value in block.items():
+        if key in ("method", "metrics"):
+            continue
+        if isinstance(value, (int, float)):
+            lines.append(f"- `{key}` = {value:.6g}")
+        else:
+            lines.append(f"- `{key}`: see `calibration.{key}` in config.json")
+    metrics = block.get("metrics") or {}
+    before, after = metrics.get("before") or {}, metrics.get("after") or {}
+    if before and after:
+        n = metrics.get("n")
+        lines += [
+            "",
+            "## Calibration metrics on the calibration set" + (f" ({n} predictions)" if n else ""),
+            "",
+            "Accuracy: higher is better; ECD and ESCE are signed (0 is calibrated, > 0 over-confident); the rest: lower is better.",
+            "",
+            "| metric | uncalibrated | calibrated |",
+            "|---|---|---|",
+        ]
+        for name in before:
+            if name in after:
+                lines.append(f"| {name} | {before[name]:.4f} | {after[name]:.4f} |")
+        lines += [
+            "",
+            "These figures are measured on the data the calibrator was fitted on; check them on held-out data.",
+        ]
+    lines += [
+        "",
+        "## Usage",
+        "",
+        "```python",
+        f"from transformers import {auto}",
+        "",
+        f'model = {auto}.from_pretrained("path/or/hub-id", trust_remote_code=True)',
+        "```",
+        "",
+        "`trust_remote_code=True` loads `modeling_calibkit.py` (torch and transformers only) shipped with the",
+        "weights; with calibkit installed, `calibkit.CalibratedModelForSequenceClassification.from_pretrained`",
+        "(or the token-classification class) loads it without remote code.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+class _CalibratedModel(PreTrainedModel):
+    config_class = CalibratedConfig
+    base_model_prefix = "calibrated"
+    _task = ""
+
+    def __init__(self, config: CalibratedConfig, base_model: PreTrainedModel | None = None) -> None:
+        super().__init__(config)
+        if config.task != self._task:
+            raise ValueError(f"{type(self).__name__} needs task={self._task!r}, the config says {config.task!r}")
+        if base_model is None:
+            if not isinstance(config.base_config, dict) or "model_type" not in config.base_config:
+                raise ValueError("the calibrated model's config has no valid `base_config` (a dict with `model_type`)")
+            base = dict(config.base_config)
+            base_config = AutoConfig.for_model(base.pop("model_type"), **base)
+            base_model = _AUTO_CLASSES[self._task].from_config(base_config)
+        self.model = base_model
+        self.calibration_head = CalibrationHead(config.calibration, base_model.config.num_labels)
+        self.post_init()
+
+    def _init_weights(self, module: nn.Module) -> None:
+        # The wrapper owns no weights: the base model's are trained, the head's come from config.
+        return
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """``PreTrainedModel.save_pretrained``, plus a model card (README.md) stating the calibration."""
+        result = super().save_pretrained(save_directory, *args, **kwargs)
+        if kwargs.get("is_main_process", True):
+            with open(os.path.join(save_directory, "README.md"), "w", encoding="utf-8") as f:
+                f.write(model_card(self.config))
+        return result
+
+    def _upload_modified_files(self, working_dir, *args, **kwargs):
+        # push_to_hub writes a generic card over ours just before uploading: put ours back.
+        with open(os.path.join(working_dir, "README.md"), "w", encoding="utf-8") as f:
+            f.write(model_card(self.config))
+        return super()._upload_modified_files(working_dir, *args, **kwargs)
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.model.get_input_embeddings()
+
+    def forward(self, *args, labels: torch.Tensor | None = None, **kwargs):
+        """Run the base model, replace its ``logits`` by calibrated ones (and the loss, if labels)."""
+        kwargs["return_dict"] = True
+        output = self.model(*args, **kwargs)
+        logits = self.calibration_head(output.logits)
+        output.logits = logits
+        if labels is not None:  # the loss of the calibrated scores, not the base model's
+            output.loss = nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1).to(logits.device), ignore_index=-100
+            )
+        return output
+
+
+class CalibratedModelForSequenceClassification(_CalibratedModel):
+    """A sequence classifier whose logits are calibrated; ``forward`` returns the base output type."""
+
+    _task = "sequence-classification"
+
+
+class CalibratedModelForTokenClassification(_CalibratedModel):
+    """A token classifier whose logits are calibrated; ``forward`` returns the base output type."""
+
+    _task = "token-classification"
+
+
+# save_pretrained copies this file next to the weights and writes `auto_map` into config.json,
+# so the Auto classes can load a calibrated model with trust_remote_code=True.
+CalibratedConfig.register_for_auto_class()
+CalibratedModelForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
+CalibratedModelForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")

@@ -1,0 +1,380 @@
+"""Temperature scaling (TS), weighted TS (WTS) and region-dependent TS (RD-TS).
+
+All three divide the logits by a temperature, so none of them changes any argmax. TS and WTS
+minimise a convex function of ``beta = 1/T``; it is minimised exactly (to 1e-9 relative) by a
+safeguarded Newton method whose derivatives come in closed form from one compiled pass over
+the logits (gradient ``E_p[z] - z_y``, Hessian ``Var_p[z]``), a bracket being kept and bisected
+whenever a Newton step leaves it. A fit takes a handful of passes and no copy of the logits.
+
+Papers: Guo et al. 2017 (TS); Obadinma et al. 2021, eq 3.8 (WTS, class-wise paper);
+Dawkins et al. 2022 (RD-TS, region-balanced paper).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from calibkit.calibrators import _kernels as K
+from calibkit.calibrators.base import Calibrator, FitInput, check_finite
+from calibkit.metrics.statistics import _map, _row_ranges
+
+# Inverse temperatures beyond this mean T < 1e-6: the data is separable and the NLL keeps
+# falling as T -> 0; we stop there and warn rather than loop forever.
+_BETA_MAX = 1e6
+_RTOL = 1e-10
+
+
+def nll_pass(
+    data: FitInput,
+    class_weight: np.ndarray,
+    *,
+    beta: float = 1.0,
+    slope: float = 0.0,
+    h: np.ndarray | None = None,
+    num_threads: int | None = None,
+) -> tuple[float, float, float]:
+    """Weighted mean NLL and its first two derivatives, in one threaded pass.
+
+    With ``h is None`` the parameter is ``beta`` (the logits are multiplied by it); otherwise it
+    is the RD-TS slope ``m`` and row i uses ``beta_i = 1 / (m h_i + 1)``.
+    Raises ``ValueError`` if a kept row holds NaN or inf.
+    """
+    region = h is not None
+    h_arr = h if region else np.empty(0)
+
+    def run(start: int, stop: int) -> np.ndarray:
+        out = np.zeros(K.N_OUT)
+        K.nll_derivatives(
+            data.logits,
+            data.labels,
+            start,
+            stop,
+            data.ignore_index,
+            class_weight,
+            float(beta),
+            float(slope),
+            h_arr,
+            region,
+            out,
+        )
+        return out
+
+    total = np.sum(_map(run, _row_ranges(data.logits.shape[0], num_threads)), axis=0)
+    if total[K.O_NONFINITE] > 0:
+        check_finite(data.kept()[0])
+    weight = total[K.O_WEIGHT]
+    return total[K.O_LOSS] / weight, total[K.O_GRAD] / weight, total[K.O_HESS] / weight
+
+
+def minimise_1d(
+    derivatives: Callable[[float], tuple[float, float, float]],
+    x0: float,
+    lower: float,
+    upper: float,
+    *,
+    rtol: float = _RTOL,
+    max_iter: int = 200,
+) -> tuple[float, int]:
+    """Root of the derivative of a smooth 1-D function in ``(lower, upper)``: safeguarded Newton.
+
+    ``derivatives(x) -> (f, f', f'')``. The bracket ``[lower, upper]`` must hold the minimiser
+    (``f'(lower) < 0 < f'(upper)``, ends not evaluated). Each step is a Newton step if it stays
+    inside the current bracket and the curvature is positive, else a bisection; the bracket
+    shrinks with the sign of every derivative evaluated. Returns ``(x, evaluations)``.
+    """
+    x = x0
+    for it in range(1, max_iter + 1):
+        _, g, hess = derivatives(x)
+        if g > 0:
+            upper = x
+        elif g < 0:
+            lower = x
+        else:
+            return x, it
+        step = g / hess if hess > 0 else math.nan
+        candidate = x - step
+        if not (lower < candidate < upper):
+            candidate = 0.5 * (lower + upper)
+        if abs(candidate - x) <= rtol * max(abs(x), 1e-12) or upper - lower <= rtol * max(abs(x), 1e-12):
+            return candidate, it
+        x = candidate
+    return x, max_iter  # pragma: no cover - Newton with bisection converges long before
+
+
+def fit_inverse_temperature(derivatives: Callable[[float], tuple[float, float, float]]) -> float:
+    """``beta = 1/T`` minimising a convex NLL given ``derivatives(beta) -> (f, f', f'')``; ~1e-10 relative.
+
+    The bracket starts at ``[0, inf)``; from beta = 1 it grows (by Newton steps, at least 4x)
+    until the slope turns positive, then :func:`minimise_1d` finishes inside it.
+    """
+    # At beta = 0 the slope is mean_k(z) - z_y on average: if it is not negative the logits
+    # point away from the labels and no positive temperature lowers the NLL.
+    _, g0, _ = derivatives(0.0)
+    if not g0 < 0:
+        raise ValueError(
+            "cannot fit a temperature: the logits do not favour the labels (the NLL does not decrease "
+            "for any T > 0); check that `labels` match `logits`"
+        )
+    lower, beta = 0.0, 1.0
+    while True:
+        _, g, hess = derivatives(beta)
+        if g > 0:
+            upper = beta
+            break
+        lower = beta
+        if beta >= _BETA_MAX:
+            warnings.warn(
+                f"the NLL keeps decreasing as T -> 0 (separable data); stopping at T = {1 / _BETA_MAX:g}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return _BETA_MAX
+        beta = max(beta * 4.0, beta - g / hess) if hess > 0 else beta * 4.0
+    # Start from the Newton step of the last evaluation when it lands inside the bracket.
+    x0 = beta - g / hess if hess > 0 else 0.5 * (lower + upper)
+    if not lower < x0 < upper:
+        x0 = 0.5 * (lower + upper)
+    beta, _ = minimise_1d(derivatives, x0, lower, upper)
+    return beta
+
+
+def _uniform_weights(data: FitInput) -> np.ndarray:
+    return np.ones(data.num_classes)
+
+
+def _check_temperature(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"`{name}` must be a number > 0, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"`{name}` must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+class TemperatureScaling(Calibrator):
+    """Temperature scaling: calibrated logits ``z / T``, ``T`` minimising the mean NLL (Guo et al. 2017).
+
+    Parameters
+    ----------
+    ignore_index : int, default -100
+        Label of rows to skip (padding of token classification).
+    num_threads : int, optional
+        Threads for the fitting passes (default: all cores).
+
+    Attributes
+    ----------
+    temperature_ : float
+        The fitted temperature.
+    n_iter_ : int
+        Passes over the data the fit took.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit.calibrators import TemperatureScaling
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(20_000, 3)) * 3
+    >>> y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z / 2])  # true T = 2
+    >>> ts = TemperatureScaling().fit(z, y)
+    >>> round(ts.temperature_, 1)
+    2.0
+    >>> ts.predict_proba(z).shape
+    (20000, 3)
+    """
+
+    method = "ts"
+    affine = True
+
+    def __init__(self, *, ignore_index: int = -100, num_threads: int | None = None) -> None:
+        super().__init__(ignore_index=ignore_index)
+        self.num_threads = num_threads
+
+    def _class_weight(self, data: FitInput) -> np.ndarray:
+        return _uniform_weights(data)
+
+    def _fit(self, data: FitInput) -> None:
+        weight = self._class_weight(data)
+        calls = []
+
+        def counted(beta: float):
+            calls.append(beta)
+            return nll_pass(data, weight, beta=beta, num_threads=self.num_threads)
+
+        beta = fit_inverse_temperature(counted)
+        self.temperature_ = 1.0 / beta
+        self.n_iter_ = len(calls)
+
+    def calibration_block(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {"method": self.method, "temperature": float(self.temperature_)}
+
+    @classmethod
+    def from_temperature(cls, temperature: float, num_classes: int, **params: Any) -> TemperatureScaling:
+        """A calibrator with a known temperature (e.g. a published one), without data."""
+        model = cls(**params)
+        model.temperature_ = _check_temperature(temperature, "temperature")
+        model.num_classes_ = int(num_classes)
+        model.n_iter_ = 0
+        return model
+
+
+class WeightedTemperatureScaling(TemperatureScaling):
+    """Weighted temperature scaling (class-wise paper, eq 3.8): TS whose NLL weighs sample i by ``1 - n_{y_i}/N``.
+
+    ``n_k`` counts class k in the fitting set (``ignore_index`` rows excluded), so rare classes
+    weigh more. Needs at least two classes present (with one, every weight is 0).
+
+    Attributes
+    ----------
+    temperature_ : float
+    class_weight_ : ndarray of shape (K,)
+        ``1 - n_k/N`` per class.
+    n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit.calibrators import WeightedTemperatureScaling
+    >>> z = np.array([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0], [3.0, 0.0]])
+    >>> wts = WeightedTemperatureScaling().fit(z, np.array([0, 1, 1, 0]))
+    >>> wts.class_weight_.tolist()
+    [0.5, 0.5]
+    """
+
+    method = "wts"
+
+    def _class_weight(self, data: FitInput) -> np.ndarray:
+        kept = data.labels[data.labels != data.ignore_index]
+        counts = np.bincount(kept, minlength=data.num_classes).astype(np.float64)
+        if np.count_nonzero(counts) < 2:
+            raise ValueError(
+                f"weighted temperature scaling needs at least two classes in `labels`; only class "
+                f"{int(np.flatnonzero(counts)[0])} is present, so every weight 1 - n_k/N is 0"
+            )
+        self.class_weight_ = 1.0 - counts / counts.sum()
+        return self.class_weight_
+
+
+RD_TS_RULES = ("paper", "mean", "nll")
+
+
+def paper_slope(temperature: float) -> float:
+    """RD-TS slope from a TS temperature by the region-balanced paper's rule ``m = (T - 0.9)/0.89``."""
+    return (temperature - 0.9) / 0.89
+
+
+def _check_slope(slope: float) -> float:
+    if not math.isfinite(slope) or slope <= -1:
+        raise ValueError(f"RD-TS slope m must be a finite number > -1 so that T(h) = m h + 1 > 0, got {slope!r}")
+    return float(slope)
+
+
+class RegionDependentTemperatureScaling(Calibrator):
+    """Region-dependent TS (Dawkins et al. 2022): logits ``z / T(h)``, ``T(h) = m h + 1``, ``h = max softmax(z)``.
+
+    Confident predictions (``h`` near 1) are cooled by about ``m + 1``, uncertain ones barely
+    touched. The slope ``m`` comes from a TS temperature ``T`` fitted on the same data, by
+
+    - ``rule="paper"`` (default): ``m = (T - 0.9)/0.89``, the paper's rule;
+    - ``rule="mean"``: ``m = (T - 1)/mean(h)``, so that the mean of ``T(h)`` over the data equals T
+      (the paper's exact sum);
+    - ``rule="nll"``: ``m`` minimising the NLL directly (safeguarded Newton on ``m > -1``).
+
+    ``m > -1`` keeps every ``T(h)`` positive; the argmax never changes.
+    :meth:`from_temperature` builds it from a published T without data, as the paper does.
+
+    Attributes
+    ----------
+    slope_ : float
+    temperature_ : float
+        The TS temperature the slope was derived from (NaN when built from a slope).
+
+    Examples
+    --------
+    >>> from calibkit.calibrators import RegionDependentTemperatureScaling
+    >>> round(RegionDependentTemperatureScaling.from_temperature(1.39, num_classes=3).slope_, 3)
+    0.551
+    """
+
+    method = "rd-ts"
+
+    def __init__(self, *, rule: str = "paper", ignore_index: int = -100, num_threads: int | None = None) -> None:
+        super().__init__(ignore_index=ignore_index)
+        self.rule = rule
+        self.num_threads = num_threads
+
+    def _fit(self, data: FitInput) -> None:
+        if self.rule not in RD_TS_RULES:
+            raise ValueError(f"`rule` must be one of {RD_TS_RULES}, got {self.rule!r}")
+        ts = TemperatureScaling(ignore_index=self.ignore_index, num_threads=self.num_threads)
+        ts._fit(data)
+        self.temperature_ = ts.temperature_
+        self.n_iter_ = ts.n_iter_
+        if self.rule == "paper":
+            self.slope_ = _check_slope(paper_slope(self.temperature_))
+            return
+        h = self._max_softmax(data)
+        if self.rule == "mean":
+            mean_h = float(h[data.labels != data.ignore_index].mean())
+            self.slope_ = _check_slope((self.temperature_ - 1.0) / mean_h)
+            return
+        self.slope_, evaluations = self._fit_slope(data, h, start=paper_slope(self.temperature_))
+        self.n_iter_ += evaluations
+
+    def _max_softmax(self, data: FitInput) -> np.ndarray:
+        h = np.zeros(data.logits.shape[0])
+
+        def run(start: int, stop: int) -> None:
+            K.max_softmax(data.logits, data.labels, start, stop, data.ignore_index, h)
+
+        _map(run, _row_ranges(data.logits.shape[0], self.num_threads))
+        return h
+
+    def _fit_slope(self, data: FitInput, h: np.ndarray, start: float) -> tuple[float, int]:
+        weight = np.ones(data.num_classes)
+        calls = []
+
+        def derivatives(m: float) -> tuple[float, float, float]:
+            calls.append(m)
+            return nll_pass(data, weight, slope=m, h=h, num_threads=self.num_threads)
+
+        lower, upper, m = -1.0, math.inf, max(start, 0.0)
+        step = 1.0
+        while True:  # grow the bracket to the right until the slope of the NLL is positive
+            _, g, _ = derivatives(m)
+            if g >= 0:
+                upper = m
+                break
+            lower = m
+            if m > 1e6:
+                raise ValueError("RD-TS: the NLL keeps decreasing as m grows (separable data); use rule='paper'")
+            m += step
+            step *= 2.0
+        slope, _ = minimise_1d(derivatives, 0.5 * (lower + upper), lower, upper)
+        return _check_slope(slope), len(calls)
+
+    def calibration_block(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {"method": self.method, "slope": float(self.slope_)}
+
+    @classmethod
+    def from_temperature(cls, temperature: float, num_classes: int, **params: Any) -> RegionDependentTemperatureScaling:
+        """RD-TS from a published TS temperature, with the paper's rule ``m = (T - 0.9)/0.89`` (no data)."""
+        model = cls(**params)
+        model.temperature_ = _check_temperature(temperature, "temperature")
+        model.slope_ = _check_slope(paper_slope(model.temperature_))
+        model.num_classes_ = int(num_classes)
+        return model
+
+    @classmethod
+    def from_slope(cls, slope: float, num_classes: int, **params: Any) -> RegionDependentTemperatureScaling:
+        """RD-TS with a given slope ``m > -1``."""
+        model = cls(**params)
+        model.slope_ = _check_slope(float(slope))
+        model.temperature_ = math.nan
+        model.num_classes_ = int(num_classes)
+        return model
