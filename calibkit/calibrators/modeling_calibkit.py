@@ -128,13 +128,13 @@ class CalibrationHead(nn.Module):
             width = max(x.numel() for x in xs)
             pad = [torch.cat([t, t[-1:].expand(width - t.numel())]) for t in xs]
             pad_y = [torch.cat([t, t[-1:].expand(width - t.numel())]) for t in ys]
-            self.params = {"thresholds": torch.stack(pad).float(), "values": torch.stack(pad_y).float()}
+            self.params = {"thresholds": torch.stack(pad), "values": torch.stack(pad_y)}
         elif method == "hb":
             rows = calibration.get("values")
             n_bins = len(rows[0]) if isinstance(rows, list) and rows and isinstance(rows[0], list) else 0
             if n_bins < 1:
                 raise ValueError("calibration block: histogram binning `values` must be K lists of >= 1 bin value")
-            self.params = {"values": _tensor(calibration, "values", (k, n_bins))}
+            self.params = {"values": _tensor(calibration, "values", (k, n_bins)).double()}
 
     def _get(self, name: str, like: torch.Tensor) -> torch.Tensor:
         return self.params[name].to(device=like.device, dtype=like.dtype)
@@ -150,7 +150,8 @@ class CalibrationHead(nn.Module):
             return logits * self._get("scale", logits) + self._get("bias", logits)
         if method == "ms":
             return logits @ self._get("weight", logits).T + self._get("bias", logits)
-        probs = torch.softmax(logits.float(), dim=-1)
+        # float64: a steep isotonic segment would amplify float32 rounding of p.
+        probs = torch.softmax(logits.double(), dim=-1)
         flat = probs.reshape(-1, self.num_labels).T.contiguous()  # (K, rows)
         if method == "ir":
             mapped = self._interpolate(flat)

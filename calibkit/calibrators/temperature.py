@@ -178,7 +178,8 @@ class TemperatureScaling(Calibrator):
     >>> from calibkit.calibrators import TemperatureScaling
     >>> rng = np.random.default_rng(0)
     >>> z = rng.normal(size=(20_000, 3)) * 3
-    >>> y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z / 2])  # true T = 2
+    >>> p = np.exp(z / 2) / np.exp(z / 2).sum(axis=1, keepdims=True)  # the truth: T = 2
+    >>> y = (p.cumsum(axis=1) > rng.random((20_000, 1))).argmax(axis=1)
     >>> ts = TemperatureScaling().fit(z, y)
     >>> round(ts.temperature_, 1)
     2.0
@@ -205,7 +206,7 @@ class TemperatureScaling(Calibrator):
             return nll_pass(data, weight, beta=beta, num_threads=self.num_threads)
 
         beta = fit_inverse_temperature(counted)
-        self.temperature_ = 1.0 / beta
+        self.temperature_ = float(1.0 / beta)
         self.n_iter_ = len(calls)
 
     def calibration_block(self) -> dict[str, Any]:
@@ -315,7 +316,13 @@ class RegionDependentTemperatureScaling(Calibrator):
         self.temperature_ = ts.temperature_
         self.n_iter_ = ts.n_iter_
         if self.rule == "paper":
-            self.slope_ = _check_slope(paper_slope(self.temperature_))
+            slope = paper_slope(self.temperature_)
+            if slope <= -1:
+                raise ValueError(
+                    f"RD-TS paper rule m = (T - 0.9)/0.89 gives m = {slope:.4g} <= -1 for the fitted T = "
+                    f"{self.temperature_:.4g} (T(h) would not stay positive); use rule='nll' or rule='mean'"
+                )
+            self.slope_ = slope
             return
         h = self._max_softmax(data)
         if self.rule == "mean":

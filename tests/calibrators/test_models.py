@@ -1,0 +1,330 @@
+"""Calibrated PreTrainedModels: outputs, save/load (also without calibkit), pipelines, folding, bad checkpoints."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+from transformers import (
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    BertConfig,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertTokenizer,
+    DebertaV2Config,
+    DebertaV2ForSequenceClassification,
+    DebertaV2ForTokenClassification,
+    DistilBertConfig,
+    DistilBertForSequenceClassification,
+    DistilBertForTokenClassification,
+    RobertaConfig,
+    RobertaForSequenceClassification,
+    RobertaForTokenClassification,
+    pipeline,
+)
+
+import calibkit
+from calibkit.calibrators import (
+    CALIBRATORS,
+    CalibratedModelForSequenceClassification,
+    CalibratedModelForTokenClassification,
+    TemperatureScaling,
+    calibrate,
+    classifier_layer,
+    fold_into_classifier,
+    make_calibrator,
+)
+
+NUM_LABELS = 3
+SMALL = dict(vocab_size=64, hidden_size=32, num_attention_heads=2, intermediate_size=37, max_position_embeddings=64)
+ARCHITECTURES = {
+    "bert": (BertConfig(num_hidden_layers=1, **SMALL), BertForSequenceClassification, BertForTokenClassification),
+    "roberta": (
+        RobertaConfig(num_hidden_layers=1, pad_token_id=1, **SMALL),
+        RobertaForSequenceClassification,
+        RobertaForTokenClassification,
+    ),
+    "distilbert": (
+        DistilBertConfig(vocab_size=64, dim=32, n_layers=1, n_heads=2, hidden_dim=37, max_position_embeddings=64),
+        DistilBertForSequenceClassification,
+        DistilBertForTokenClassification,
+    ),
+    "deberta-v2": (
+        DebertaV2Config(num_hidden_layers=1, **SMALL),
+        DebertaV2ForSequenceClassification,
+        DebertaV2ForTokenClassification,
+    ),
+}
+
+
+def tiny(arch="bert", task="sequence", seed=0):
+    torch.manual_seed(seed)
+    config, seq_cls, tok_cls = ARCHITECTURES[arch]
+    settings = {k: v for k, v in config.to_dict().items() if k not in ("id2label", "label2id")}
+    config = config.__class__(**settings, num_labels=NUM_LABELS)
+    model = (seq_cls if task == "sequence" else tok_cls)(config).eval()
+    # Random heads give logits of ~0.02: scale them to a trained model's range (std ~2).
+    layer = classifier_layer(model)[1]
+    with torch.no_grad():
+        layer.weight.mul_(2.0 / logits_of(model, inputs(seed=99)).std())
+    return model
+
+
+def inputs(seed=0, n=24, length=9):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, 64, (n, length), generator=g)
+    mask = torch.ones_like(ids)
+    mask[: n // 3, length - 3 :] = 0  # some padding
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def logits_of(model, batch):
+    with torch.no_grad():
+        return model(**batch).logits
+
+
+def validation_set(model, seed=1):
+    """Base logits and labels that follow the argmax 80% of the time (random models are unsure)."""
+    batch = inputs(seed=seed, n=64)
+    z = logits_of(model, batch).numpy()
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(z.shape[:-1]) < 0.8, z.argmax(axis=-1), rng.integers(0, NUM_LABELS, z.shape[:-1]))
+    if z.ndim == 3:
+        y[batch["attention_mask"].numpy() == 0] = -100
+    return z, y
+
+
+@pytest.mark.parametrize("task", ["sequence", "token"])
+@pytest.mark.parametrize("method", sorted(CALIBRATORS))
+def test_wrapped_logits_are_the_calibrators_and_survive_save_and_load(tmp_path, task, method):
+    base = tiny(task=task)
+    z, y = validation_set(base)
+    calibrator = make_calibrator(method).fit(z, y)
+    model = calibrate(base, calibrator).eval()
+    batch = inputs(seed=2)
+    expected = calibrator.transform(logits_of(base, batch).numpy())
+    out = logits_of(model, batch)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-5)
+    assert type(model(**batch)).__name__ == type(base(**batch)).__name__
+    if method == "ts":  # the defining property: base logits / T
+        np.testing.assert_allclose(out.numpy(), logits_of(base, batch).numpy() / calibrator.temperature_, rtol=1e-6)
+
+    model.save_pretrained(tmp_path)
+    assert sorted(os.listdir(tmp_path)) == ["README.md", "config.json", "model.safetensors", "modeling_calibkit.py"]
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["calibration"]["method"] == method and "temperature" not in config
+    auto = AutoModelForSequenceClassification if task == "sequence" else AutoModelForTokenClassification
+    for reloaded in (type(model).from_pretrained(tmp_path), auto.from_pretrained(tmp_path)):
+        assert type(reloaded) is type(model)
+        np.testing.assert_array_equal(logits_of(reloaded.eval(), batch).numpy(), out.numpy())
+
+
+def test_loss_is_the_calibrated_cross_entropy():
+    base = tiny()
+    model = calibrate(base, TemperatureScaling.from_temperature(2.0, NUM_LABELS))
+    batch = inputs()
+    labels = torch.arange(24) % NUM_LABELS
+    out = model(**batch, labels=labels)
+    expected = torch.nn.functional.cross_entropy(logits_of(base, batch) / 2.0, labels)
+    assert out.loss.item() == pytest.approx(float(expected), rel=1e-5)
+
+
+LOAD_WITHOUT_CALIBKIT = textwrap.dedent(
+    """
+    import sys, importlib.abc
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name == "calibkit" or name.startswith("calibkit."):
+                raise ImportError("calibkit is not installed here")
+    sys.meta_path.insert(0, Block())
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+    folder, task, out = sys.argv[1:]
+    auto = AutoModelForSequenceClassification if task == "sequence" else AutoModelForTokenClassification
+    model = auto.from_pretrained(folder, trust_remote_code=True).eval()
+    batch = torch.load(folder + "/batch.pt")
+    with torch.no_grad():
+        torch.save(model(**batch).logits, out)
+    print(type(model).__module__)
+    """
+)
+
+
+@pytest.mark.parametrize(("task", "method"), [("sequence", "rd-ts"), ("token", "ir")])
+def test_trust_remote_code_loads_without_calibkit(tmp_path, task, method):
+    base = tiny(task=task)
+    model = calibrate(base, method=method, logits=validation_set(base)[0], labels=validation_set(base)[1]).eval()
+    folder = tmp_path / "model"
+    model.save_pretrained(folder)
+    batch = inputs(seed=3)
+    torch.save(batch, folder / "batch.pt")
+    env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_WITHOUT_CALIBKIT, str(folder), task, str(tmp_path / "out.pt")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "transformers_modules" in result.stdout
+    np.testing.assert_allclose(torch.load(tmp_path / "out.pt").numpy(), logits_of(model, batch).numpy(), atol=1e-6)
+
+
+def tokenizer(tmp_path):
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(59)]
+    (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
+    return BertTokenizer(vocab_file=str(tmp_path / "vocab.txt"))
+
+
+def test_pipelines_return_calibrated_scores(tmp_path):
+    tok = tokenizer(tmp_path)
+    text = "w1 w2 w3 w4"
+    encoded = tok(text, return_tensors="pt")
+    for task, name in (("sequence", "text-classification"), ("token", "token-classification")):
+        base = tiny(task=task)
+        model = calibrate(base, TemperatureScaling.from_temperature(0.25, NUM_LABELS)).eval()
+        expected = torch.softmax(logits_of(base, encoded) / 0.25, dim=-1)[0]
+        pipe = pipeline(name, model=model, tokenizer=tok, device="cpu")
+        if task == "sequence":
+            scores = pipe(text, top_k=None)
+            got = {s["label"]: s["score"] for s in scores}
+            for k in range(NUM_LABELS):
+                assert got[model.config.id2label[k]] == pytest.approx(float(expected[k]), rel=1e-5)
+        else:
+            entities = pipe(text, ignore_labels=[])
+            assert len(entities) == 4
+            for entity in entities:
+                assert entity["score"] == pytest.approx(float(expected[entity["index"]].max()), rel=1e-5)
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
+@pytest.mark.parametrize("task", ["sequence", "token"])
+@pytest.mark.parametrize("method", ["ts", "vs", "ms"])  # WTS folds exactly as TS
+def test_folded_export_equals_the_wrapper_and_loads_without_custom_code(tmp_path, arch, task, method):
+    base = tiny(arch, task)
+    z, y = validation_set(base)
+    model = calibrate(base, method=method, logits=z, labels=y, report=False).eval()
+    folded = fold_into_classifier(model)
+    assert type(folded) is type(base)
+    batch = inputs(seed=4)
+    np.testing.assert_allclose(logits_of(folded, batch).numpy(), logits_of(model, batch).numpy(), atol=1e-5)
+    # The wrapper's base model is untouched.
+    np.testing.assert_allclose(logits_of(model.model, batch).numpy(), logits_of(base, batch).numpy(), atol=0)
+    folded.save_pretrained(tmp_path)
+    auto = AutoModelForSequenceClassification if task == "sequence" else AutoModelForTokenClassification
+    plain = auto.from_pretrained(tmp_path).eval()
+    assert type(plain) is type(base)
+    assert "auto_map" not in json.loads((tmp_path / "config.json").read_text())
+    np.testing.assert_allclose(logits_of(plain, batch).numpy(), logits_of(model, batch).numpy(), atol=1e-5)
+
+
+def test_classifier_layer_names():
+    expected = {"bert": "classifier", "roberta": "classifier.out_proj", "distilbert": "classifier"}
+    expected["deberta-v2"] = "classifier"
+    for arch, name in expected.items():
+        assert classifier_layer(tiny(arch))[0] == name
+        assert classifier_layer(tiny(arch, "token"))[0] == "classifier"
+
+
+def test_non_affine_methods_cannot_be_folded():
+    base = tiny()
+    model = calibrate(base, method="rd-ts", logits=validation_set(base)[0], labels=validation_set(base)[1])
+    with pytest.raises(ValueError, match="not affine"):
+        fold_into_classifier(model)
+
+
+def test_model_card_states_method_parameters_and_metrics(tmp_path):
+    base = tiny()
+    z, y = validation_set(base)
+    model = calibrate(base, method="wts", logits=z, labels=y)
+    model.save_pretrained(tmp_path)
+    card = (tmp_path / "README.md").read_text()
+    assert "weighted temperature scaling" in card
+    assert f"`temperature` = {model.config.calibration['temperature']:.6g}" in card
+    metrics = model.config.calibration["metrics"]
+    assert metrics["n"] == 64
+    assert metrics["before"]["ece"] == pytest.approx(calibkit.ece(z, y, from_logits=True))
+    assert f"| ece | {metrics['before']['ece']:.4f} | {metrics['after']['ece']:.4f} |" in card
+
+
+def test_push_to_hub_uploads_the_calibrated_card(monkeypatch):
+    import transformers.utils.hub as hub
+
+    uploaded = {}
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kwargs):
+            return type("Repo", (), {"repo_id": repo_id})()
+
+        def create_commit(self, repo_id, operations, **kwargs):
+            for op in operations:
+                with open(op.path_or_fileobj, "rb") as f:
+                    uploaded[op.path_in_repo] = f.read()
+
+    class Card:
+        def save(self, path):
+            with open(path, "w") as f:
+                f.write("generic card")
+
+    monkeypatch.setattr(hub, "hf_api", lambda: FakeApi())
+    monkeypatch.setattr(hub, "create_and_tag_model_card", lambda *a, **k: Card())
+    model = calibrate(tiny(), TemperatureScaling.from_temperature(1.5, NUM_LABELS))
+    model.push_to_hub("someone/calibrated-bert")
+    assert {"config.json", "model.safetensors", "modeling_calibkit.py", "README.md"} <= set(uploaded)
+    assert b"temperature scaling" in uploaded["README.md"]
+    assert json.loads(uploaded["config.json"])["calibration"] == {"method": "ts", "temperature": 1.5}
+
+
+def test_calibrate_from_a_dataset_runs_the_model(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    base = tiny(task="token")
+    batch = inputs(seed=5, n=64)  # the batch validation_set(seed=5) runs
+    z, y = validation_set(base, seed=5)
+    data = datasets.Dataset.from_dict(
+        {"input_ids": batch["input_ids"].tolist(), "attention_mask": batch["attention_mask"].tolist(), "labels": y}
+    )
+    model = calibrate(base, method="ts", dataset=data, batch_size=16, progress=False)
+    direct = TemperatureScaling().fit(z, y)
+    assert model.config.calibration["temperature"] == pytest.approx(direct.temperature_, rel=1e-6)
+    assert model.config.calibration["metrics"]["n"] == int((y != -100).sum())
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda c: c.pop("calibration"), "no valid `calibration` block"),
+        (lambda c: c["calibration"].update(temperature=-1.0), "must be > 0"),
+        (lambda c: c["calibration"].update(temperature="hot"), "finite number"),
+        (lambda c: c["calibration"].update(method="platt"), "unknown method"),
+        (lambda c: c.update(calibration={"method": "rd-ts", "slope": -1.5}), "slope"),
+        (lambda c: c.update(calibration={"method": "vs", "scale": [1.0], "bias": [0, 0, 0]}), "shape"),
+    ],
+)
+def test_bad_checkpoints_fail_at_load(tmp_path, edit, match):
+    calibrate(tiny(), TemperatureScaling.from_temperature(1.5, NUM_LABELS)).save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    edit(config)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=match):
+        CalibratedModelForSequenceClassification.from_pretrained(tmp_path)
+    with pytest.raises(ValueError, match=match):
+        AutoModelForSequenceClassification.from_pretrained(tmp_path)
+
+
+@pytest.mark.filterwarnings("ignore:the NLL keeps decreasing")
+def test_calibrate_rejects_mismatches():
+    base = tiny()
+    with pytest.raises(ValueError, match="4 classes"):
+        calibrate(base, TemperatureScaling.from_temperature(1.5, 4))
+    with pytest.raises(ValueError, match="calibrator"):
+        calibrate(base)
+    with pytest.raises(ValueError, match="sequence- or token-classification"):
+        calibrate(torch.nn.Linear(2, 2), method="ts")
+    with pytest.raises(ValueError, match="task"):
+        CalibratedModelForTokenClassification(calibrate(base, method="ts", logits=np.eye(3), labels=[0, 1, 2]).config)
