@@ -23,8 +23,9 @@ import numba as nb
 import numpy as np
 
 # Columns of the ``out`` array of :func:`nll_derivatives`.
-O_WEIGHT, O_LOSS, O_GRAD, O_HESS, O_NONFINITE = range(5)
-N_OUT = 5
+# O_SLOPE0 is the gradient at beta = 0 (uniform p: mean_k z - z_y), read for free in every pass.
+O_WEIGHT, O_LOSS, O_GRAD, O_HESS, O_NONFINITE, O_SLOPE0 = range(6)
+N_OUT = 6
 
 
 @nb.njit(cache=True, nogil=True)
@@ -43,6 +44,7 @@ def nll_derivatives(z, labels, start, stop, ignore_index, class_weight, beta, sl
         # Shift by the row's largest logit: exp never overflows and the variance is computed
         # on centred values (no cancellation between E[z^2] and E[z]^2).
         z_max = -np.inf
+        z_sum = 0.0
         finite = True
         for k in range(n_classes):
             v = np.float64(z[i, k])
@@ -50,6 +52,7 @@ def nll_derivatives(z, labels, start, stop, ignore_index, class_weight, beta, sl
                 finite = False
             if v > z_max:
                 z_max = v
+            z_sum += v
         if not finite:
             out[O_NONFINITE] += 1.0
             continue
@@ -79,6 +82,7 @@ def nll_derivatives(z, labels, start, stop, ignore_index, class_weight, beta, sl
             out[O_HESS] += w * var
         out[O_WEIGHT] += w
         out[O_LOSS] += w * loss
+        out[O_SLOPE0] += w * (z_sum / n_classes - np.float64(z[i, y]))
 
 
 @nb.njit(cache=True, nogil=True)

@@ -37,8 +37,8 @@ def nll_pass(
     slope: float = 0.0,
     h: np.ndarray | None = None,
     num_threads: int | None = None,
-) -> tuple[float, float, float]:
-    """Weighted mean NLL and its first two derivatives, in one threaded pass.
+) -> tuple[float, float, float, float]:
+    """Weighted mean NLL, its first two derivatives and its slope at ``beta = 0``, in one threaded pass.
 
     With ``h is None`` the parameter is ``beta`` (the logits are multiplied by it); otherwise it
     is the RD-TS slope ``m`` and row i uses ``beta_i = 1 / (m h_i + 1)``.
@@ -68,11 +68,11 @@ def nll_pass(
     if total[K.O_NONFINITE] > 0:
         check_finite(data.kept()[0])
     weight = total[K.O_WEIGHT]
-    return total[K.O_LOSS] / weight, total[K.O_GRAD] / weight, total[K.O_HESS] / weight
+    return tuple(total[[K.O_LOSS, K.O_GRAD, K.O_HESS, K.O_SLOPE0]] / weight)
 
 
 def minimise_1d(
-    derivatives: Callable[[float], tuple[float, float, float]],
+    derivatives: Callable[[float], tuple[float, ...]],
     x0: float,
     lower: float,
     upper: float,
@@ -82,14 +82,14 @@ def minimise_1d(
 ) -> tuple[float, int]:
     """Root of the derivative of a smooth 1-D function in ``(lower, upper)``: safeguarded Newton.
 
-    ``derivatives(x) -> (f, f', f'')``. The bracket ``[lower, upper]`` must hold the minimiser
+    ``derivatives(x) -> (f, f', f'', ...)``. The bracket ``[lower, upper]`` must hold the minimiser
     (``f'(lower) < 0 < f'(upper)``, ends not evaluated). Each step is a Newton step if it stays
     inside the current bracket and the curvature is positive, else a bisection; the bracket
     shrinks with the sign of every derivative evaluated. Returns ``(x, evaluations)``.
     """
     x = x0
     for it in range(1, max_iter + 1):
-        _, g, hess = derivatives(x)
+        _, g, hess, *_ = derivatives(x)
         if g > 0:
             upper = x
         elif g < 0:
@@ -106,23 +106,22 @@ def minimise_1d(
     return x, max_iter  # pragma: no cover - Newton with bisection converges long before
 
 
-def fit_inverse_temperature(derivatives: Callable[[float], tuple[float, float, float]]) -> float:
-    """``beta = 1/T`` minimising a convex NLL given ``derivatives(beta) -> (f, f', f'')``; ~1e-10 relative.
+def fit_inverse_temperature(derivatives: Callable[[float], tuple[float, ...]]) -> float:
+    """``beta = 1/T`` minimising a convex NLL given ``derivatives(beta) -> (f, f', f'', f'(0))``; ~1e-10 relative.
 
     The bracket starts at ``[0, inf)``; from beta = 1 it grows (by Newton steps, at least 4x)
     until the slope turns positive, then :func:`minimise_1d` finishes inside it.
     """
-    # At beta = 0 the slope is mean_k(z) - z_y on average: if it is not negative the logits
-    # point away from the labels and no positive temperature lowers the NLL.
-    _, g0, _ = derivatives(0.0)
-    if not g0 < 0:
-        raise ValueError(
-            "cannot fit a temperature: the logits do not favour the labels (the NLL does not decrease "
-            "for any T > 0); check that `labels` match `logits`"
-        )
     lower, beta = 0.0, 1.0
     while True:
-        _, g, hess = derivatives(beta)
+        _, g, hess, g0 = derivatives(beta)
+        # At beta = 0 the slope is mean_k(z) - z_y on average: if it is not negative the logits
+        # point away from the labels and no positive temperature lowers the NLL.
+        if not g0 < 0:
+            raise ValueError(
+                "cannot fit a temperature: the logits do not favour the labels (the NLL does not decrease "
+                "for any T > 0); check that `labels` match `logits`"
+            )
         if g > 0:
             upper = beta
             break
@@ -345,14 +344,14 @@ class RegionDependentTemperatureScaling(Calibrator):
         weight = np.ones(data.num_classes)
         calls = []
 
-        def derivatives(m: float) -> tuple[float, float, float]:
+        def derivatives(m: float) -> tuple[float, ...]:
             calls.append(m)
             return nll_pass(data, weight, slope=m, h=h, num_threads=self.num_threads)
 
         lower, upper, m = -1.0, math.inf, max(start, 0.0)
         step = 1.0
         while True:  # grow the bracket to the right until the slope of the NLL is positive
-            _, g, _ = derivatives(m)
+            _, g, *_ = derivatives(m)
             if g >= 0:
                 upper = m
                 break
