@@ -192,7 +192,9 @@ def hf_modules_cache() -> Path:
     config = sys.modules.get("evaluate.config")
     if config is not None:
         return Path(config.HF_MODULES_CACHE)
-    home = os.path.expanduser(os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"), "huggingface")))
+    home = os.path.expanduser(
+        os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"), "huggingface"))
+    )
     return Path(os.getenv("HF_MODULES_CACHE", os.path.join(home, "modules")))
 
 

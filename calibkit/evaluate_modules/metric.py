@@ -37,7 +37,11 @@ CONFIGS = ("default", "token")
 FLUSH_BYTES = 64 * 2**20
 """Distributed mode: write the held batches to the Arrow cache file once they exceed this."""
 
-_BLOB = {"data": datasets.Value("large_binary"), "dtype": datasets.Value("string"), "shape": datasets.Sequence(datasets.Value("int64"))}
+_BLOB = {
+    "data": datasets.Value("large_binary"),
+    "dtype": datasets.Value("string"),
+    "shape": datasets.Sequence(datasets.Value("int64")),
+}
 PACKED_FEATURES = datasets.Features({"predictions": _BLOB, "references": _BLOB})
 """What the Arrow cache file holds in distributed mode: one row per batch."""
 
@@ -94,7 +98,9 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
 
     def __init__(self, config_name: str | None = None, **kwargs: Any) -> None:
         if config_name not in (None, *CONFIGS):
-            raise ValueError(f"`config_name` must be one of {list(CONFIGS)} (or None for 'default'), got {config_name!r}")
+            raise ValueError(
+                f"`config_name` must be one of {list(CONFIGS)} (or None for 'default'), got {config_name!r}"
+            )
         self._held: list[tuple[np.ndarray, np.ndarray]] = []
         self._held_bytes = 0
         self._row_shape: tuple[int, ...] | None = None
@@ -136,13 +142,17 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
     def _check_inputs(self, kwargs: dict[str, Any]) -> None:
         bad = [name for name in kwargs if name not in self._feature_names()]
         if bad:
-            raise ValueError(f"Bad inputs for evaluation module: {bad}. All required inputs are {self._feature_names()}")
+            raise ValueError(
+                f"Bad inputs for evaluation module: {bad}. All required inputs are {self._feature_names()}"
+            )
 
     def _rows(self, predictions: Any, references: Any) -> tuple[np.ndarray, np.ndarray]:
         """One row per sample (token): predictions ``(R, K)`` or ``(R,)``, references ``(R,)``."""
         missing = [name for name, v in (("predictions", predictions), ("references", references)) if v is None]
         if missing:
-            raise ValueError(f"Evaluation module inputs are missing: {missing}. All required inputs are {self._feature_names()}")
+            raise ValueError(
+                f"Evaluation module inputs are missing: {missing}. All required inputs are {self._feature_names()}"
+            )
         if self.config_name == "token":
             return self._token_rows(predictions, references)
         p, y = to_numpy(predictions, "predictions"), to_numpy(references, "references")
@@ -163,7 +173,9 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         if isinstance(predictions, (list, tuple)) or isinstance(references, (list, tuple)):
             # Per-sequence lists of different lengths: a loop over sequences, not tokens.
             if len(predictions) != len(references):
-                raise ValueError(f"Mismatch in the number of predictions ({len(predictions)}) and references ({len(references)})")
+                raise ValueError(
+                    f"Mismatch in the number of predictions ({len(predictions)}) and references ({len(references)})"
+                )
             seqs = [(to_numpy(p, "predictions"), to_numpy(y, "references")) for p, y in zip(predictions, references)]
             for i, (p, y) in enumerate(seqs):
                 if y.ndim != 1 or p.ndim not in (1, 2) or len(p) != len(y):
