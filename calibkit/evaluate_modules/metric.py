@@ -2,7 +2,7 @@
 
 Why not plain ``evaluate.Metric`` storage: evaluate 0.4.6 encodes every row of ``add_batch``
 and ``compute`` into Arrow and writes it to a cache file: 11 s and 930 MB for 1M x 4
-probabilities, against 0.02 s for the computation (``benchmarks/evaluate_modules.py``). And
+probabilities, against 0.02 s for the computation (``benchmarks/hf_evaluate_modules.py``). And
 calibkit's additive statistics cannot be taken at ``add_batch`` time either, because the
 settings they depend on (``n_bins``, ``from_logits``, ``ignore_index``) reach the module only
 in ``compute``. So :class:`CalibrationMetric` keeps the batches as numpy arrays and, in
