@@ -251,10 +251,9 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
                 self.add_batch(predictions=predictions, references=references)
             self._flush()
             return super().compute(**compute_kwargs)  # evaluate's gathering; _compute unpacks the rows
+        new = [self._rows(predictions, references)] if given else []  # checked before the held data is taken
         held, self._held, self._held_bytes, self._row_shape = self._held, [], 0, None
-        if given:
-            p, y = self._rows(predictions, references)
-            held = [*held, (p, y)] if len(y) else held  # no copy: used before this call returns
+        held += [(p, y) for p, y in new if len(y)]  # no copy: used before this call returns
         if not held:
             raise ValueError(
                 "Nothing to compute: call `add` or `add_batch` at least once before `compute()`, "
