@@ -12,7 +12,12 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
-    packages=find_packages(include=["calibkit", "calibkit.*"]),
+    # The evaluate module folders live at the top level (metrics/<name>/, the layout of evaluate's
+    # own repository); the wheel ships them as calibkit/_evaluate_modules/<name>/ so that
+    # `calibkit install-modules` finds them after the clone is gone.
+    packages=[*find_packages(include=["calibkit", "calibkit.*"]), "calibkit._evaluate_modules"],
+    package_dir={"calibkit._evaluate_modules": "metrics"},
+    package_data={"calibkit._evaluate_modules": ["*/*.py", "*/README.md", "*/requirements.txt"]},
     install_requires=[
         "numpy>=1.24",
         "numba>=0.59",

@@ -7,6 +7,7 @@ stays fast.
 
 from typing import Any
 
+from calibkit.evaluate_modules import evaluate_module_path, install_evaluate_modules
 from calibkit.metrics import *  # noqa: F403 - the functional API is the package's face
 from calibkit.metrics import __all__ as _metrics_all
 
@@ -28,7 +29,7 @@ _LAZY = {
     "CalibratedModelForTokenClassification": "calibkit.calibrators",
 }
 
-__all__ = [*_metrics_all, *sorted(_LAZY), "__version__"]
+__all__ = [*_metrics_all, *sorted(_LAZY), "evaluate_module_path", "install_evaluate_modules", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""The ``calibkit`` command: ``calibkit report`` prints every calibration metric as a table."""
+"""The ``calibkit`` command: ``calibkit report`` prints every calibration metric as a table;
+``calibkit install-modules`` makes ``evaluate.load("cece")`` and the other modules work offline."""
 
 from __future__ import annotations
 
@@ -100,6 +101,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_install_modules(args: argparse.Namespace) -> int:
+    from calibkit.evaluate_modules import install_evaluate_modules
+
+    scripts = install_evaluate_modules(args.names or None, modules_cache=args.modules_cache)
+    for script in scripts:
+        print(script)
+    names = sorted({script.stem for script in scripts})
+    print(
+        f'installed {len(names)} evaluate modules ({", ".join(names)}): evaluate.load("{names[0]}") or '
+        f'evaluate.load("calibkit/{names[0]}"); set HF_EVALUATE_OFFLINE=1 to skip the Hub look-ups'
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="calibkit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -113,6 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--ignore-index", type=int, default=-100, help="label of positions to skip")
     report.add_argument("--json", action="store_true", help="print JSON instead of a table")
     report.set_defaults(func=cmd_report)
+    install = sub.add_parser(
+        "install-modules",
+        help="make evaluate.load(NAME) find calibkit's evaluate modules offline (writes evaluate's module cache)",
+    )
+    install.add_argument("names", nargs="*", help="modules to install (default: all)")
+    install.add_argument(
+        "--modules-cache", help="evaluate's module cache (default: $HF_MODULES_CACHE or ~/.cache/huggingface/modules)"
+    )
+    install.set_defaults(func=cmd_install_modules)
     return parser
 
 

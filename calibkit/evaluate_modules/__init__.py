@@ -1,0 +1,275 @@
+"""calibkit's metrics as Hugging Face ``evaluate`` modules: where they live and how to install them.
+
+The module scripts are the folders ``metrics/<name>/`` of the repository (shipped in the wheel
+as ``calibkit/_evaluate_modules/<name>/``), in the layout of ``evaluate``'s own
+``metrics/accuracy/``. Their shared machinery is :class:`calibkit.evaluate_modules.metric.CalibrationMetric`;
+this module stays free of ``evaluate`` imports (about 7 s) so that ``import calibkit`` and
+``calibkit install-modules`` stay fast.
+
+Three ways to load a module (see README.md, "evaluate modules"):
+
+- by path, always ours and offline: ``evaluate.load(calibkit.evaluate_module_path("cece"))``;
+- bare name, ``evaluate.load("cece")``, after :func:`install_evaluate_modules`;
+- namespaced, ``evaluate.load("calibkit/cece")``, after the same install (or from the Hub once published).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+MODULE_NAMES = (
+    "ece",
+    "ace",
+    "sce",
+    "cece",
+    "rbece",
+    "fce",
+    "overconfidence",
+    "ecd",
+    "esce",
+    "brier",
+    "nll",
+    "calibration_report",
+)
+"""Every module folder; ``calibration_report`` returns every metric in one pass."""
+
+CORE_METRICS = {
+    "ece": ("ece", "mce"),
+    "ace": ("ace",),
+    "sce": ("sce",),
+    "cece": ("cece", "msece", "wsece", "ece_variance", "subset_ece"),
+    "rbece": ("rbece",),
+    "fce": ("fce",),
+    "overconfidence": ("overconfidence",),
+    "ecd": ("ecd",),
+    "esce": ("esce",),
+    "brier": ("brier",),
+    "nll": ("nll",),
+}
+"""Which metrics of :data:`calibkit.METRICS` each single-purpose module returns."""
+
+NAMESPACES = ("evaluate-metric", "calibkit")
+"""Cache namespaces written by :func:`install_evaluate_modules`: bare names and ``calibkit/<name>``."""
+
+ARGS_DOC = """
+Args:
+    predictions (`list` of `float` vectors, or a numpy array or torch tensor): per sample, the class
+        probabilities, shape `(N, K)` (logits with `from_logits=True`), or `(N,)` = P(class 1) for
+        binary input. Token configuration (`evaluate.load(name, "token")`): per sequence, `(N, L, K)`
+        (or `(N, L)` binary), or lists of per-sequence `(L_i, K)` per-token vectors.
+    references (`list` of `int`): the true class of each sample, `(N,)`. Token configuration: per
+        sequence, `(N, L)` or lists of `L_i` labels, where `ignore_index` marks padding.
+    from_logits (`bool`, defaults to `False`): `predictions` are logits; softmax (sigmoid for 1-D
+        binary input) is applied on the fly. Never guessed from the values.
+    ignore_index (`int`, defaults to `-100`): label of the positions to skip, as `Trainer` pads; the
+        mask is taken from `references`, never from the -100 padding of the logits.
+"""
+"""The arguments every module takes, opening each script's ``_KWARGS_DESCRIPTION``."""
+
+MODULE_FILES = ("{name}.py", "README.md", "app.py", "requirements.txt")
+
+CITATIONS = {
+    "guo2017": """@inproceedings{guo2017calibration,
+  title     = {On Calibration of Modern Neural Networks},
+  author    = {Guo, Chuan and Pleiss, Geoff and Sun, Yu and Weinberger, Kilian Q.},
+  booktitle = {Proceedings of the 34th International Conference on Machine Learning},
+  pages     = {1321--1330},
+  year      = {2017}
+}""",
+    "naeini2015": """@inproceedings{naeini2015obtaining,
+  title     = {Obtaining Well Calibrated Probabilities Using {Bayesian} Binning},
+  author    = {Naeini, Mahdi Pakdaman and Cooper, Gregory F. and Hauskrecht, Milos},
+  booktitle = {Proceedings of the Twenty-Ninth AAAI Conference on Artificial Intelligence},
+  pages     = {2901--2907},
+  year      = {2015}
+}""",
+    "nixon2019": """@inproceedings{nixon2019measuring,
+  title     = {Measuring Calibration in Deep Learning},
+  author    = {Nixon, Jeremy and Dusenberry, Michael W. and Zhang, Linchuan and Jerfel, Ghassen and Tran, Dustin},
+  booktitle = {CVPR Workshops},
+  year      = {2019}
+}""",
+    "obadinma2021": """@inproceedings{obadinma2021classwise,
+  title     = {Class-wise Calibration: A Case Study on {COVID}-19 Hate Speech},
+  author    = {Obadinma, Stephen and Guo, Hongyu and Zhu, Xiaodan},
+  booktitle = {Proceedings of the Canadian Conference on Artificial Intelligence},
+  year      = {2021}
+}""",
+    "dawkins2022": """@inproceedings{dawkins2022region,
+  title     = {Region-dependent temperature scaling for certainty calibration and application to
+               class-imbalanced token classification},
+  author    = {Dawkins, Hillary and Nejadgholi, Isar},
+  booktitle = {Proceedings of the 60th Annual Meeting of the Association for Computational Linguistics},
+  year      = {2022}
+}""",
+    "bihani2023": """@misc{bihani2023fuzzy,
+  title  = {Calibration Error Estimation Using Fuzzy Binning},
+  author = {Bihani, Geetanjali and Rayz, Julia Taylor},
+  year   = {2023},
+  note   = {Code: https://github.com/bihani-g/fce}
+}""",
+    "sumler2025": """@misc{sumler2025entropic,
+  title  = {An Entropic Metric for Measuring Calibration of Machine Learning Models},
+  author = {Sumler, Daniel James and Devlin, Lee and Maskell, Simon and Lane, Richard O.},
+  year   = {2025}
+}""",
+    "brier1950": """@article{brier1950verification,
+  title   = {Verification of Forecasts Expressed in Terms of Probability},
+  author  = {Brier, Glenn W.},
+  journal = {Monthly Weather Review},
+  volume  = {78},
+  number  = {1},
+  pages   = {1--3},
+  year    = {1950}
+}""",
+    "galdran": """@misc{galdran2023calibration,
+  title  = {Part {III}: Model Calibration (tutorial slides)},
+  author = {Galdran, Adrian and Riera i Marin, Meritxell}
+}""",
+}
+
+
+def bibtex(*keys: str) -> str:
+    """The BibTeX entries of ``keys`` (see :data:`CITATIONS`), one blank line apart, for ``_CITATION``."""
+    unknown = [key for key in keys if key not in CITATIONS]
+    if unknown:
+        raise ValueError(f"`keys` has unknown papers {unknown}; known: {sorted(CITATIONS)}")
+    return "\n\n".join(CITATIONS[key] for key in keys) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Where the module folders are
+
+
+def modules_root() -> Path:
+    """The folder holding one sub-folder per module.
+
+    In an installed wheel: ``calibkit/_evaluate_modules`` (setup.py maps the repository's
+    ``metrics/`` there); in a source checkout (editable install, ``PYTHONPATH``): ``metrics/``.
+    """
+    package = Path(__file__).resolve().parent.parent
+    for root in (package / "_evaluate_modules", package.parent / "metrics"):
+        if (root / "cece" / "cece.py").is_file():
+            return root
+    raise FileNotFoundError(
+        f"calibkit's evaluate module folders are missing: looked in {package / '_evaluate_modules'} "
+        f"and {package.parent / 'metrics'}; reinstall calibkit"
+    )
+
+
+def _check_name(name: str) -> str:
+    if name not in MODULE_NAMES:
+        raise ValueError(f"`name` must be one of {list(MODULE_NAMES)}, got {name!r}")
+    return name
+
+
+def evaluate_module_path(name: str) -> str:
+    """Path of the script of module ``name``, for ``evaluate.load(path)``: always calibkit's, offline.
+
+    >>> Path(evaluate_module_path("cece")).name
+    'cece.py'
+    """
+    return str(modules_root() / _check_name(name) / f"{name}.py")
+
+
+# --------------------------------------------------------------------------------------------
+# Installing into evaluate's module cache
+
+
+def hf_modules_cache() -> Path:
+    """``evaluate``'s module cache: ``evaluate.config.HF_MODULES_CACHE`` if evaluate is imported.
+
+    Otherwise the same rule evaluate 0.4.6 applies at import (evaluate/config.py), read here
+    so that installing does not cost the 7 s import: ``$HF_MODULES_CACHE``, else
+    ``$HF_HOME/modules``, else ``$XDG_CACHE_HOME/huggingface/modules`` (``~/.cache`` by default).
+    """
+    config = sys.modules.get("evaluate.config")
+    if config is not None:
+        return Path(config.HF_MODULES_CACHE)
+    home = os.path.expanduser(
+        os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"), "huggingface"))
+    )
+    return Path(os.getenv("HF_MODULES_CACHE", os.path.join(home, "modules")))
+
+
+def _touch_package(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "__init__.py").touch(exist_ok=True)
+
+
+def _files_of(name: str) -> list[Path]:
+    folder = modules_root() / name
+    files = [folder / pattern.format(name=name) for pattern in MODULE_FILES]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise FileNotFoundError(f"module {name!r} is incomplete, missing: {missing}")
+    return files
+
+
+def install_evaluate_modules(
+    names: Iterable[str] | None = None,
+    *,
+    modules_cache: str | os.PathLike | None = None,
+    namespaces: Iterable[str] = NAMESPACES,
+) -> list[Path]:
+    """Make ``evaluate.load("cece")`` (and ``"calibkit/cece"``) find calibkit's modules offline, from any directory.
+
+    ``evaluate`` 0.4.6 resolves a bare name by asking the Hub for ``evaluate-metric/<name>``
+    (then ``-comparison``, ``-measurement``); when that fails it takes the newest (by mtime)
+    ``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--<name>/<64-char dir>/<name>.py``
+    (evaluate/loading.py, ``CachedEvaluationModuleFactory``); ``"calibkit/cece"`` likewise
+    reads ``calibkit--cece``. This writes each module folder there, under a directory named by
+    the SHA-256 of its files, and refreshes its mtime so it is the newest. Set
+    ``HF_EVALUATE_OFFLINE=1`` to skip the Hub look-ups (about 1.5 s without a network).
+
+    Parameters
+    ----------
+    names : iterable of str, optional
+        Modules to install (default: all of :data:`MODULE_NAMES`).
+    modules_cache : path, optional
+        evaluate's module cache (default: :func:`hf_modules_cache`).
+    namespaces : iterable of str
+        ``"evaluate-metric"`` for bare names, ``"calibkit"`` for ``calibkit/<name>``.
+
+    Returns
+    -------
+    list of Path
+        The installed scripts.
+    """
+    names = [_check_name(n) for n in (MODULE_NAMES if names is None else names)]
+    namespaces = list(namespaces)
+    bad = [ns for ns in namespaces if not ns or "/" in ns or "--" in ns]
+    if bad:
+        raise ValueError(f"`namespaces` must be plain names without '/' or '--', got {bad}")
+    cache = Path(modules_cache) if modules_cache is not None else hf_modules_cache()
+    # Packages all the way down, as evaluate's init_dynamic_modules creates them: the cached
+    # script is imported as evaluate_modules.metrics.<ns>--<name>.<hash>.<name>.
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "__init__.py").touch(exist_ok=True)
+    metrics_dir = cache / "evaluate_modules" / "metrics"
+    _touch_package(cache / "evaluate_modules")
+    _touch_package(metrics_dir)
+    installed = []
+    for name in names:
+        files = _files_of(name)
+        digest = hashlib.sha256()
+        for file in files:
+            digest.update(file.name.encode() + b"\0" + file.read_bytes())
+        for namespace in namespaces:
+            target = metrics_dir / f"{namespace}--{name}" / digest.hexdigest()
+            _touch_package(target.parent)
+            _touch_package(target)
+            for file in files:
+                shutil.copyfile(file, target / file.name)
+            script = target / f"{name}.py"
+            meta = {"original file path": str(files[0]), "local file path": str(script)}
+            (target / f"{name}.json").write_text(json.dumps(meta), encoding="utf-8")
+            os.utime(script)  # the newest hash directory wins, also when this one existed already
+            installed.append(script)
+    return installed

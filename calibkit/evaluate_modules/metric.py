@@ -1,0 +1,300 @@
+"""The base class of calibkit's ``evaluate`` metric scripts: fast storage, inputs, errors.
+
+Why not plain ``evaluate.Metric`` storage: evaluate 0.4.6 encodes every row of ``add_batch``
+and ``compute`` into Arrow and writes it to a cache file: 11 s and 930 MB for 1M x 4
+probabilities, against 0.02 s for the computation (``benchmarks/hf_evaluate_modules.py``). And
+calibkit's additive statistics cannot be taken at ``add_batch`` time either, because the
+settings they depend on (``n_bins``, ``from_logits``, ``ignore_index``) reach the module only
+in ``compute``. So :class:`CalibrationMetric` keeps the batches as numpy arrays and, in
+``compute``, concatenates them and calls the exact one-shot functional core (ACE included):
+
+- one process (``num_process == 1``, the default): batches are held in memory (copied, as
+  evaluate copies them into Arrow), no Arrow, no cache file. Memory: the predictions added.
+- distributed (``num_process > 1``): every process writes its batches to its evaluate cache
+  file as ONE Arrow row per batch (raw bytes, dtype and shape: Arrow copies a blob instead of
+  encoding N rows), at most every 64 MiB and at ``compute``; process 0 reads all the files
+  through evaluate's own locking and rendez-vous (same ``experiment_id``), unpacks and computes.
+
+The declared ``features`` stay the user-facing ones (a vector of floats and an int label per
+sample, per token for the ``"token"`` configuration) for the docs and the Gradio widget.
+"""
+
+from __future__ import annotations
+
+import abc
+import sys
+from typing import Any
+
+import datasets
+import evaluate
+import numpy as np
+from datasets.utils.py_utils import temp_seed
+
+import calibkit
+from calibkit.metrics._validation import to_numpy
+
+CONFIGS = ("default", "token")
+FLUSH_BYTES = 64 * 2**20
+"""Distributed mode: write the held batches to the Arrow cache file once they exceed this."""
+
+_BLOB = {
+    "data": datasets.Value("large_binary"),
+    "dtype": datasets.Value("string"),
+    "shape": datasets.Sequence(datasets.Value("int64")),
+}
+PACKED_FEATURES = datasets.Features({"predictions": _BLOB, "references": _BLOB})
+"""What the Arrow cache file holds in distributed mode: one row per batch."""
+
+
+def _features(token: bool) -> list[datasets.Features]:
+    label = datasets.Value("int64")
+    vector = datasets.Sequence(datasets.Value("float64"))
+    if token:  # one entry per token of each sequence; labels -100 mark padding
+        return [
+            datasets.Features({"predictions": datasets.Sequence(vector), "references": datasets.Sequence(label)}),
+            datasets.Features({"predictions": vector, "references": datasets.Sequence(label)}),
+        ]
+    return [
+        datasets.Features({"predictions": vector, "references": label}),
+        datasets.Features({"predictions": datasets.Value("float64"), "references": label}),  # binary: P(class 1)
+    ]
+
+
+def _pack(array: np.ndarray) -> dict[str, Any]:
+    array = np.ascontiguousarray(array)
+    # A memoryview, not tobytes(): Arrow copies the buffer once, into the column.
+    return {"data": memoryview(array).cast("B"), "dtype": array.dtype.str, "shape": list(array.shape)}
+
+
+def _unpack(blob: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(blob["data"], dtype=np.dtype(blob["dtype"])).reshape(blob["shape"])
+
+
+def _renamed(message: str) -> str:
+    """The functional core names its arguments ``probs``/``labels``; a module's are ``predictions``/``references``."""
+    return message.replace("`probs", "`predictions").replace("`labels`", "`references`")
+
+
+def _json_friendly(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
+    """``evaluate.Metric`` for calibration metrics: fast storage, sequence and token configurations.
+
+    A script subclasses it with a ``_compute`` whose keyword arguments are the metric's
+    settings and which calls :meth:`_run` with the functional-core function; the script's
+    ``_DESCRIPTION``, ``_KWARGS_DESCRIPTION`` and ``_CITATION`` become its ``MetricInfo``.
+    Storage: see the module docstring. Configurations: ``"default"``, predictions ``(N, K)`` or
+    ``(N,)`` (binary, P(class 1)) and references ``(N,)``; ``"token"``, per sequence: predictions
+    ``(N, L, K)`` or ``(N, L)`` arrays, or lists of per-sequence ``(L_i, K)`` arrays, and
+    references ``(N, L)`` (or per-sequence lists) where ``-100`` marks padding, as ``Trainer``
+    produces them (its -100 padding of the logits is masked by the labels).
+    """
+
+    def __init__(self, config_name: str | None = None, **kwargs: Any) -> None:
+        if config_name not in (None, *CONFIGS):
+            raise ValueError(
+                f"`config_name` must be one of {list(CONFIGS)} (or None for 'default'), got {config_name!r}"
+            )
+        self._held: list[tuple[np.ndarray, np.ndarray]] = []
+        self._held_bytes = 0
+        self._row_shape: tuple[int, ...] | None = None
+        super().__init__(config_name=config_name, **kwargs)
+
+    # ---------------------------------------------------------------- evaluate hooks
+
+    @abc.abstractmethod
+    def _compute(self, *, predictions: Any = None, references: Any = None, **settings: Any) -> dict[str, Any]:
+        """The script's: explicit keyword settings, then ``return self._run(core_function, ...)``.
+
+        Abstract so that evaluate's ``import_main_class``, which takes the first non-abstract
+        ``EvaluationModule`` subclass in the script's namespace, never picks this base class.
+        """
+
+    def _info(self) -> evaluate.MetricInfo:
+        script = sys.modules[type(self).__module__]
+        return evaluate.MetricInfo(
+            description=script._DESCRIPTION,
+            citation=script._CITATION,
+            inputs_description=script._KWARGS_DESCRIPTION,
+            features=_features(self.config_name == "token"),
+            homepage="https://pypi.org/project/calibkit/",
+            codebase_urls=["https://pypi.org/project/calibkit/"],
+        )
+
+    def _infer_feature_from_batch(self, batch: dict[str, Any]) -> datasets.Features:
+        return PACKED_FEATURES  # only the distributed path writes Arrow, and it writes packed batches
+
+    def _infer_feature_from_example(self, example: dict[str, Any]) -> datasets.Features:
+        return PACKED_FEATURES
+
+    def __len__(self) -> int:
+        """Rows (samples, or tokens for the token configuration) held and not yet computed."""
+        return sum(len(y) for _, y in self._held)
+
+    # ---------------------------------------------------------------- inputs
+
+    def _check_inputs(self, kwargs: dict[str, Any]) -> None:
+        bad = [name for name in kwargs if name not in self._feature_names()]
+        if bad:
+            raise ValueError(
+                f"Bad inputs for evaluation module: {bad}. All required inputs are {self._feature_names()}"
+            )
+
+    def _rows(self, predictions: Any, references: Any) -> tuple[np.ndarray, np.ndarray]:
+        """One row per sample (token): predictions ``(R, K)`` or ``(R,)``, references ``(R,)``."""
+        missing = [name for name, v in (("predictions", predictions), ("references", references)) if v is None]
+        if missing:
+            raise ValueError(
+                f"Evaluation module inputs are missing: {missing}. All required inputs are {self._feature_names()}"
+            )
+        if self.config_name == "token":
+            return self._token_rows(predictions, references)
+        p, y = to_numpy(predictions, "predictions"), to_numpy(references, "references")
+        if p.ndim == 3 or y.ndim == 2:
+            raise ValueError(
+                f"`predictions` of shape {p.shape} and `references` of shape {y.shape} look like token classification; "
+                f'load the token configuration: evaluate.load("{self.name}", "token")'
+            )
+        if y.ndim != 1 or p.ndim not in (1, 2):
+            raise ValueError(
+                f"`predictions` must have shape (N, K) or (N,) and `references` shape (N,); got {p.shape} and {y.shape}"
+            )
+        if len(p) != len(y):
+            raise ValueError(f"Mismatch in the number of predictions ({len(p)}) and references ({len(y)})")
+        return p, y
+
+    def _token_rows(self, predictions: Any, references: Any) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(predictions, (list, tuple)) or isinstance(references, (list, tuple)):
+            # Per-sequence lists of different lengths: a loop over sequences, not tokens.
+            if len(predictions) != len(references):
+                raise ValueError(
+                    f"Mismatch in the number of predictions ({len(predictions)}) and references ({len(references)})"
+                )
+            seqs = [(to_numpy(p, "predictions"), to_numpy(y, "references")) for p, y in zip(predictions, references)]
+            for i, (p, y) in enumerate(seqs):
+                if y.ndim != 1 or p.ndim not in (1, 2) or len(p) != len(y):
+                    raise ValueError(
+                        f"`predictions` sequence {i} has shape {p.shape} but `references` sequence {i} has shape "
+                        f"{y.shape}: each sequence needs one prediction (a vector, or P(class 1)) per token label"
+                    )
+            if not seqs:
+                return np.empty((0,)), np.empty((0,), dtype=np.int64)
+            return self._concat([p for p, _ in seqs], "predictions"), np.concatenate([y for _, y in seqs])
+        p, y = to_numpy(predictions, "predictions"), to_numpy(references, "references")
+        if y.ndim != 2 or p.ndim not in (2, 3) or p.shape[:2] != y.shape:
+            raise ValueError(
+                f"`predictions` has shape {p.shape} and `references` {y.shape}: the token configuration needs "
+                "predictions (sequences, tokens, classes) or (sequences, tokens) and references (sequences, tokens)"
+            )
+        return p.reshape(-1, *p.shape[2:]), y.reshape(-1)
+
+    @staticmethod
+    def _concat(arrays: list[np.ndarray], name: str) -> np.ndarray:
+        if len(arrays) == 1:
+            return arrays[0]
+        shapes = {a.shape[1:] for a in arrays}
+        if len(shapes) > 1:
+            raise ValueError(f"`{name}`: batches disagree on the shape of a row (classes): {sorted(shapes)}")
+        return np.concatenate(arrays)
+
+    def _hold(self, p: np.ndarray, y: np.ndarray) -> None:
+        if len(y) == 0:
+            return
+        if self._row_shape is not None and p.shape[1:] != self._row_shape:
+            raise ValueError(
+                f"`predictions` rows have shape {p.shape[1:]} in this batch but {self._row_shape} in earlier ones "
+                "(a different number of classes, or binary input mixed with multi-class)"
+            )
+        self._row_shape = p.shape[1:]
+        # Copy, as evaluate's Arrow writer does: the caller may reuse its buffers.
+        self._held.append((np.array(p), np.array(y)))
+        self._held_bytes += p.nbytes + y.nbytes
+        if self.num_process > 1 and self._held_bytes >= FLUSH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Distributed mode: write the held batches to this process's Arrow cache file, one row each."""
+        if not self._held:
+            return
+        held, self._held, self._held_bytes = self._held, [], 0
+        super().add_batch(predictions=[_pack(p) for p, _ in held], references=[_pack(y) for _, y in held])
+
+    # ---------------------------------------------------------------- evaluate API
+
+    def add_batch(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> None:
+        """Add a batch of predictions and references (held as arrays; see the class docstring)."""
+        self._check_inputs(kwargs)
+        batch = {"predictions": predictions, "references": references, **kwargs}
+        self._hold(*self._rows(batch["predictions"], batch["references"]))
+
+    def add(self, *, prediction: Any = None, reference: Any = None, **kwargs: Any) -> None:
+        """Add one prediction and reference (one sequence for the token configuration)."""
+        self._check_inputs(kwargs)
+        example = {"predictions": prediction, "references": reference, **kwargs}
+        self.add_batch(predictions=[example["predictions"]], references=[example["references"]])
+
+    def compute(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> dict[str, Any] | None:
+        """Compute the metric on everything added, plus ``predictions``/``references`` if given.
+
+        Returns the result dict on process 0 and ``None`` on the other processes, as evaluate does.
+        """
+        compute_kwargs = {k: v for k, v in kwargs.items() if k not in self._feature_names()}
+        given = predictions is not None or references is not None
+        if self.num_process > 1:
+            if given:
+                self.add_batch(predictions=predictions, references=references)
+            self._flush()
+            return super().compute(**compute_kwargs)  # evaluate's gathering; _compute unpacks the rows
+        new = [self._rows(predictions, references)] if given else []  # checked before the held data is taken
+        held, self._held, self._held_bytes, self._row_shape = self._held, [], 0, None
+        held += [(p, y) for p, y in new if len(y)]  # no copy: used before this call returns
+        if not held:
+            raise ValueError(
+                "Nothing to compute: call `add` or `add_batch` at least once before `compute()`, "
+                "or pass `predictions=` and `references=`"
+            )
+        p = self._concat([a for a, _ in held], "predictions")
+        y = self._concat([b for _, b in held], "references")
+        del held  # let the batches go as soon as they are concatenated
+        with temp_seed(self.seed):
+            return self._compute(predictions=p, references=y, **compute_kwargs)
+
+    # ---------------------------------------------------------------- for the scripts' _compute
+
+    def _gathered(self, predictions: Any, references: Any) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(predictions, list) and predictions and isinstance(predictions[0], dict):
+            # Distributed: the packed rows of every process, as evaluate read them back.
+            return (
+                self._concat([_unpack(b) for b in predictions], "predictions"),
+                self._concat([_unpack(b) for b in references], "references"),
+            )
+        if isinstance(predictions, np.ndarray) and isinstance(references, np.ndarray) and references.ndim == 1:
+            return predictions, references  # from compute(): already rows
+        return self._rows(predictions, references)
+
+    def _run(self, metric: Any, predictions: Any, references: Any, **settings: Any) -> dict[str, Any]:
+        """Call the functional core on the gathered rows; ``metric`` is a function or a tuple of metric names.
+
+        A function (``calibkit.ace``, ...) returns one value, reported under the module's name,
+        or a dict (``calibkit.calibration_report``). A tuple of names of :data:`calibkit.METRICS`
+        runs one :class:`calibkit.CalibrationAccumulator` pass (exact for all but ACE) and
+        reports those names, ``subset_ece`` as ``per_class_ece``.
+        """
+        probs, labels = self._gathered(predictions, references)
+        try:
+            if callable(metric):
+                result = metric(probs, labels, **settings)
+            else:
+                report = calibkit.CalibrationAccumulator(metric, **settings).update(probs, labels).compute()
+                result = {("per_class_ece" if m == "subset_ece" else m): report[m] for m in metric}
+        except ValueError as exc:
+            raise ValueError(_renamed(str(exc))) from exc
+        if not isinstance(result, dict):
+            result = {self.name: result}
+        return {key: _json_friendly(value) for key, value in result.items()}

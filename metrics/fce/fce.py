@@ -1,0 +1,56 @@
+# Copyright 2025 The calibkit authors. Licensed under the Apache License, Version 2.0.
+"""FCE as an `evaluate` metric (calibkit)."""
+
+import evaluate
+
+import calibkit
+from calibkit.evaluate_modules import ARGS_DOC, bibtex
+from calibkit.evaluate_modules.metric import CalibrationMetric
+
+_CITATION = bibtex("bihani2023")
+
+_DESCRIPTION = """\
+Fuzzy calibration error (Bihani & Rayz 2023, eq 4-6): the top-label confidence belongs to
+overlapping trapezoid bins (corners t0 -/+ w/4 and t1 -/+ w/4, from the authors' code) instead of
+one crisp bin; with G_m the total membership of bin m and acc_m, conf_m its membership-weighted
+accuracy and confidence, FCE = sum_m G_m |acc_m - conf_m| / sum_m G_m. Less sensitive than ECE to
+the skew of the confidences. Computed by calibkit's functional core (`calibkit.fce`).
+"""
+
+_KWARGS_DESCRIPTION = (
+    ARGS_DOC
+    + """\
+    n_bins (`int`, defaults to 15): fuzzy bins over [0, 1].
+Returns:
+    fce (`float`): fuzzy calibration error, in [0, 1]; 0 is perfectly calibrated.
+Examples:
+    >>> metric = evaluate.load("fce")
+    >>> predictions = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]
+    >>> results = metric.compute(predictions=predictions, references=[0, 1, 1, 1])
+    >>> round(results['fce'], 4)
+    0.3
+
+    Token classification, logits and labels padded with -100 as `Trainer` gives them:
+
+    >>> metric = evaluate.load("fce", "token")
+    >>> logits = [[[2.0, -1.0], [0.5, 0.1], [-100.0, -100.0]], [[-1.0, 1.5], [0.2, 0.3], [1.0, 0.0]]]
+    >>> results = metric.compute(predictions=logits, references=[[0, 1, -100], [1, 1, 0]], from_logits=True)
+    >>> round(results['fce'], 4)
+    0.2458
+"""
+)
+
+_LIMITATIONS = """\
+Confidence is averaged over all predictions (SPEC.md); the authors' code averages it over the
+correct predictions only and rounds memberships, so their published numbers differ. Still a binned
+estimate that depends on `n_bins`.
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Fce(CalibrationMetric):
+    def _compute(
+        self, predictions, references, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    ) -> dict:
+        settings = {"n_bins": n_bins, "from_logits": from_logits, "ignore_index": ignore_index}
+        return self._run(calibkit.fce, predictions, references, **settings)
