@@ -25,9 +25,18 @@ setup(
         "transformers>=4.40",
         "evaluate>=0.4",
         "datasets>=2.16",
+        "accelerate>=1.1",  # Trainer needs it; the CalibrationCallback runs inside Trainer
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6", "scipy>=1.10", "scikit-learn>=1.3", "torchmetrics>=1.0", "ruff>=0.5"],
+        "test": [
+            "pytest>=7",
+            "hypothesis>=6",
+            "scipy>=1.10",
+            "scikit-learn>=1.3",
+            "torchmetrics>=1.0",
+            "ruff>=0.5",
+            "tensorboard>=2.10",
+        ],
         "bench": ["torchmetrics>=1.0", "netcal>=1.3"],
     },
     entry_points={"console_scripts": ["calibkit=calibkit.cli:main"]},

@@ -27,6 +27,8 @@ _LAZY = {
     "HistogramBinning": "calibkit.calibrators",
     "CalibratedModelForSequenceClassification": "calibkit.calibrators",
     "CalibratedModelForTokenClassification": "calibkit.calibrators",
+    "callbacks": "calibkit.callbacks",
+    "CalibrationCallback": "calibkit.callbacks",
 }
 
 __all__ = [*_metrics_all, *sorted(_LAZY), "evaluate_module_path", "install_evaluate_modules", "__version__"]

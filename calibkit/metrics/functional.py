@@ -10,6 +10,7 @@ pass of :class:`~calibkit.metrics.statistics.CalibrationAccumulator` over the ba
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -384,6 +385,7 @@ def calibration_report(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
+    metrics: Iterable[str] | None = None,
     from_logits: bool = False,
     ignore_index: int = -100,
     n_bins: int = 15,
@@ -402,6 +404,8 @@ def calibration_report(
     ece_variance, rbece, fce, overconfidence, ecd, esce, brier, nll`` (the functions of the
     same names, with these settings), then ``ace_error_bound`` (0 here: ACE is exact),
     ``accuracy``, ``n`` (samples after masking) and ``num_classes``.
+    ``metrics`` restricts the report to some of these names (the pass then skips the sums
+    only the others need, e.g. the per-entry logs of ECD/NLL/Brier).
 
     >>> r = calibration_report([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], theta=0)
     >>> round(r["ece"], 4), r["accuracy"], r["n"], r["num_classes"]
@@ -410,7 +414,7 @@ def calibration_report(
     return _one_shot(
         probs,
         labels,
-        METRICS,
+        METRICS if metrics is None else tuple(metrics),
         from_logits=from_logits,
         ignore_index=ignore_index,
         num_threads=num_threads,

@@ -1,0 +1,378 @@
+"""A ``TrainerCallback`` that logs calibration metrics at every evaluation and calibrates at the end.
+
+Why ``attach(trainer)`` is needed: in ``transformers`` no callback event receives the logits or
+labels, and ``on_evaluate`` fires only after ``Trainer.log`` has already copied the metrics into
+``state.log_history`` and handed them to every ``report_to`` integration, so keys added there
+would never be logged. The official door for metrics is ``compute_metrics``: ``attach`` composes
+the trainer's ``compute_metrics`` (yours, if any) with calibkit's, so the calibration metrics
+are returned together with yours, prefixed ``eval_`` by the Trainer, logged everywhere, and
+usable as ``metric_for_best_model``.
+
+- Without ``batch_eval_metrics``: the Trainer hands over the gathered predictions of the whole
+  evaluation set (all processes); they are read in place (no copy) in one compiled pass.
+- With ``batch_eval_metrics=True``: each (gathered) batch updates a streaming
+  :class:`~calibkit.CalibrationAccumulator`, so memory is O(bins x classes); ACE is then the
+  streaming estimate with its bound.
+- Multi-process evaluation: the Trainer gathers predictions across processes (dropping the
+  samples the distributed sampler duplicated) before ``compute_metrics``, so every process
+  computes the same numbers as a single process would.
+- A user ``preprocess_logits_for_metrics`` (e.g. an argmax to save memory) still runs and your
+  ``compute_metrics`` sees its output; calibkit then keeps the raw logits beside it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+from transformers import TrainerCallback
+
+from calibkit.metrics import METRICS
+from calibkit.metrics.statistics import CalibrationAccumulator
+
+DEFAULT_METRICS = ("cece", "rbece", "fce", "ecd", "esce", "ece")
+
+
+def _label_key(name: Any) -> str:
+    # Keys end up as TensorBoard tags and CSV headers: no spaces or slashes.
+    return re.sub(r"[^\w.\-]+", "_", str(name)).strip("_") or "class"
+
+
+class CalibrationCallback(TrainerCallback):
+    """Calibration metrics at every evaluation; fitted calibrators and calibrated models at the end.
+
+    Parameters
+    ----------
+    metrics : iterable of str, default ("cece", "rbece", "fce", "ecd", "esce", "ece")
+        Names from :data:`calibkit.METRICS` (or ``"all"``); each is logged as ``eval_<name>``.
+    per_class : bool, default True
+        Also log each class's subset ECE as ``eval_ece_class_<label name>`` (names from
+        ``model.config.id2label``).
+    fit : iterable of str, default ("wts", "rd-ts")
+        Calibrators fitted at the end of training on the last evaluation's logits; each gives a
+        calibrated model saved to ``<output_dir>/calibrated-<method>/`` (and pushed to the
+        Hub with the model when ``args.push_to_hub`` is set). ``()`` fits nothing.
+    max_fit_rows : int, default 2_000_000
+        Bound on the predictions (sequences, or labelled tokens) kept for the fits. Without
+        ``batch_eval_metrics`` the last evaluation's logits are kept by reference (no copy) and
+        larger sets are subsampled uniformly at random (seeded by ``args.seed``); with it, the
+        first ``max_fit_rows`` labelled predictions of the evaluation are copied.
+    ignore_index : int, default -100
+    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins
+        Metric settings, as in :func:`calibkit.calibration_report`.
+
+    Examples
+    --------
+    >>> cb = CalibrationCallback(metrics=("cece", "rbece"), fit=("wts",))
+    >>> cb.metric_names
+    ('cece', 'rbece')
+    """
+
+    def __init__(
+        self,
+        metrics: Iterable[str] | str = DEFAULT_METRICS,
+        *,
+        per_class: bool = True,
+        fit: Iterable[str] = ("wts", "rd-ts"),
+        max_fit_rows: int = 2_000_000,
+        ignore_index: int = -100,
+        n_bins: int = 15,
+        ace_ranges: int = 15,
+        sce_bins: int = 15,
+        rbece_bins: int = 20,
+        theta: float = 40,
+        fce_bins: int = 15,
+        esce_bins: int = 10,
+    ) -> None:
+        from calibkit.calibrators.calibrated import make_calibrator
+
+        names = tuple(METRICS) if metrics == "all" else tuple(metrics)
+        unknown = [m for m in names if m not in METRICS]
+        if unknown or not names:
+            raise ValueError(f"`metrics` must be names from {list(METRICS)} or 'all', got {list(names)}")
+        self.metric_names = names
+        self.per_class = bool(per_class)
+        self.fit_methods = tuple(make_calibrator(m).method for m in fit)  # validates the names
+        if isinstance(max_fit_rows, bool) or not isinstance(max_fit_rows, int) or max_fit_rows < 1:
+            raise ValueError(f"`max_fit_rows` must be an integer >= 1, got {max_fit_rows!r}")
+        self.max_fit_rows = max_fit_rows
+        self.ignore_index = ignore_index
+        self.settings = {
+            "n_bins": n_bins,
+            "ace_ranges": ace_ranges,
+            "sce_bins": sce_bins,
+            "rbece_bins": rbece_bins,
+            "theta": theta,
+            "fce_bins": fce_bins,
+            "esce_bins": esce_bins,
+        }
+        # Computed metrics: the requested ones, plus subset_ece for the per-class keys.
+        self._computed = names + (("subset_ece",) if self.per_class and "subset_ece" not in names else ())
+        self.trainer = None
+        self.user_compute_metrics: Callable | None = None
+        self.user_preprocess: Callable | None = None
+        self.last_predictions: tuple[np.ndarray, np.ndarray] | None = None
+        self.calibrated_dirs: dict[str, str] = {}
+        self.fitted: dict[str, Any] = {}
+        self._accumulator: CalibrationAccumulator | None = None
+        self._evaluating = True
+
+    # -- wiring ------------------------------------------------------------------------------
+    def attach(self, trainer) -> CalibrationCallback:
+        """Compose ``trainer.compute_metrics`` with calibkit's and register the callback (idempotent)."""
+        if self.trainer is trainer:
+            return self
+        if self.trainer is not None:
+            raise ValueError("this CalibrationCallback is already attached to another Trainer")
+        self.trainer = trainer
+        if self not in trainer.callback_handler.callbacks:
+            trainer.add_callback(self)
+        self.user_compute_metrics = trainer.compute_metrics
+        self.user_preprocess = trainer.preprocess_logits_for_metrics
+        trainer.compute_metrics = self.compute_metrics
+        if self.user_preprocess is not None:
+            trainer.preprocess_logits_for_metrics = self.preprocess_logits_for_metrics
+        self._wrap_evaluation_loop(trainer)
+        return self
+
+    def _wrap_evaluation_loop(self, trainer) -> None:
+        # compute_metrics is not called at all when the evaluation set is empty or has no
+        # labels; the keys must still appear (as NaN) so that logs and metric_for_best_model agree.
+        original = trainer.evaluation_loop
+
+        def evaluation_loop(*args, **kwargs):
+            # trainer.predict() runs this loop too: there, a user's preprocess_logits_for_metrics
+            # output is returned untouched (no raw logits beside it) and nothing is filled in.
+            description = kwargs.get("description", args[1] if len(args) > 1 else "Evaluation")
+            self._evaluating = description != "Prediction"
+            try:
+                output = original(*args, **kwargs)
+            finally:
+                evaluating, self._evaluating = self._evaluating, True
+            if not evaluating:
+                return output
+            prefix = kwargs.get("metric_key_prefix", args[4] if len(args) > 4 else "eval")
+            ours = [f"{prefix}_{name}" for name in self.metric_names if name != "subset_ece"]
+            if output.metrics is not None and ours and not any(key in output.metrics for key in ours):
+                warnings.warn(
+                    "calibkit: this evaluation produced no predictions with labels (empty evaluation set?); "
+                    "calibration metrics are logged as NaN",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                for name, value in self._nan_metrics().items():
+                    output.metrics.setdefault(f"{prefix}_{name}", value)
+            return output
+
+        trainer.evaluation_loop = evaluation_loop
+
+    def preprocess_logits_for_metrics(self, logits, labels):
+        """Run the user's preprocessing and, in evaluation, keep the raw logits for calibkit beside its output."""
+        processed = self.user_preprocess(logits, labels)
+        return (processed, logits) if self._evaluating else processed
+
+    # -- metrics -----------------------------------------------------------------------------
+    def _class_names(self, num_classes: int) -> list[str]:
+        id2label = getattr(getattr(getattr(self.trainer, "model", None), "config", None), "id2label", None) or {}
+        return [_label_key(id2label.get(k, k)) for k in range(num_classes)]
+
+    def _nan_metrics(self, num_classes: int | None = None) -> dict[str, float]:
+        out = {name: math.nan for name in self.metric_names if name != "subset_ece"}
+        if self.per_class and num_classes:
+            out.update({f"ece_class_{c}": math.nan for c in self._class_names(num_classes)})
+        return out
+
+    def _flatten(self, report: dict[str, Any]) -> dict[str, float]:
+        out = {name: float(report[name]) for name in self.metric_names if name != "subset_ece"}
+        if self.per_class or "subset_ece" in self.metric_names:
+            per_class = np.asarray(report["subset_ece"], dtype=np.float64)
+            out.update({f"ece_class_{c}": float(v) for c, v in zip(self._class_names(len(per_class)), per_class)})
+        return out
+
+    def _split(self, eval_pred):
+        """(what the user's compute_metrics should see, raw logits, labels)."""
+        predictions = eval_pred.predictions
+        if self.user_preprocess is not None:
+            user_predictions, logits = predictions
+            from transformers import EvalPrediction
+
+            fields = {"predictions": user_predictions, "label_ids": eval_pred.label_ids}
+            for extra in ("inputs", "losses"):
+                if getattr(eval_pred, extra, None) is not None:
+                    fields[extra] = getattr(eval_pred, extra)
+            return EvalPrediction(**fields), logits, eval_pred.label_ids
+        logits = predictions[0] if isinstance(predictions, (tuple, list)) else predictions
+        return eval_pred, logits, eval_pred.label_ids
+
+    def _safely(self, fn: Callable[[], dict[str, float]], num_classes: int | None) -> dict[str, float]:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # absent classes / empty regions: expected mid-training
+                return fn()
+        except ValueError as exc:  # NaN/inf logits (fp16 overflow), no labelled sample, ...
+            warnings.warn(
+                f"calibkit: calibration metrics set to NaN for this evaluation: {exc}", RuntimeWarning, stacklevel=2
+            )
+            return self._nan_metrics(num_classes)
+
+    def compute_metrics(self, eval_pred, compute_result: bool | None = None) -> dict[str, float]:
+        """The user's metrics (keys unchanged) plus calibkit's; ``compute_result`` as in ``batch_eval_metrics``."""
+        if self.user_preprocess is not None and not self._evaluating:  # predict(): no raw logits here
+            return self._user_metrics(eval_pred, compute_result)
+        user_pred, logits, labels = self._split(eval_pred)
+        user = self._user_metrics(user_pred, compute_result)
+        num_classes = int(logits.shape[-1]) if getattr(logits, "ndim", 0) >= 2 else None
+        if compute_result is None:  # the whole (gathered) evaluation set at once
+            self._keep_for_fit(logits, labels)
+            ours = self._safely(lambda: self._flatten(self._report(logits, labels)), num_classes)
+        else:  # batch_eval_metrics: stream, then report on the last batch
+            ours = self._stream(logits, labels, compute_result, num_classes)
+            if not compute_result:
+                return user
+        clashes = sorted(set(user) & set(ours))
+        if clashes:
+            warnings.warn(
+                f"calibkit: your compute_metrics already returns {clashes}; keeping your values", stacklevel=2
+            )
+        return {**ours, **user}
+
+    def _user_metrics(self, eval_pred, compute_result: bool | None) -> dict[str, Any]:
+        if self.user_compute_metrics is None:
+            return {}
+        if compute_result is None:
+            return dict(self.user_compute_metrics(eval_pred) or {})
+        return dict(self.user_compute_metrics(eval_pred, compute_result=compute_result) or {})
+
+    def _report(self, logits, labels) -> dict[str, Any]:
+        from calibkit.metrics import calibration_report
+
+        return calibration_report(
+            logits, labels, metrics=self._computed, from_logits=True, ignore_index=self.ignore_index, **self.settings
+        )
+
+    def _stream(self, logits, labels, compute_result: bool, num_classes: int | None) -> dict[str, float]:
+        if self._accumulator is None:
+            self._accumulator = CalibrationAccumulator(
+                self._computed, from_logits=True, ignore_index=self.ignore_index, **self.settings
+            )
+            self._stream_error: str | None = None
+            self._fit_rows: list[tuple[np.ndarray, np.ndarray]] = []
+            self._fit_budget = self.max_fit_rows if self.fit_methods else 0
+        if self._stream_error is None:
+            try:
+                self._accumulator.update(logits, labels)
+            except ValueError as exc:
+                self._stream_error = str(exc)
+            else:
+                self._keep_batch_for_fit(logits, labels)
+        if not compute_result:
+            return {}
+        accumulator, error = self._accumulator, self._stream_error
+        self._accumulator = None
+        if self._fit_rows:
+            self.last_predictions = tuple(np.concatenate(part) for part in zip(*self._fit_rows))
+        if error is not None:
+            warnings.warn(
+                f"calibkit: calibration metrics set to NaN for this evaluation: {error}", RuntimeWarning, stacklevel=2
+            )
+            return self._nan_metrics(num_classes)
+        return self._safely(lambda: self._flatten(accumulator.compute()), num_classes)
+
+    def _keep_batch_for_fit(self, logits, labels) -> None:
+        """batch_eval_metrics: copy the labelled rows of this batch while the ``max_fit_rows`` budget lasts."""
+        if self._fit_budget <= 0:
+            return
+        z = logits.detach().cpu().float().numpy() if hasattr(logits, "detach") else np.asarray(logits)
+        y = labels.detach().cpu().numpy() if hasattr(labels, "detach") else np.asarray(labels)
+        z, y = z.reshape(-1, z.shape[-1]), y.reshape(-1)
+        keep = np.flatnonzero(y != self.ignore_index)[: self._fit_budget]
+        self._fit_rows.append((z[keep], y[keep]))
+        self._fit_budget -= len(keep)
+
+    def _keep_for_fit(self, logits, labels) -> None:
+        """Keep a reference to the last evaluation's logits (a bounded random subset if too many)."""
+        if not self.fit_methods:
+            return
+        logits, labels = np.asarray(logits), np.asarray(labels)
+        if logits.ndim == 3:  # tokens: only labelled ones are needed
+            keep = labels != self.ignore_index
+            if keep.sum() > self.max_fit_rows:
+                rows = np.flatnonzero(keep.ravel())
+                logits, labels = logits.reshape(-1, logits.shape[-1]), labels.ravel()
+                logits, labels = logits[rows], labels[rows]
+        if len(labels) > self.max_fit_rows:
+            seed = getattr(getattr(self.trainer, "args", None), "seed", 0)
+            pick = np.sort(np.random.default_rng(seed).choice(len(labels), self.max_fit_rows, replace=False))
+            logits, labels = logits[pick], labels[pick]
+        self.last_predictions = (logits, labels)
+
+    # -- end of training ---------------------------------------------------------------------
+    def on_train_end(self, args, state, control, **kwargs):
+        if not self.fit_methods:
+            return
+        if self.trainer is None:
+            warnings.warn(
+                "calibkit: CalibrationCallback was not attached (call cb.attach(trainer)); nothing fitted", stacklevel=2
+            )
+            return
+        if self.last_predictions is None:
+            warnings.warn("calibkit: no evaluation with labels ran during training; no calibrator fitted", stacklevel=2)
+            return
+        logits, labels = self.last_predictions
+        model = self.trainer.model
+        logs = {}
+        for method in self.fit_methods:
+            try:
+                calibrated = self._fit_one(method, model, logits, labels)
+            except ValueError as exc:
+                warnings.warn(f"calibkit: {method} could not be fitted: {exc}", RuntimeWarning, stacklevel=2)
+                continue
+            block = calibrated.config.calibration
+            for key, value in block.items():
+                if isinstance(value, (int, float)) and key != "method":
+                    logs[f"calibration/{method}/{key}"] = float(value)
+            for when in ("before", "after"):
+                for name, value in block["metrics"][when].items():
+                    logs[f"calibration/{method}/{when}_{name}"] = value
+            if state.is_world_process_zero:
+                self._save(method, calibrated, args)
+        if logs:
+            self.trainer.log(logs)
+
+    def _fit_one(self, method: str, model, logits, labels):
+        from calibkit.calibrators.calibrated import calibrate, make_calibrator
+
+        calibrator = make_calibrator(method, ignore_index=self.ignore_index).fit(logits, labels)
+        self.fitted[method] = calibrator
+        return calibrate(model, calibrator, logits=logits, labels=labels)
+
+    def _save(self, method: str, calibrated, args) -> None:
+        folder = os.path.join(args.output_dir, f"calibrated-{method}")
+        calibrated.save_pretrained(folder)
+        processing = getattr(self.trainer, "processing_class", None)
+        if processing is not None and hasattr(processing, "save_pretrained"):
+            processing.save_pretrained(folder)
+        self.calibrated_dirs[method] = folder
+        if args.push_to_hub:
+            self._push(folder, method, args)
+
+    def _push(self, folder: str, method: str, args) -> None:
+        from huggingface_hub import HfApi
+
+        repo_id = args.hub_model_id or os.path.basename(os.path.abspath(args.output_dir))
+        try:
+            HfApi(token=args.hub_token).upload_folder(
+                repo_id=repo_id,
+                folder_path=folder,
+                path_in_repo=f"calibrated-{method}",
+                commit_message=f"calibkit: calibrated model ({method})",
+            )
+        except Exception as exc:  # a failed upload must not lose the trained model
+            warnings.warn(
+                f"calibkit: pushing calibrated-{method} to {repo_id} failed: {exc}", RuntimeWarning, stacklevel=2
+            )

@@ -1,0 +1,337 @@
+"""CalibrationCallback inside a real Trainer: logged keys, values, integrations, fits, failures."""
+
+import glob
+import json
+import math
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from datasets import Dataset
+from transformers import (
+    BertConfig,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertTokenizer,
+    DataCollatorForTokenClassification,
+    Trainer,
+    TrainingArguments,
+)
+
+import calibkit
+from calibkit.calibrators import CalibratedModelForSequenceClassification, WeightedTemperatureScaling
+from calibkit.callbacks import CalibrationCallback
+
+HERE = Path(__file__).parent
+NUM_LABELS = 3
+TINY = dict(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37)
+
+
+def sequence_data(n, seed=0, length=8):
+    """Labels are readable from the first token 70% of the time: learnable, never separable."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, NUM_LABELS, n)
+    ids = rng.integers(10, 64, (n, length))
+    ids[:, 0] = 5 + np.where(rng.random(n) < 0.7, labels, rng.integers(0, NUM_LABELS, n))
+    return Dataset.from_dict(
+        {"input_ids": ids.tolist(), "attention_mask": np.ones_like(ids).tolist(), "labels": labels}
+    )
+
+
+def token_data(n, seed=0):
+    """Variable-length sequences; the first word position is -100, as for a [CLS]-like token."""
+    rng = np.random.default_rng(seed)
+    rows = {"input_ids": [], "attention_mask": [], "labels": []}
+    for length in rng.integers(3, 12, n):
+        ids = rng.integers(10, 64, length)
+        labels = np.where(rng.random(length) < 0.7, ids % NUM_LABELS, rng.integers(0, NUM_LABELS, length))
+        labels[0] = -100
+        rows["input_ids"].append(ids.tolist())
+        rows["attention_mask"].append([1] * int(length))
+        rows["labels"].append(labels.tolist())
+    return Dataset.from_dict(rows)
+
+
+def vocab_tokenizer(tmp_path):
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(59)]
+    (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
+    return BertTokenizer(vocab_file=str(tmp_path / "vocab.txt"))
+
+
+def accuracy(eval_pred):
+    predictions, labels = eval_pred.predictions, eval_pred.label_ids
+    predictions = predictions.argmax(-1) if predictions.ndim == labels.ndim + 1 else predictions
+    keep = labels != -100
+    return {"accuracy": float((predictions[keep] == labels[keep]).mean())}
+
+
+def make_trainer(tmp_path, task="sequence", callback=None, compute_metrics=accuracy, **overrides):
+    torch.manual_seed(0)
+    config = BertConfig(num_labels=NUM_LABELS, **TINY)
+    model = (BertForSequenceClassification if task == "sequence" else BertForTokenClassification)(config)
+    settings = dict(
+        output_dir=str(tmp_path / "out"),
+        max_steps=6,
+        per_device_train_batch_size=8,
+        per_device_eval_batch_size=16,
+        learning_rate=5e-3,
+        eval_strategy="steps",
+        eval_steps=2,
+        logging_steps=2,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
+    settings.update(overrides)
+    args = TrainingArguments(**settings)
+    if task == "sequence":
+        train, evaluation, collator = sequence_data(64), sequence_data(45, seed=1), None
+    else:
+        collator = DataCollatorForTokenClassification(vocab_tokenizer(tmp_path))
+        train, evaluation = token_data(64), token_data(45, seed=1)
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=train,
+        eval_dataset=evaluation,
+        data_collator=collator,
+        compute_metrics=compute_metrics,
+    )
+    callback = callback or CalibrationCallback(fit=("wts", "rd-ts"))
+    callback.attach(trainer)
+    return trainer, callback
+
+
+def eval_logs(trainer):
+    return [entry for entry in trainer.state.log_history if "eval_loss" in entry]
+
+
+def check_against_functional(trainer, logs, tol=1e-6, skip=()):
+    """The last evaluation's logged values equal calibkit.metrics recomputed on trainer.predict()."""
+    out = trainer.predict(trainer.eval_dataset)
+    logits, labels = out.predictions, out.label_ids
+    last = logs[-1]
+    for name in ("cece", "rbece", "fce", "ecd", "esce", "ece"):
+        if name in skip:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = getattr(calibkit, name)(logits, labels, from_logits=True)
+        assert last[f"eval_{name}"] == pytest.approx(expected, abs=tol, nan_ok=True), name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        per_class = calibkit.subset_ece(logits, labels, from_logits=True)
+    for k in range(NUM_LABELS):
+        assert last[f"eval_ece_class_LABEL_{k}"] == pytest.approx(per_class[k], abs=tol, nan_ok=True)
+    return logits, labels
+
+
+def test_sequence_every_evaluation_logs_the_metrics_to_tensorboard_and_fits(tmp_path, monkeypatch):
+    tb = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", str(tmp_path / "tb"))
+    trainer, cb = make_trainer(
+        tmp_path,
+        report_to=["tensorboard"],
+        save_strategy="steps",
+        save_steps=2,
+        metric_for_best_model="cece",
+        greater_is_better=False,
+        load_best_model_at_end=True,
+    )
+    trainer.train()
+    logs = eval_logs(trainer)
+    assert [entry["step"] for entry in logs] == [2, 4, 6]
+    for entry in logs:
+        assert {"eval_accuracy", "eval_cece", "eval_rbece", "eval_fce", "eval_ecd", "eval_esce", "eval_ece"} <= set(
+            entry
+        )
+        assert {f"eval_ece_class_LABEL_{k}" for k in range(NUM_LABELS)} <= set(entry)
+    # metric_for_best_model works on a calibkit key.
+    assert trainer.state.best_metric == min(entry["eval_cece"] for entry in logs)
+    best_step = min(logs, key=lambda e: e["eval_cece"])["step"]
+    assert trainer.state.best_model_checkpoint.endswith(f"checkpoint-{best_step}")
+    # TensorBoard event files hold the scalars of every evaluation.
+    events = tb.EventAccumulator(glob.glob(str(tmp_path / "tb"))[0])
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {"eval/cece", "eval/rbece", "eval/ece_class_LABEL_0", "eval/accuracy"} <= set(tags)
+    assert [e.step for e in events.Scalars("eval/cece")] == [2, 4, 6]
+    # Calibrated models are saved, reload, and equal a direct fit on the last evaluation's logits.
+    # (load_best_model_at_end reloads the best checkpoint after the last evaluation: predict on the
+    # logits the callback kept, which are those of the last evaluation.)
+    logits, labels = cb.last_predictions
+    direct = WeightedTemperatureScaling().fit(logits, labels)
+    folder = tmp_path / "out" / "calibrated-wts"
+    assert (folder / "README.md").exists() and (folder / "modeling_calibkit.py").exists()
+    reloaded = CalibratedModelForSequenceClassification.from_pretrained(folder)
+    assert reloaded.config.calibration["temperature"] == pytest.approx(direct.temperature_, rel=1e-9)
+    assert (tmp_path / "out" / "calibrated-rd-ts" / "config.json").exists()
+    fit_log = [e for e in trainer.state.log_history if "calibration/wts/temperature" in e][0]
+    assert fit_log["calibration/wts/temperature"] == pytest.approx(direct.temperature_, rel=1e-9)
+    assert "calibration/rd-ts/slope" in fit_log and "calibration/wts/after_ece" in fit_log
+
+
+def test_values_equal_the_functional_core_sequence(tmp_path):
+    trainer, _ = make_trainer(tmp_path, max_steps=2)
+    trainer.train()
+    check_against_functional(trainer, eval_logs(trainer))
+
+
+def test_token_classification_masks_padding(tmp_path):
+    trainer, cb = make_trainer(tmp_path, task="token", max_steps=4)
+    trainer.train()
+    logs = eval_logs(trainer)
+    assert len(logs) == 2 and all("eval_cece" in entry for entry in logs)
+    logits, labels = check_against_functional(trainer, logs)
+    assert logits.ndim == 3 and (labels == -100).any()  # Trainer padded across batches
+    assert (tmp_path / "out" / "calibrated-wts").exists()
+
+
+def test_batch_eval_metrics_streams_with_user_metrics_intact(tmp_path):
+    seen = []
+
+    def streaming_accuracy(eval_pred, compute_result):
+        seen.append(compute_result)
+        if compute_result:
+            return {"accuracy": 0.5}
+        return {}
+
+    trainer, cb = make_trainer(tmp_path, max_steps=2, batch_eval_metrics=True, compute_metrics=streaming_accuracy)
+    trainer.train()
+    logs = eval_logs(trainer)
+    assert logs[-1]["eval_accuracy"] == 0.5 and seen[-1] is True and seen.count(False) == 2  # 45 rows / 16
+    check_against_functional(trainer, logs)
+    assert cb._accumulator is None  # reset after every evaluation
+    assert len(cb.last_predictions[1]) == 45
+
+
+def test_user_preprocess_logits_keeps_working(tmp_path):
+    received = []
+
+    def user_metrics(eval_pred):
+        received.append(eval_pred.predictions.shape)
+        return accuracy(eval_pred)
+
+    def argmax(logits, labels):
+        return logits.argmax(-1)
+
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(BertConfig(num_labels=NUM_LABELS, **TINY))
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        max_steps=2,
+        eval_strategy="steps",
+        eval_steps=2,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        per_device_eval_batch_size=16,
+    )
+    evaluation = sequence_data(45, seed=1)
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=sequence_data(64),
+        eval_dataset=evaluation,
+        compute_metrics=user_metrics,
+        preprocess_logits_for_metrics=argmax,
+    )
+    cb = CalibrationCallback(fit=()).attach(trainer)
+    cb.fit_methods = ("ts",)  # keep the raw logits to check the values against
+    trainer.train()
+    assert received == [(45,)]  # the user's compute_metrics saw the user's argmax
+    last = eval_logs(trainer)[-1]
+    logits, labels = cb.last_predictions
+    assert logits.shape == (45, NUM_LABELS)
+    assert last["eval_cece"] == pytest.approx(calibkit.cece(logits, labels, from_logits=True), abs=1e-9)
+    assert last["eval_accuracy"] == pytest.approx(float((logits.argmax(-1) == labels).mean()))
+    # predict() returns the user's preprocessed predictions, as without calibkit.
+    out = trainer.predict(evaluation)
+    assert out.predictions.shape == (45,) and "test_cece" not in out.metrics and "test_accuracy" in out.metrics
+
+
+def test_nan_logits_do_not_stop_training(tmp_path):
+    trainer, _ = make_trainer(tmp_path, max_steps=4)
+
+    def poison(module, args, output):
+        return output if module.training else output * float("nan")
+
+    trainer.model.classifier.register_forward_hook(poison)
+    with pytest.warns(RuntimeWarning, match="NaN"):
+        trainer.train()
+    logs = eval_logs(trainer)
+    assert len(logs) == 2 and all(math.isnan(entry["eval_cece"]) for entry in logs)
+    assert trainer.state.global_step == 4
+
+
+def test_empty_evaluation_set_logs_nan(tmp_path):
+    trainer, _ = make_trainer(tmp_path, max_steps=2)
+    with pytest.warns(RuntimeWarning, match="no predictions"):
+        metrics = trainer.evaluate(eval_dataset=sequence_data(0))
+    assert math.isnan(metrics["eval_cece"])
+
+
+def test_resume_from_checkpoint(tmp_path):
+    trainer, _ = make_trainer(tmp_path, max_steps=4, save_strategy="steps", save_steps=2)
+    trainer.train()
+    resumed, _ = make_trainer(tmp_path, max_steps=6, save_strategy="steps", save_steps=2)
+    resumed.train(resume_from_checkpoint=True)
+    logs = eval_logs(resumed)
+    assert logs[-1]["step"] == 6 and "eval_cece" in logs[-1]
+
+
+def test_attach_is_idempotent_and_checks_arguments(tmp_path):
+    trainer, cb = make_trainer(tmp_path, max_steps=1)
+    cb.attach(trainer)
+    assert sum(isinstance(c, CalibrationCallback) for c in trainer.callback_handler.callbacks) == 1
+    with pytest.raises(ValueError, match="`metrics`"):
+        CalibrationCallback(metrics=("cece", "sharpness"))
+    with pytest.raises(ValueError, match="`method`"):
+        CalibrationCallback(fit=("platt",))
+    with pytest.raises(ValueError, match="`max_fit_rows`"):
+        CalibrationCallback(max_fit_rows=0)
+
+
+def test_push_to_hub_uploads_the_calibrated_folder(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    calls = []
+    monkeypatch.setattr(
+        huggingface_hub.HfApi, "upload_folder", lambda self, **kwargs: calls.append(kwargs), raising=True
+    )
+    trainer, cb = make_trainer(tmp_path, max_steps=2)
+    trainer.train()  # push_to_hub is off: nothing uploaded
+    assert calls == []
+    trainer.args.push_to_hub = True
+    trainer.args.hub_model_id = "someone/tiny"
+    cb._save("wts", cb._fit_one("wts", trainer.model, *cb.last_predictions), trainer.args)
+    assert calls and calls[0]["repo_id"] == "someone/tiny" and calls[0]["path_in_repo"] == "calibrated-wts"
+
+
+def test_two_processes_equal_one(tmp_path):
+    """torchrun --nproc_per_node 2 (gloo, CPU) gives the single-process numbers: Trainer gathers first."""
+    script = HERE / "ddp_evaluate.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    single = tmp_path / "single.json"
+    double = tmp_path / "double.json"
+    run = subprocess.run([sys.executable, str(script), str(single)], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
+    run = subprocess.run([*torchrun, str(script), str(double)], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    one, two = json.loads(single.read_text()), json.loads(double.read_text())
+    assert two["world_size"] == 2 and one["world_size"] == 1
+    # calibkit's keys only: the Trainer's own eval_loss differs under DDP (it is not ours to fix).
+    ours = {f"eval_{name}" for name in calibkit.METRICS} | {f"eval_ece_class_LABEL_{k}" for k in range(3)}
+    keys = [k for k in one["metrics"] if k in ours]
+    assert len(keys) == len(calibkit.METRICS) - 1 + 3 and not math.isnan(one["metrics"]["eval_rbece"])
+    for key in keys:
+        assert two["metrics"][key] == pytest.approx(one["metrics"][key], abs=1e-6, nan_ok=True), key
