@@ -162,7 +162,7 @@ def _row_ranges(n_rows: int, num_threads: int | None) -> list[tuple[int, int]]:
 def _map(fn, jobs):
     if len(jobs) == 1:
         return [fn(*jobs[0])]
-    with ThreadPoolExecutor(len(jobs)) as pool:
+    with ThreadPoolExecutor(min(len(jobs), _default_threads())) as pool:
         return list(pool.map(lambda job: fn(*job), jobs))
 
 
@@ -203,15 +203,18 @@ def bin_statistics(
     eps: float,
     num_threads: int | None = None,
     keep_parts: bool = False,
+    ranges: list[tuple[int, int]] | None = None,
 ) -> tuple[CalibrationStatistics, list[CalibrationStatistics]]:
     """Run the kernel over ``prep`` in threads; return the summed statistics (and the parts).
 
     ``groups`` picks the optional, costlier sums: ``rows`` (Brier, NLL, ECD: a log per
     entry), ``classwise`` (SCE), ``ace`` and ``fuzzy`` (FCE). Raises ``ValueError`` on the
-    first bad value, naming the argument, the position and the offending row.
+    first bad value, naming the argument, the position and the offending row. ``ranges``
+    (row ranges covering the input) replaces the per-thread split; with ``keep_parts`` the
+    statistics of each range are returned too (the bootstrap's blocks).
     """
     groups = frozenset(groups)
-    ranges = _row_ranges(prep.values.shape[0], num_threads)
+    ranges = ranges if ranges is not None else _row_ranges(prep.values.shape[0], num_threads)
     binary = prep.mode >= K.MODE_BINARY_PROBS
 
     def run(start: int, stop: int) -> tuple[CalibrationStatistics, np.ndarray]:

@@ -1,0 +1,75 @@
+"""Bootstrap intervals: equal to a brute-force Poisson bootstrap, and cover the truth at about the nominal rate."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import calibkit
+from calibkit.metrics.bootstrap import bootstrap_intervals
+from tests.conftest import make_data
+
+
+def brute_force(probs, labels, n_boot, seed, confidence, **kwargs):
+    """Replicate j = the rows repeated w_ij times (w ~ Poisson(1)), through calibration_report."""
+    rng = np.random.default_rng(seed)
+    weights = rng.poisson(1.0, size=(n_boot, len(labels)))
+    reports = []
+    for w in weights:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            reports.append(calibkit.calibration_report(np.repeat(probs, w, axis=0), np.repeat(labels, w), **kwargs))
+    tail = 100 * (1 - confidence) / 2
+    intervals = {}
+    for name in [m for m in calibkit.METRICS if m not in ("subset_ece", "ace")] + ["accuracy"]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            intervals[name] = np.nanpercentile([r[name] for r in reports], [tail, 100 - tail])
+    per_class = np.nanpercentile([r["subset_ece"] for r in reports], [tail, 100 - tail], axis=0)
+    return intervals, per_class
+
+
+@pytest.mark.parametrize(("kind", "from_logits"), [("multiclass", False), ("multiclass", True), ("binary", False)])
+def test_equals_brute_force_poisson_bootstrap(kind, from_logits):
+    probs, labels = make_data(3, kind, n=300, num_classes=4, from_logits=from_logits)
+    ours = bootstrap_intervals(probs, labels, n_boot=40, seed=7, confidence=0.9, from_logits=from_logits, theta=5)
+    assert ours["n_blocks"] == 300  # one block per row: the plain Poisson bootstrap
+    reference, per_class = brute_force(probs, labels, 40, 7, 0.9, from_logits=from_logits, theta=5)
+    for name, (low, high) in reference.items():
+        np.testing.assert_allclose(ours["intervals"][name], (low, high), rtol=1e-9, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose(ours["subset_ece"], per_class, rtol=1e-9, atol=1e-12)
+
+
+def test_token_input_and_blocks():
+    probs, labels = make_data(4, "token", n=200, num_classes=3)
+    ci = bootstrap_intervals(probs, labels, n_boot=100, max_blocks=50)
+    assert ci["n_blocks"] == 50
+    report = calibkit.calibration_report(probs, labels)
+    low, high = ci["intervals"]["brier"]
+    assert low < report["brier"] < high
+
+
+def test_coverage_on_calibrated_data():
+    """Labels drawn from the probabilities: ESCE's truth is 0, Brier's is E[1 - sum p^2]; 90% intervals."""
+    rng = np.random.default_rng(0)
+    alpha = np.full(3, 0.7)
+    true_brier = 1 - np.mean(np.sum(rng.dirichlet(alpha, 2_000_000) ** 2, axis=1))
+    covered = {"esce": 0, "brier": 0}
+    repeats = 60
+    for r in range(repeats):
+        p = rng.dirichlet(alpha, 1_500)
+        y = (p.cumsum(axis=1) > rng.random((len(p), 1))).argmax(axis=1)
+        ci = bootstrap_intervals(p, y, n_boot=200, seed=r, confidence=0.9, metrics=("esce", "brier"))
+        covered["esce"] += ci["intervals"]["esce"][0] <= 0 <= ci["intervals"]["esce"][1]
+        covered["brier"] += ci["intervals"]["brier"][0] <= true_brier <= ci["intervals"]["brier"][1]
+    for name, hits in covered.items():
+        assert 0.78 <= hits / repeats <= 0.98, (name, hits)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"n_boot": 0}, "n_boot"), ({"confidence": 1.0}, "confidence"), ({"max_blocks": -1}, "max_blocks")],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        bootstrap_intervals(np.eye(2), [0, 1], **kwargs)
