@@ -59,7 +59,7 @@ def test_coverage_on_calibrated_data():
     for r in range(repeats):
         p = rng.dirichlet(alpha, 1_500)
         y = (p.cumsum(axis=1) > rng.random((len(p), 1))).argmax(axis=1)
-        ci = bootstrap_intervals(p, y, n_boot=200, seed=r, confidence=0.9, metrics=("esce", "brier"))
+        ci = bootstrap_intervals(p, y, n_boot=200, seed=r, confidence=0.9, metrics=("esce", "brier"), max_blocks=300)
         covered["esce"] += ci["intervals"]["esce"][0] <= 0 <= ci["intervals"]["esce"][1]
         covered["brier"] += ci["intervals"]["brier"][0] <= true_brier <= ci["intervals"]["brier"][1]
     for name, hits in covered.items():

@@ -1,0 +1,288 @@
+"""The papers' comparison: every calibrator fitted on validation logits, every metric on test.
+
+:func:`compare_calibrators` returns a :class:`Comparison` (methods x metrics, per-class ECE,
+optional bootstrap intervals, the per-bin statistics the plots need); :func:`markdown_table`
+and :func:`write_csv` render it like the papers' tables; :func:`write_report` writes the table,
+the JSON and the figures of :mod:`calibkit.plots` to a folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibkit.metrics import calibration_report
+from calibkit.metrics.statistics import CalibrationAccumulator, CalibrationStatistics
+
+METHODS = ("uncalibrated", "ts", "wts", "rd-ts", "vs", "ms", "ir", "hb")
+METHOD_LABELS = {
+    "uncalibrated": "Uncalibrated",
+    "ts": "TS",
+    "wts": "WTS",
+    "rd-ts": "RD-TS",
+    "vs": "VS",
+    "ms": "MS",
+    "ir": "IR",
+    "hb": "HB",
+}
+TABLE_METRICS = (
+    "accuracy",
+    "macro_f1",
+    "ece",
+    "ace",
+    "sce",
+    "cece",
+    "msece",
+    "wsece",
+    "ece_variance",
+    "rbece",
+    "fce",
+    "overconfidence",
+    "ecd",
+    "esce",
+    "brier",
+    "nll",
+)
+HIGHER_IS_BETTER = ("accuracy", "macro_f1")
+SIGNED = ("ecd", "esce")  # 0 is calibrated
+
+
+@dataclass
+class Comparison:
+    """Methods x metrics on the test set, and what the plots and the calibrated model need."""
+
+    rows: dict[str, dict[str, float]]
+    per_class: dict[str, np.ndarray]
+    statistics: dict[str, CalibrationStatistics]
+    calibrators: dict[str, Any]
+    class_names: list[str]
+    best: str
+    select: str
+    n_bins: int
+    rbece_bins: int
+    theta: float
+    n_val: int
+    n_test: int
+    errors: dict[str, str] = field(default_factory=dict)
+    intervals: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    class_intervals: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+def labelled_rows(logits: Any, labels: Any, ignore_index: int = -100) -> tuple[np.ndarray, np.ndarray]:
+    """``(N, K)``/``(N, L, K)`` logits and labels as the rows whose label is not ``ignore_index``."""
+    z = np.asarray(logits)
+    y = np.asarray(labels)
+    if z.ndim < 2 or y.shape != z.shape[:-1]:
+        raise ValueError(f"`logits` of shape {z.shape} and `labels` of shape {y.shape} do not match")
+    z, y = z.reshape(-1, z.shape[-1]), y.reshape(-1)
+    keep = y != ignore_index
+    if not keep.all():
+        z, y = z[keep], y[keep]
+    return z, y
+
+
+def macro_f1(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Macro F1 of the argmax over the classes that occur in the labels or the predictions."""
+    k = probs.shape[-1]
+    predicted = probs.argmax(axis=-1)
+    tp = np.bincount(labels[predicted == labels], minlength=k)
+    support = np.bincount(labels, minlength=k) + np.bincount(predicted, minlength=k)
+    seen = support > 0
+    return float(np.mean(2 * tp[seen] / support[seen]))
+
+
+def compare_calibrators(
+    val_logits: Any,
+    val_labels: Any,
+    test_logits: Any,
+    test_labels: Any,
+    *,
+    methods: tuple[str, ...] = METHODS,
+    class_names: list[str] | None = None,
+    ignore_index: int = -100,
+    select: str = "cece",
+    n_bins: int = 15,
+    rbece_bins: int = 20,
+    theta: float = 40,
+    bootstrap: int = 0,
+    seed: int = 0,
+) -> Comparison:
+    """Fit every calibrator on validation logits; evaluate every metric on test logits.
+
+    A method that cannot be fitted (e.g. the RD-TS paper rule with T < 0.01) is reported in
+    ``errors`` and left out of the table. ``best`` is the calibrated method with the lowest
+    ``select`` metric on test. With ``bootstrap > 0``, percentile 95% intervals (Poisson
+    bootstrap, :func:`calibkit.metrics.bootstrap.bootstrap_intervals`) for every cell.
+    """
+    from calibkit.calibrators import make_calibrator
+    from calibkit.metrics.bootstrap import bootstrap_intervals
+
+    z_val, y_val = labelled_rows(val_logits, val_labels, ignore_index)
+    z_test, y_test = labelled_rows(test_logits, test_labels, ignore_index)
+    if z_val.shape[1] != z_test.shape[1]:
+        raise ValueError(f"validation logits have {z_val.shape[1]} classes, test logits {z_test.shape[1]}")
+    k = z_test.shape[1]
+    names = list(class_names) if class_names else [str(i) for i in range(k)]
+    if len(names) != k:
+        raise ValueError(f"`class_names` has {len(names)} names for {k} classes")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"`methods` has unknown names {unknown}; known: {list(METHODS)}")
+    if select not in TABLE_METRICS:
+        raise ValueError(f"`select` must be one of {list(TABLE_METRICS)}, got {select!r}")
+    settings = {"n_bins": n_bins, "rbece_bins": rbece_bins, "theta": theta}
+    out = Comparison({}, {}, {}, {}, names, "uncalibrated", select, n_bins, rbece_bins, theta, len(y_val), len(y_test))
+    for method in methods:
+        if method == "uncalibrated":
+            probs = _softmax(z_test)
+        else:
+            try:
+                calibrator = make_calibrator(method).fit(z_val, y_val)
+            except ValueError as exc:
+                out.errors[method] = str(exc)
+                continue
+            out.calibrators[method] = calibrator
+            probs = calibrator.predict_proba(z_test)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # absent classes, empty regions: visible as NaN in the table
+            report = calibration_report(probs, y_test, **settings)
+            plot_stats = CalibrationAccumulator(("ece", "subset_ece", "rbece"), **settings).update(probs, y_test)
+        out.rows[method] = {
+            "macro_f1": macro_f1(probs, y_test),
+            **{m: float(report[m]) for m in TABLE_METRICS if m in report},
+        }
+        out.per_class[method] = np.asarray(report["subset_ece"], dtype=np.float64)
+        out.statistics[method] = plot_stats.statistics
+        if bootstrap:
+            ci = bootstrap_intervals(probs, y_test, n_boot=bootstrap, seed=seed, **settings)
+            out.intervals[method] = ci["intervals"]
+            out.class_intervals[method] = ci["subset_ece"]
+    calibrated = [m for m in out.rows if m != "uncalibrated"]
+    if calibrated:
+        sign = -1 if select in HIGHER_IS_BETTER else 1
+        score = {m: sign * (abs(out.rows[m][select]) if select in SIGNED else out.rows[m][select]) for m in calibrated}
+        out.best = min(calibrated, key=lambda m: math.inf if math.isnan(score[m]) else score[m])
+    return out
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _cell(value: float, interval: tuple[float, float] | None = None) -> str:
+    text = "nan" if math.isnan(value) else f"{value:.4f}"
+    if interval is not None and not any(math.isnan(v) for v in interval):
+        text += f" [{interval[0]:.4f}, {interval[1]:.4f}]"
+    return text
+
+
+def markdown_table(comparison: Comparison) -> str:
+    """Methods x metrics, the best value of each column in bold (closest to 0 for ECD and ESCE)."""
+    metrics = [m for m in TABLE_METRICS if any(m in row for row in comparison.rows.values())]
+    best = {}
+    for m in metrics:
+        values = {k: row[m] for k, row in comparison.rows.items() if not math.isnan(row[m])}
+        if m in SIGNED:
+            values = {k: abs(v) for k, v in values.items()}
+        if values:
+            best[m] = (max if m in HIGHER_IS_BETTER else min)(values, key=values.get)
+    lines = ["| method | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
+    for method, row in comparison.rows.items():
+        cells = []
+        for m in metrics:
+            text = _cell(row[m], comparison.intervals.get(method, {}).get(m))
+            cells.append(f"**{text}**" if best.get(m) == method else text)
+        lines.append(f"| {METHOD_LABELS[method]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def per_class_table(comparison: Comparison) -> str:
+    """Each class's test-set ECE (rows) under each method (columns), with its support."""
+    support = comparison.statistics["uncalibrated"].top_table(comparison.n_bins)[:, :, 0].sum(axis=1)
+    methods = list(comparison.rows)
+    lines = ["| class | n | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |", "|---" * (len(methods) + 2) + "|"]
+    for k, name in enumerate(comparison.class_names):
+        cells = []
+        for m in methods:
+            ci = comparison.class_intervals.get(m)
+            cells.append(_cell(float(comparison.per_class[m][k]), None if ci is None else (ci[0][k], ci[1][k])))
+        lines.append(f"| {name} | {int(support[k])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_csv(comparison: Comparison, path: str | Path) -> None:
+    """One row per method; interval columns ``<metric>_low``/``<metric>_high`` when bootstrapped."""
+    metrics = [m for m in TABLE_METRICS if any(m in row for row in comparison.rows.values())]
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        header = ["method", *metrics]
+        if comparison.intervals:
+            header += [f"{m}_{side}" for m in metrics for side in ("low", "high")]
+        writer.writerow(header)
+        for method, row in comparison.rows.items():
+            line = [METHOD_LABELS[method], *(row[m] for m in metrics)]
+            if comparison.intervals:
+                ci = comparison.intervals.get(method, {})
+                line += [v for m in metrics for v in ci.get(m, (math.nan, math.nan))]
+            writer.writerow(line)
+
+
+def to_json(comparison: Comparison) -> dict[str, Any]:
+    """A JSON-able summary (NaN as null)."""
+
+    def clean(value):
+        if isinstance(value, dict):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple, np.ndarray)):
+            return [clean(v) for v in value]
+        if isinstance(value, (float, np.floating)):
+            return None if math.isnan(value) else float(value)
+        if isinstance(value, np.integer):
+            return int(value)
+        return value
+
+    return clean(
+        {
+            "methods": comparison.rows,
+            "per_class_ece": {m: dict(zip(comparison.class_names, v)) for m, v in comparison.per_class.items()},
+            "intervals": comparison.intervals,
+            "per_class_intervals": {
+                m: {"low": dict(zip(comparison.class_names, lo)), "high": dict(zip(comparison.class_names, hi))}
+                for m, (lo, hi) in comparison.class_intervals.items()
+            },
+            "best": comparison.best,
+            "select": comparison.select,
+            "errors": comparison.errors,
+            "parameters": {m: c.calibration_block() for m, c in comparison.calibrators.items()},
+            "n_validation": comparison.n_val,
+            "n_test": comparison.n_test,
+        }
+    )
+
+
+def write_report(comparison: Comparison, folder: str | Path, title: str) -> dict[str, Path]:
+    """Write ``table.md``, ``table.csv``, ``report.json`` and the figures; return their paths."""
+    from calibkit import plots
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": folder / "table.md", "csv": folder / "table.csv", "json": folder / "report.json"}
+    notes = "".join(f"\n- {METHOD_LABELS[m]} not fitted: {e}" for m, e in comparison.errors.items())
+    paths["markdown"].write_text(
+        f"# {title}\n\nCalibrators fitted on {comparison.n_val} validation predictions, evaluated on "
+        f"{comparison.n_test} test predictions. Bold: best per column (closest to 0 for the signed ECD, ESCE).\n"
+        f"Best calibrator by {comparison.select}: **{METHOD_LABELS[comparison.best]}**.{notes}\n\n"
+        f"{markdown_table(comparison)}\n\n## ECE of each class (subset ECE)\n\n{per_class_table(comparison)}\n"
+    )
+    write_csv(comparison, paths["csv"])
+    paths["json"].write_text(json.dumps(to_json(comparison), indent=2))
+    paths.update(plots.write_figures(comparison, folder))
+    return paths
