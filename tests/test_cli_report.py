@@ -1,0 +1,150 @@
+"""`calibkit report` end to end: a tiny random model and dataset saved to a temp dir, saved predictions, errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from datasets import Dataset, DatasetDict
+from transformers import BertConfig, BertForSequenceClassification, BertForTokenClassification, BertTokenizer
+
+import calibkit
+from calibkit.cli import main
+
+WORDS = [f"w{i}" for i in range(59)]
+
+
+def save_tiny(tmp_path, task):
+    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    tokenizer = BertTokenizer(vocab_file=str(tmp_path / "vocab.txt"))
+    torch.manual_seed(0)
+    names = {0: "neutral", 1: "hostile", 2: "critical"}
+    config = BertConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37,
+        num_labels=3, id2label=names, label2id={v: k for k, v in names.items()},
+    )  # fmt: skip
+    model = (BertForSequenceClassification if task == "sequence" else BertForTokenClassification)(config)
+    with torch.no_grad():
+        model.classifier.weight.mul_(100)  # confident, hence miscalibrated, logits
+    folder = tmp_path / f"model-{task}"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    rng = np.random.default_rng(0)
+    words = [list(rng.choice(WORDS, rng.integers(2, 9))) for _ in range(240)]
+    if task == "sequence":
+        rows = {"text": [" ".join(w) for w in words], "label": rng.choice(["neutral", "hostile", "critical"], 240)}
+    else:
+        rows = {"text": words, "label": [rng.integers(0, 3, len(w)).tolist() for w in words]}
+    data = DatasetDict({"train": Dataset.from_dict(rows), "test": Dataset.from_dict(rows)})
+    data.save_to_disk(tmp_path / f"data-{task}")
+    return folder, tmp_path / f"data-{task}"
+
+
+def image_shape(path):
+    import matplotlib.image
+
+    image = matplotlib.image.imread(path)
+    assert image[..., :3].std() > 0.05  # not blank
+    return image.shape
+
+
+@pytest.mark.parametrize("task", ["sequence", "token"])
+def test_report_on_a_model_and_a_dataset(tmp_path, capsys, task):
+    model, data = save_tiny(tmp_path, task)
+    out = tmp_path / "out"
+    argv = ["report", "--model", str(model), "--dataset", str(data), "--task", task, "--theta", "5"]
+    assert main([*argv, "--output", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["methods"]) == {"uncalibrated", "ts", "wts", "rd-ts", "vs", "ms", "ir", "hb"} - set(
+        report["errors"]
+    )
+    assert set(report["per_class_ece"]["uncalibrated"]) == {"neutral", "hostile", "critical"}
+    if task == "sequence":
+        assert report["n_validation"] + report["n_test"] == 240
+    for name in ("table.md", "table.csv", "report.json"):
+        assert (out / name).stat().st_size > 200
+    assert "| Uncalibrated |" in (out / "table.md").read_text()
+    # Figures: overall (2 panels side by side), per class (3 panels in a row), regions.
+    h, w, _ = image_shape(out / "reliability.png")
+    assert w > 1.5 * h
+    h3, w3, _ = image_shape(out / "reliability_per_class.png")
+    assert w3 > 2.5 * h3 * 0.9
+    image_shape(out / "regions.png")
+    # The uncalibrated row equals the functional core on the evaluation half.
+    table = (out / "table.csv").read_text().splitlines()
+    assert table[0].startswith("method,accuracy,macro_f1,ece")
+
+
+def test_report_table_text_and_bootstrap(tmp_path, capsys):
+    model, data = save_tiny(tmp_path, "sequence")
+    assert main(["report", "--model", str(model), "--dataset", str(data), "--bootstrap", "30", "--theta", "5"]) == 0
+    text = capsys.readouterr().out
+    assert "| method | accuracy |" in text and "[" in text  # intervals in the cells
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".json"])
+def test_report_on_saved_predictions_in_table_formats(tmp_path, capsys, suffix):
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(300, 3)) * 2
+    labels = rng.integers(0, 3, 300)
+    path = tmp_path / f"preds{suffix}"
+    if suffix == ".csv":
+        Dataset.from_dict({**{f"logits_{k}": logits[:, k] for k in range(3)}, "labels": labels}).to_csv(path)
+    elif suffix == ".parquet":
+        Dataset.from_dict({"logits": logits.tolist(), "labels": labels}).to_parquet(path)
+    else:
+        Dataset.from_dict({"logits": logits.tolist(), "labels": labels}).to_json(path)
+    assert main(["report", "--predictions", str(path), "--json", "--theta", "5", "--bootstrap", "50"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    expected = calibkit.calibration_report(logits, labels, from_logits=True, theta=5)
+    for key in ("ece", "cece", "rbece", "ace", "nll"):
+        assert got[key] == pytest.approx(expected[key], rel=1e-6)  # files may hold float32
+    low, high = got["intervals"]["nll"]
+    assert low < expected["nll"] < high
+
+
+def test_report_on_token_predictions_with_figures(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    rows = [rng.normal(size=(int(n), 4)).tolist() for n in rng.integers(2, 7, 80)]
+    labels = [rng.integers(0, 4, len(r)).tolist() for r in rows]
+    path = tmp_path / "tokens.parquet"
+    Dataset.from_dict({"logits": rows, "labels": labels}).to_parquet(path)
+    assert main(["report", "--predictions", str(path), "--output", str(tmp_path / "fig"), "--theta", "2"]) == 0
+    assert "| ece |" in capsys.readouterr().out
+    flat_z = np.concatenate([np.asarray(r) for r in rows])
+    flat_y = np.concatenate(labels)
+    expected = calibkit.ece(flat_z, flat_y, from_logits=True)
+    row = [line for line in (tmp_path / "fig" / "table.md").read_text().splitlines() if "| Uncalibrated |" in line][0]
+    assert f"{np.mean(flat_z.argmax(1) == flat_y):.4f}" in row and f"{expected:.4f}" in row
+    image_shape(tmp_path / "fig" / "reliability_per_class.png")
+
+
+def test_bad_input_exits_with_one_line(tmp_path, capsys):
+    model, data = save_tiny(tmp_path, "sequence")
+    big = tmp_path / "big"
+    rows = {"text": ["w1 w2"] * 4, "label": [0, 1, 5, 2]}
+    DatasetDict({"test": Dataset.from_dict(rows)}).save_to_disk(big)
+    cases = {
+        "no such file": ["report", "--predictions", str(tmp_path / "missing.parquet")],
+        "no column 'sentence'": ["report", "--model", str(model), "--dataset", str(data), "--text-column", "sentence"],
+        "label count mismatch": ["report", "--model", str(model), "--dataset", str(big)],
+        "cannot load": ["report", "--model", str(tmp_path / "nothing"), "--dataset", str(data)],
+        "go together": ["report", "--model", str(model)],
+        "--split": ["report", "--model", str(model), "--dataset", str(data), "--split", "dev"],
+    }
+    capsys.readouterr()
+    for expected, args in cases.items():
+        assert main(args) == 2, expected
+        err = capsys.readouterr().err
+        assert err.startswith("calibkit: error:") and err.count("\n") == 1 and expected in err, err
+    # The console script's exit code, in a fresh process.
+    proc = subprocess.run(
+        [sys.executable, "-m", "calibkit.cli", "report", "--model", str(model), "--dataset", str(big)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2 and proc.stderr.startswith("calibkit: error: label count mismatch")
+    assert proc.stderr.count("\n") == 1
