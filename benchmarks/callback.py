@@ -1,7 +1,7 @@
 """Added time of ``CalibrationCallback`` per evaluation, as a ratio to the evaluation loop itself.
 
-    python benchmarks/callback.py              # 10k evaluation sequences per case (~15 min on 2 busy cores)
-    python benchmarks/callback.py --quick      # 1k sequences (~2.5 min)
+    python benchmarks/callback.py              # 10k evaluation sequences per case (~13 min on 2 busy cores)
+    python benchmarks/callback.py --quick      # 1k sequences (~2 min)
     python benchmarks/callback.py --no-minilm  # only the tiny random BERT cases (--only-minilm: the converse)
 
 Cases, each a real ``Trainer(...).evaluate()`` on CPU (``use_cpu=True``, eval batch 64):
@@ -265,7 +265,7 @@ def run_case(name: str, model, data, collator, batch_eval: bool, repeats: int, r
     loop = statistics.median(seconds - inside for seconds, inside, _ in runs["accuracy"])
     for variant in VARIANTS:
         seconds, inside, mb = median[variant]
-        ratio = f"{100 * inside / loop:.2f}" if variant.startswith("callback") else ""
+        ratio = percent(inside / loop) if variant.startswith("callback") else ""
         delta = f"{100 * (seconds - median['accuracy'][0]) / loop:+.1f}" if variant != "accuracy" else ""
         add_row(rows, name, len(data), variant, repeats, f"{seconds:.3f}", loop, inside, ratio, delta, f"{mb:.0f}")
 
@@ -335,10 +335,16 @@ def run_piggyback(name: str, model, data, collator, rows: list, with_bare: bool)
             "(same run)",
             loop,
             timer.seconds,
-            f"{100 * timer.seconds / loop:.2f}",
+            percent(timer.seconds / loop),
             "",
             "",
         )
+
+
+def percent(fraction: float) -> str:
+    """Two decimals, or two significant digits below 0.1%."""
+    value = 100 * fraction
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
 
 
 def add_row(rows, name, n, variant, repeats, seconds, loop, inside, ratio, delta, mb) -> None:
