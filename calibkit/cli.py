@@ -316,7 +316,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ValueError(f"the demo needs its extra: pip install 'calibkit[demo]' ({exc})") from exc
     run_demo(
-        args.task, args.output, epochs=args.epochs, seed=args.seed, bootstrap=args.bootstrap, max_train=args.max_train
+        args.task,
+        args.output,
+        epochs=args.epochs,
+        seed=args.seed,
+        bootstrap=args.bootstrap,
+        max_train=args.max_train,
+        threads=args.threads,
     )
     return 0
 
@@ -343,10 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="fine-tune MiniLM offline, compare every calibrator, write tables and figures")
     demo.add_argument("--task", choices=("token", "sequence"), default="token", help="Twitter NER or BBC News")
     demo.add_argument("--output", default="calibkit-demo", help="output folder (default: calibkit-demo)")
-    demo.add_argument("--epochs", type=float, help="training epochs (default 4)")
+    demo.add_argument("--epochs", type=float, help="training epochs (default 5 for token, 3 for sequence)")
     demo.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
     demo.add_argument("--max-train", type=int, help="use at most this many training examples")
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--threads", type=int, help="torch threads (default: torch's, one per core)")
     demo.set_defaults(func=cmd_demo)
     report = sub.add_parser("report", help="calibration metrics for saved predictions, or a model on a dataset")
     report.add_argument(
