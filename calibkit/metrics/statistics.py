@@ -424,7 +424,8 @@ def exact_ace_partials(
     num_threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact within-bucket sums at every range boundary: a second pass gathers only the samples
-    of the (at most ``R - 1`` per class) buckets that a boundary cuts, and sorts those."""
+    of the (at most ``R - 1`` per class) buckets that a boundary cuts, and resolves each boundary
+    inside its bucket (:func:`calibkit.metrics._kernels.resolve_points`)."""
     inside = points["inside"]
     counts = np.sum([p.ace[:, :, 0] for p in parts], axis=0)
     total = np.take_along_axis(counts, points["bucket"], axis=1)
@@ -464,12 +465,15 @@ def exact_ace_partials(
         )
 
     _map(run, [(t,) for t in range(len(ranges))])
-    K.resolve_slots(values, outcomes, slot_start, slot_count)
     rows, cols = np.nonzero(cut)
     slot = slot_of[rows, points["bucket"][rows, cols]]
-    at = slot_start[slot] + inside[rows, cols].astype(np.int64) - 1
-    part_p[rows, cols] = values[at]
-    part_o[rows, cols] = outcomes[at]
+    found_p = np.empty(rows.size)
+    found_o = np.empty(rows.size)
+    K.resolve_points(
+        values, outcomes, slot_start, slot_count, slot, inside[rows, cols].astype(np.int64), found_p, found_o
+    )
+    part_p[rows, cols] = found_p
+    part_o[rows, cols] = found_o
     return part_p, part_o
 
 

@@ -2,6 +2,7 @@
 in for math.exp/math.log costs no exactness."""
 
 import numpy as np
+import pytest
 
 from calibkit.metrics import _kernels as K
 
@@ -40,3 +41,42 @@ def test_log_is_within_one_ulp_including_subnormals_and_the_floor():
     assert np.all(out[~nonzero] == 0.0)
     K._log_into(np.array([0.0, 1e-20]), out, 2, 1e-12)
     assert out[0] == out[1] == np.log(1e-12)
+
+
+def numpy_ace(probs, labels, n_ranges):
+    """Sort-based ACE with tied values sharing their mean outcome (as tests/metrics/reference.py)."""
+    gaps = []
+    for k in range(probs.shape[1]):
+        order = np.argsort(probs[:, k], kind="stable")
+        p = probs[order, k]
+        o = (labels[order] == k).astype(np.float64)
+        _, first, size = np.unique(p, return_index=True, return_counts=True)
+        o = np.repeat(np.add.reduceat(o, first) / size, size)
+        for chunk_p, chunk_o in zip(np.array_split(p, n_ranges), np.array_split(o, n_ranges)):
+            if chunk_p.size:
+                gaps.append(abs(chunk_o.mean() - chunk_p.mean()))
+    return float(np.mean(gaps))
+
+
+@pytest.mark.parametrize("decimals", [None, 5, 2])
+def test_exact_ace_resolves_dense_buckets_and_ties_cut_by_boundaries(decimals):
+    # 40k samples of 3 classes: cut buckets hold thousands of samples (the radix path), and
+    # rounding makes large groups of ties that range boundaries cut through.
+    import calibkit
+
+    rng = np.random.default_rng(7)
+    first = rng.uniform(0.2, 0.8, 40_000)
+    if decimals is not None:
+        first = np.round(first, decimals)
+    second = (1 - first) * rng.uniform(0, 1, first.size)
+    probs = np.stack([first, second, 1 - first - second], axis=1)
+    probs[:50, 1] = 0.0
+    probs[50:100, 1] = -0.0  # the same value as 0.0: ties with it
+    probs[:100, 2] = 1 - probs[:100, 0]
+    labels = rng.integers(0, 3, first.size)
+    for n_ranges in (7, 15, 100):
+        expected = numpy_ace(probs, labels, n_ranges)
+        assert calibkit.ace(probs, labels, n_ranges=n_ranges) == pytest.approx(expected, abs=1e-12)
+        shuffled = rng.permutation(first.size)
+        got = calibkit.ace(probs[shuffled], labels[shuffled], n_ranges=n_ranges)
+        assert got == pytest.approx(expected, abs=1e-12)
