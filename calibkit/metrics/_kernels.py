@@ -194,6 +194,24 @@ def _probs_block(x, b0, nr, K, P, sums):
     return suspect
 
 
+@nb.njit(cache=True, nogil=True)
+def _probs_block_short(x, b0, nr, K, P, sums):
+    """:func:`_probs_block` for short rows (K < 16), kept scalar: a vectorised loop of 4 entries
+    only adds its setup and remainder code (measured 20% slower at K = 4)."""
+    suspect = 0
+    for r in range(nr):
+        total = 0.0
+        bad = 0
+        for k in range(K):
+            v = np.float64(x[b0 + r, k])
+            bad += 0 if (v >= 0.0 and v <= 1.0) else 1
+            P[r * K + k] = v
+            total += v
+        sums[r] = total
+        suspect += 1 if (bad > 0 or abs(total - 1.0) > ROW_SUM_TOLERANCE) else 0
+    return suspect
+
+
 @nb.njit(cache=True, nogil=True, error_model="numpy")
 def _equal_width_bins(P, out, n, n_bins):
     for j in range(n):
@@ -224,7 +242,8 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, row_log,
     nr = b1 - b0
     if mode == MODE_PROBS:
         n = nr * K
-        if _probs_block(x, b0, nr, K, P, row_log) > 0:
+        suspect = _probs_block(x, b0, nr, K, P, row_log) if K >= 16 else _probs_block_short(x, b0, nr, K, P, row_log)
+        if suspect > 0:
             for r in range(nr):
                 i = b0 + r
                 o = r * K
