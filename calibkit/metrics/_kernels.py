@@ -224,6 +224,19 @@ def _ace_buckets(bits, out, n):
         out[j] = max((bits[j] >> 48) - ACE_OFFSET, 0)
 
 
+@nb.njit(cache=True, nogil=True)
+def _slots_of(bits, slot_of, out, nr, K):
+    """Slot of every entry of a block (-1 for most): the table look-ups run as one gather loop,
+    so the scalar loop after it only branches."""
+    n_buckets = slot_of.shape[1]
+    table = slot_of.reshape(slot_of.size)
+    for r in range(nr):
+        for k in range(K):
+            j = r * K + k
+            bucket = min(max((bits[j] >> 48) - ACE_OFFSET, 0), n_buckets - 1)  # masked rows: any value
+            out[j] = table[k * n_buckets + bucket]
+
+
 BLOCK_ENTRIES = 2048
 """Rows are turned into probabilities a block of about this many entries at a time (three
 float64 buffers of 16 kB, cache resident), so that exp and log run as flat SIMD loops even
@@ -499,14 +512,14 @@ def _gather_ace(mode, args):
     for b0 in range(start, stop, rows_per_block):
         b1 = min(b0 + rows_per_block, stop)
         _fill_block(mode, x, labels, b0, b1, K, ignore_index, 1e-12, P, Z, Z, row_log, False)
-        _ace_buckets(bits, index, (b1 - b0) * K)
+        _slots_of(bits, slot_of, index, b1 - b0, K)
         for i in range(b0, b1):
             y = np.int64(labels[i])
             if y == ignore_index:
                 continue
             o = (i - b0) * K
             for k in range(K):
-                slot = slot_of[k, index[o + k]]
+                slot = index[o + k]
                 if slot >= 0:
                     j = write_at[slot]
                     out_p[j] = P[o + k]

@@ -448,7 +448,7 @@ def exact_ace_partials(
     if keys.size == 0:
         return part_p, part_o
     n_classes, n_buckets = parts[0].ace.shape[:2]
-    slot_of = np.full((n_classes, n_buckets), -1, dtype=np.int64)
+    slot_of = np.full((n_classes, n_buckets), -1, dtype=np.int32)  # int32: half the cache
     slot_of[keys[:, 0], keys[:, 1]] = np.arange(len(keys))
     per_part = np.stack([p.ace[keys[:, 0], keys[:, 1], 0] for p in parts]).astype(np.int64)  # (T, S)
     slot_count = per_part.sum(axis=0)
