@@ -176,20 +176,27 @@ _REDUCE = {"reassoc", "nsz"}
 
 
 @nb.njit(cache=True, nogil=True, fastmath=_REDUCE)
-def _probs_block(x, b0, nr, K, P, sums):
-    """Rows ``[b0, b0 + nr)`` of probabilities into float64 ``P`` and their sums into
-    ``sums``; return how many rows need a closer look (a value outside [0, 1] or NaN, or a
-    sum off by more than the tolerance)."""
+def _probs_block(x, b0, nr, K, P, sums, top):
+    """Rows ``[b0, b0 + nr)`` of probabilities into float64 ``P``, their sums into ``sums``
+    and their maxima into ``top``; return how many rows need a closer look (a value outside
+    [0, 1] or NaN, or a sum off by more than the tolerance).
+
+    The maximum is taken on the int64 patterns of the values: for p >= 0 they order as the
+    values do, and an integer maximum vectorises where a float one (NaN rules) does not.
+    ``top`` is exact for every row that passes the check."""
     suspect = 0
     for r in range(nr):
         total = 0.0
         bad = 0
+        best = np.int64(0)
         for k in range(K):
             v = np.float64(x[b0 + r, k])
             bad += 0 if (v >= 0.0 and v <= 1.0) else 1
             P[r * K + k] = v
             total += v
+            best = max(best, _bits_of_float(v))
         sums[r] = total
+        top[r] = _float_from_bits(best)
         suspect += 1 if (bad > 0 or abs(total - 1.0) > ROW_SUM_TOLERANCE) else 0
     return suspect
 
@@ -244,7 +251,7 @@ when rows are short (K = 4)."""
 
 
 @nb.njit(cache=True, inline="always")
-def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, row_log, want_logs):
+def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, row_log, row_conf, want_logs):
     """Probabilities of rows ``[b0, b1)`` into ``P`` (flat, row r at ``r * K``); return the
     first row whose values are bad (-1 if none) and the error code.
 
@@ -255,7 +262,11 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, row_log,
     nr = b1 - b0
     if mode == MODE_PROBS:
         n = nr * K
-        suspect = _probs_block(x, b0, nr, K, P, row_log) if K >= 16 else _probs_block_short(x, b0, nr, K, P, row_log)
+        suspect = (
+            _probs_block(x, b0, nr, K, P, row_log, row_conf)
+            if K >= 16
+            else _probs_block_short(x, b0, nr, K, P, row_log)
+        )
         if suspect > 0:
             for r in range(nr):
                 i = b0 + r
@@ -375,6 +386,7 @@ def _accumulate(mode, args):
     Z = np.empty_like(P)
     L = np.empty_like(P)
     row_log = np.empty(rows_per_block, dtype=np.float64)
+    row_conf = np.empty(rows_per_block, dtype=np.float64)  # row maxima, K >= 16 probabilities
     bits = P.view(np.int64)
     index = np.empty(rows_per_block * K, dtype=np.int64)  # per-entry bin or bucket
     cw_lanes = classwise.shape[0] - 1  # 1 or LANES copies: a mask for the row number
@@ -392,7 +404,9 @@ def _accumulate(mode, args):
     failed = False
     for b0 in range(start, stop, rows_per_block):
         b1 = min(b0 + rows_per_block, stop)
-        bad_row, bad_kind = _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, row_log, do_rows)
+        bad_row, bad_kind = _fill_block(
+            mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, row_log, row_conf, do_rows
+        )
         n_entries = (b1 - b0) * K
         if bad_row < 0 and do_classwise:
             _equal_width_bins(P, index, n_entries, n_cw)
@@ -411,11 +425,16 @@ def _accumulate(mode, args):
             o = (i - b0) * K
             lane = i & (LANES - 1)
             pred = 0
-            conf = P[o]
-            for k in range(1, K):
-                if P[o + k] > conf:
-                    conf = P[o + k]
-                    pred = k
+            if mode == MODE_PROBS and K >= 16:
+                conf = row_conf[i - b0]
+                while pred < K - 1 and P[o + pred] != conf:  # the first index on ties
+                    pred += 1
+            else:
+                conf = P[o]
+                for k in range(1, K):
+                    if P[o + k] > conf:
+                        conf = P[o + k]
+                        pred = k
             correct = 1.0 if pred == y else 0.0
             s_n += 1.0
             s_correct += correct
@@ -511,7 +530,7 @@ def _gather_ace(mode, args):
     index = np.empty(rows_per_block * K, dtype=np.int64)
     for b0 in range(start, stop, rows_per_block):
         b1 = min(b0 + rows_per_block, stop)
-        _fill_block(mode, x, labels, b0, b1, K, ignore_index, 1e-12, P, Z, Z, row_log, False)
+        _fill_block(mode, x, labels, b0, b1, K, ignore_index, 1e-12, P, Z, Z, row_log, row_log, False)
         _slots_of(bits, slot_of, index, b1 - b0, K)
         for i in range(b0, b1):
             y = np.int64(labels[i])

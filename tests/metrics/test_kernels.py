@@ -80,3 +80,25 @@ def test_exact_ace_resolves_dense_buckets_and_ties_cut_by_boundaries(decimals):
         shuffled = rng.permutation(first.size)
         got = calibkit.ace(probs[shuffled], labels[shuffled], n_ranges=n_ranges)
         assert got == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("num_classes", [4, 20, 66])
+def test_top_label_takes_the_first_of_tied_maxima_for_short_and_long_rows(num_classes):
+    # Rows of K >= 16 find their maximum on bit patterns in a vector loop, shorter rows in a
+    # scalar one: both must give the first index among tied maxima.
+    import calibkit
+
+    rng = np.random.default_rng(3)
+    n = 5000
+    probs = rng.uniform(0, 1, (n, num_classes))
+    first, second = rng.integers(0, num_classes, (2, n))
+    second = np.where(second == first, (first + 1) % num_classes, second)
+    rows = np.arange(n)
+    probs[rows, first] = probs[rows, second] = probs.max(axis=1) + 1.0  # a tied maximum
+    probs /= probs.sum(axis=1, keepdims=True)
+    probs = probs.astype(np.float32)
+    labels = np.where(rng.random(n) < 0.5, np.minimum(first, second), np.maximum(first, second))
+    got = calibkit.calibration_report(probs, labels)
+    expected = np.mean(np.argmax(probs, axis=1) == labels)  # numpy's argmax: first index too
+    assert got["accuracy"] == pytest.approx(expected, abs=1e-15)
+    assert 0.4 < expected < 0.6
