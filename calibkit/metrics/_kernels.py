@@ -257,7 +257,8 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, row_log,
 
     Rows whose label is ``ignore_index`` are never checked (their padding may be anything).
     ``want_logs``: also ``L = log(max(P, eps))``, from the log-softmax for logits (one log per
-    row, not per entry). ``Z`` and ``row_log`` are scratch.
+    row, not per entry). For probabilities with K >= 16, ``row_conf`` gets each row's maximum
+    (taken in the vectorised check loop). ``Z`` and ``row_log`` are scratch.
     """
     nr = b1 - b0
     if mode == MODE_PROBS:
