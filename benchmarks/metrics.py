@@ -2,6 +2,7 @@
 
     python benchmarks/metrics.py            # 10M x 4 and 2M x 66, float32, medians of 3 runs
     python benchmarks/metrics.py --quick    # 1M x 4 and 200k x 66
+    python benchmarks/metrics.py --shapes 2000000x66 --no-netcal   # one shape, e.g. to re-run under less load
 
 Prints seconds, the ratio of each calibkit call to torchmetrics' single top-label ECE (the
 issue's targets: ``ece`` <= 0.25x, ``calibration_report`` <= 2x), how many read-once floors
@@ -108,6 +109,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10x smaller arrays")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-netcal", action="store_true", help="skip netcal (slow to import)")
+    parser.add_argument(
+        "--shapes", nargs="+", metavar="NxK", help="shapes to run instead of the default two (before --quick scaling)"
+    )
     args = parser.parse_args()
 
     import torch
@@ -122,7 +126,8 @@ def main() -> None:
             print("netcal not installed: skipped (pip install -e '.[bench]')")
 
     scale = 10 if args.quick else 1
-    shapes = [(10_000_000 // scale, 4), (2_000_000 // scale, 66)]
+    shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes] if args.shapes else None
+    shapes = [(n // scale, k) for n, k in (shapes or [(10_000_000, 4), (2_000_000, 66)])]
     print(f"torch threads: {torch.get_num_threads()}, repeats: {args.repeats}, float32 inputs\n")
     for n, k in shapes:
         run_shape(n, k, args.repeats, netcal_ece)

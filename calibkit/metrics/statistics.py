@@ -159,6 +159,18 @@ def _row_ranges(n_rows: int, num_threads: int | None) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
+_LANED = ("top", "fuzzy", "classwise", "ace")
+
+
+def _lanes(name: str, num_classes: int) -> int:
+    """Histogram copies for ``name`` (see ``K.LANES``): a row of many classes already spreads
+    its class-wise and ACE updates over K places, and one copy of the (K, 1026, 3) ACE table
+    stays in cache where four did not (1.4x faster at K = 66)."""
+    if name in ("classwise", "ace") and num_classes >= 16:
+        return 1
+    return K.LANES
+
+
 def _map(fn, jobs):
     if len(jobs) == 1:
         return [fn(*jobs[0])]
@@ -219,7 +231,7 @@ def bin_statistics(
 
     def run(start: int, stop: int) -> tuple[CalibrationStatistics, np.ndarray]:
         part = CalibrationStatistics.zeros(prep.num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups)
-        lanes = {name: np.zeros((K.LANES, *getattr(part, name).shape)) for name in ("top", "fuzzy", "classwise", "ace")}
+        lanes = {name: np.zeros((_lanes(name, prep.num_classes), *getattr(part, name).shape)) for name in _LANED}
         errors = np.full(K.N_ERRORS, -1, dtype=np.int64)
         K.ACCUMULATE[prep.mode](
             (
@@ -427,7 +439,8 @@ def exact_ace_partials(
     num_threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact within-bucket sums at every range boundary: a second pass gathers only the samples
-    of the (at most ``R - 1`` per class) buckets that a boundary cuts, and sorts those."""
+    of the (at most ``R - 1`` per class) buckets that a boundary cuts, and resolves each boundary
+    inside its bucket (:func:`calibkit.metrics._kernels.resolve_points`)."""
     inside = points["inside"]
     counts = np.sum([p.ace[:, :, 0] for p in parts], axis=0)
     total = np.take_along_axis(counts, points["bucket"], axis=1)
@@ -438,7 +451,7 @@ def exact_ace_partials(
     if keys.size == 0:
         return part_p, part_o
     n_classes, n_buckets = parts[0].ace.shape[:2]
-    slot_of = np.full((n_classes, n_buckets), -1, dtype=np.int64)
+    slot_of = np.full((n_classes, n_buckets), -1, dtype=np.int32)  # int32: half the cache
     slot_of[keys[:, 0], keys[:, 1]] = np.arange(len(keys))
     per_part = np.stack([p.ace[keys[:, 0], keys[:, 1], 0] for p in parts]).astype(np.int64)  # (T, S)
     slot_count = per_part.sum(axis=0)
@@ -467,12 +480,15 @@ def exact_ace_partials(
         )
 
     _map(run, [(t,) for t in range(len(ranges))])
-    K.resolve_slots(values, outcomes, slot_start, slot_count)
     rows, cols = np.nonzero(cut)
     slot = slot_of[rows, points["bucket"][rows, cols]]
-    at = slot_start[slot] + inside[rows, cols].astype(np.int64) - 1
-    part_p[rows, cols] = values[at]
-    part_o[rows, cols] = outcomes[at]
+    found_p = np.empty(rows.size)
+    found_o = np.empty(rows.size)
+    K.resolve_points(
+        values, outcomes, slot_start, slot_count, slot, inside[rows, cols].astype(np.int64), found_p, found_o
+    )
+    part_p[rows, cols] = found_p
+    part_o[rows, cols] = found_o
     return part_p, part_o
 
 

@@ -1,0 +1,104 @@
+"""The vectorised exp and log of the kernels are as accurate as libm (1 ulp), so swapping them
+in for math.exp/math.log costs no exactness."""
+
+import numpy as np
+import pytest
+
+from calibkit.metrics import _kernels as K
+
+
+def ulps(got, expected):
+    return np.abs(got - expected) / np.spacing(np.abs(expected))
+
+
+def test_exp_is_within_one_ulp_and_flushes_only_below_the_threshold():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([-rng.uniform(0, s, 2_000_000) for s in (1e-6, 1, 30, 700)])
+    x = np.concatenate([x, [0.0, -0.0, -1e-300, K._EXP_MIN, -0.5 * np.log(2)]])
+    out = np.empty_like(x)
+    K._exp_into(x, out, x.size)
+    assert ulps(out, np.exp(x)).max() <= 1.0
+    far = np.array([K._EXP_MIN - 1e-9, -745.0, -1e4, -1e308])
+    K._exp_into(far, out, far.size)
+    assert np.all(out[: far.size] == 0.0)
+
+
+def test_log_is_within_one_ulp_including_subnormals_and_the_floor():
+    rng = np.random.default_rng(1)
+    x = np.concatenate(
+        [
+            rng.uniform(0, 1, 2_000_000),
+            np.exp(-rng.uniform(0, 700, 2_000_000)),
+            np.exp(-rng.uniform(0, 1e-6, 1_000_000)),  # near 1: log(1 + f) must not cancel
+            [1.0, 0.5, np.sqrt(0.5), 5e-324, 1e-310, 2.2250738585072014e-308],
+        ]
+    )
+    out = np.empty_like(x)
+    K._log_into(x, out, x.size, 0.0)
+    expected = np.log(x)
+    nonzero = expected != 0
+    assert ulps(out[nonzero], expected[nonzero]).max() <= 1.0
+    assert np.all(out[~nonzero] == 0.0)
+    K._log_into(np.array([0.0, 1e-20]), out, 2, 1e-12)
+    assert out[0] == out[1] == np.log(1e-12)
+
+
+def numpy_ace(probs, labels, n_ranges):
+    """Sort-based ACE with tied values sharing their mean outcome (as tests/metrics/reference.py)."""
+    gaps = []
+    for k in range(probs.shape[1]):
+        order = np.argsort(probs[:, k], kind="stable")
+        p = probs[order, k]
+        o = (labels[order] == k).astype(np.float64)
+        _, first, size = np.unique(p, return_index=True, return_counts=True)
+        o = np.repeat(np.add.reduceat(o, first) / size, size)
+        for chunk_p, chunk_o in zip(np.array_split(p, n_ranges), np.array_split(o, n_ranges)):
+            if chunk_p.size:
+                gaps.append(abs(chunk_o.mean() - chunk_p.mean()))
+    return float(np.mean(gaps))
+
+
+@pytest.mark.parametrize("decimals", [None, 5, 2])
+def test_exact_ace_resolves_dense_buckets_and_ties_cut_by_boundaries(decimals):
+    # 40k samples of 3 classes: cut buckets hold thousands of samples (the radix path), and
+    # rounding makes large groups of ties that range boundaries cut through.
+    import calibkit
+
+    rng = np.random.default_rng(7)
+    first = rng.uniform(0.2, 0.8, 40_000)
+    if decimals is not None:
+        first = np.round(first, decimals)
+    second = (1 - first) * rng.uniform(0, 1, first.size)
+    probs = np.stack([first, second, 1 - first - second], axis=1)
+    probs[:50, 1] = 0.0
+    probs[50:100, 1] = -0.0  # the same value as 0.0: ties with it
+    probs[:100, 2] = 1 - probs[:100, 0]
+    labels = rng.integers(0, 3, first.size)
+    for n_ranges in (7, 15, 100):
+        expected = numpy_ace(probs, labels, n_ranges)
+        assert calibkit.ace(probs, labels, n_ranges=n_ranges) == pytest.approx(expected, abs=1e-12)
+        shuffled = rng.permutation(first.size)
+        got = calibkit.ace(probs[shuffled], labels[shuffled], n_ranges=n_ranges)
+        assert got == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("num_classes", [4, 20, 66])
+def test_top_label_takes_the_first_of_tied_maxima_for_short_and_long_rows(num_classes):
+    # Rows of K >= 16 find their maximum on bit patterns in a vector loop, shorter rows in a
+    # scalar one: both must give the first index among tied maxima.
+    import calibkit
+
+    rng = np.random.default_rng(3)
+    n = 5000
+    probs = rng.uniform(0, 1, (n, num_classes))
+    first, second = rng.integers(0, num_classes, (2, n))
+    second = np.where(second == first, (first + 1) % num_classes, second)
+    rows = np.arange(n)
+    probs[rows, first] = probs[rows, second] = probs.max(axis=1) + 1.0  # a tied maximum
+    probs /= probs.sum(axis=1, keepdims=True)
+    probs = probs.astype(np.float32)
+    labels = np.where(rng.random(n) < 0.5, np.minimum(first, second), np.maximum(first, second))
+    got = calibkit.calibration_report(probs, labels)
+    expected = np.mean(np.argmax(probs, axis=1) == labels)  # numpy's argmax: first index too
+    assert got["accuracy"] == pytest.approx(expected, abs=1e-15)
+    assert 0.4 < expected < 0.6
