@@ -13,36 +13,13 @@ the input arrays. Accuracy is printed too: torchmetrics accumulates in float32.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 
-
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def peak_rss_above_now(fn) -> float:
-    """MB of resident memory ``fn`` adds at its peak (Linux: reset the high-water mark first)."""
-
-    def rss(field: str) -> int:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(field):
-                    return int(line.split()[1]) * 1024
-        return 0
-
-    with open("/proc/self/clear_refs", "w") as clear:
-        clear.write("5")
-    before = rss("VmRSS:")
-    fn()
-    return (rss("VmHWM:") - before) / 2**20
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import median_time, peak_rss_above_now  # noqa: E402
 
 
 def make(n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
