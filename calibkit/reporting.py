@@ -107,6 +107,7 @@ def compare_calibrators(
     bootstrap, :func:`calibkit.metrics.bootstrap.bootstrap_intervals`) for every cell.
     """
     from calibkit.calibrators import make_calibrator
+    from calibkit.calibrators.base import softmax_rows
     from calibkit.metrics.bootstrap import bootstrap_intervals
 
     z_val, y_val = labelled_rows(val_logits, val_labels, ignore_index)
@@ -126,7 +127,7 @@ def compare_calibrators(
     out = Comparison({}, {}, {}, {}, names, "uncalibrated", select, n_bins, rbece_bins, theta, len(y_val), len(y_test))
     for method in methods:
         if method == "uncalibrated":
-            probs = _softmax(z_test)
+            probs = softmax_rows(z_test)
         else:
             try:
                 calibrator = make_calibrator(method).fit(z_val, y_val)
@@ -155,11 +156,6 @@ def compare_calibrators(
         score = {m: sign * (abs(out.rows[m][select]) if select in SIGNED else out.rows[m][select]) for m in calibrated}
         out.best = min(calibrated, key=lambda m: math.inf if math.isnan(score[m]) else score[m])
     return out
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
 
 
 def _cell(value: float, interval: tuple[float, float] | None = None) -> str:

@@ -24,6 +24,17 @@ def make_data(seed, kind, n=200, num_classes=4, from_logits=False, length=6, sha
     return (z if from_logits else softmax(z)), labels
 
 
+TINY_WORDS = [f"w{i}" for i in range(59)]
+
+
+def tiny_tokenizer(folder):
+    """A WordPiece tokenizer over w0..w58 (ids 5..63, for 64-token tiny models), built offline in ``folder``."""
+    from transformers import BertTokenizer
+
+    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *TINY_WORDS]) + "\n")
+    return BertTokenizer(vocab_file=str(folder / "vocab.txt"))
+
+
 @pytest.fixture
 def data():
     return make_data

@@ -8,17 +8,15 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset, DatasetDict
-from transformers import BertConfig, BertForSequenceClassification, BertForTokenClassification, BertTokenizer
+from transformers import BertConfig, BertForSequenceClassification, BertForTokenClassification
 
 import calibkit
 from calibkit.cli import main
-
-WORDS = [f"w{i}" for i in range(59)]
+from tests.conftest import TINY_WORDS, tiny_tokenizer
 
 
 def save_tiny(tmp_path, task):
-    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
-    tokenizer = BertTokenizer(vocab_file=str(tmp_path / "vocab.txt"))
+    tokenizer = tiny_tokenizer(tmp_path)
     torch.manual_seed(0)
     names = {0: "neutral", 1: "hostile", 2: "critical"}
     config = BertConfig(
@@ -32,7 +30,7 @@ def save_tiny(tmp_path, task):
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     rng = np.random.default_rng(0)
-    words = [list(rng.choice(WORDS, rng.integers(2, 9))) for _ in range(240)]
+    words = [list(rng.choice(TINY_WORDS, rng.integers(2, 9))) for _ in range(240)]
     if task == "sequence":
         rows = {"text": [" ".join(w) for w in words], "label": rng.choice(["neutral", "hostile", "critical"], 240)}
     else:

@@ -67,6 +67,12 @@ def prepare_fit(logits: Any, labels: Any, ignore_index: int) -> FitInput:
     return FitInput(z, y, int(ignore_index), int(k), n_kept)
 
 
+def softmax_rows(z: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of ``(N, K)`` logits (shifted by the row maximum)."""
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
 def check_finite(z: np.ndarray, name: str = "logits") -> None:
     if not np.isfinite(z).all():
         row = int(np.flatnonzero(~np.isfinite(z).all(axis=1))[0])

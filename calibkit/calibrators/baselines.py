@@ -13,13 +13,8 @@ from typing import Any
 import numpy as np
 
 from calibkit.calibrators import _kernels as K
-from calibkit.calibrators.base import Calibrator, FitInput, check_finite
+from calibkit.calibrators.base import Calibrator, FitInput, check_finite, softmax_rows
 from calibkit.metrics._validation import check_positive_int
-
-
-def _softmax_rows(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
 
 
 class _AffineScaling(Calibrator):
@@ -134,7 +129,7 @@ class IsotonicCalibration(Calibrator):
     def _fit(self, data: FitInput) -> None:
         z, y = data.kept()
         check_finite(z)
-        probs = _softmax_rows(z.astype(np.float64))
+        probs = softmax_rows(z.astype(np.float64))
         self.thresholds_, self.values_ = [], []
         for k in range(data.num_classes):  # a loop over classes; every step inside is vectorised
             x, inverse = np.unique(probs[:, k], return_inverse=True)
@@ -180,7 +175,7 @@ class HistogramBinning(Calibrator):
         n_bins = check_positive_int(self.n_bins, "n_bins")
         z, y = data.kept()
         check_finite(z)
-        probs = _softmax_rows(z.astype(np.float64))
+        probs = softmax_rows(z.astype(np.float64))
         k = data.num_classes
         index = np.clip(np.ceil(probs * n_bins).astype(np.int64) - 1, 0, n_bins - 1)
         flat = (np.arange(k) * n_bins + index).ravel()

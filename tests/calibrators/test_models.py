@@ -15,7 +15,6 @@ from transformers import (
     BertConfig,
     BertForSequenceClassification,
     BertForTokenClassification,
-    BertTokenizer,
     DebertaV2Config,
     DebertaV2ForSequenceClassification,
     DebertaV2ForTokenClassification,
@@ -39,6 +38,7 @@ from calibkit.calibrators import (
     fold_into_classifier,
     make_calibrator,
 )
+from tests.conftest import tiny_tokenizer
 
 NUM_LABELS = 3
 SMALL = dict(vocab_size=64, hidden_size=32, num_attention_heads=2, intermediate_size=37, max_position_embeddings=64)
@@ -176,14 +176,8 @@ def test_trust_remote_code_loads_without_calibkit(tmp_path, task, method):
     np.testing.assert_allclose(torch.load(tmp_path / "out.pt").numpy(), logits_of(model, batch).numpy(), atol=1e-6)
 
 
-def tokenizer(tmp_path):
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(59)]
-    (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
-    return BertTokenizer(vocab_file=str(tmp_path / "vocab.txt"))
-
-
 def test_pipelines_return_calibrated_scores(tmp_path):
-    tok = tokenizer(tmp_path)
+    tok = tiny_tokenizer(tmp_path)
     text = "w1 w2 w3 w4"
     encoded = tok(text, return_tensors="pt")
     for task, name in (("sequence", "text-classification"), ("token", "token-classification")):

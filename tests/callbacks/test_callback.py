@@ -17,7 +17,6 @@ from transformers import (
     BertConfig,
     BertForSequenceClassification,
     BertForTokenClassification,
-    BertTokenizer,
     DataCollatorForTokenClassification,
     Trainer,
     TrainingArguments,
@@ -26,6 +25,7 @@ from transformers import (
 import calibkit
 from calibkit.calibrators import CalibratedModelForSequenceClassification, WeightedTemperatureScaling
 from calibkit.callbacks import CalibrationCallback
+from tests.conftest import tiny_tokenizer
 
 HERE = Path(__file__).parent
 NUM_LABELS = 3
@@ -55,12 +55,6 @@ def token_data(n, seed=0):
         rows["attention_mask"].append([1] * int(length))
         rows["labels"].append(labels.tolist())
     return Dataset.from_dict(rows)
-
-
-def vocab_tokenizer(tmp_path):
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(59)]
-    (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
-    return BertTokenizer(vocab_file=str(tmp_path / "vocab.txt"))
 
 
 def accuracy(eval_pred):
@@ -94,7 +88,7 @@ def make_trainer(tmp_path, task="sequence", callback=None, compute_metrics=accur
     if task == "sequence":
         train, evaluation, collator = sequence_data(64), sequence_data(45, seed=1), None
     else:
-        collator = DataCollatorForTokenClassification(vocab_tokenizer(tmp_path))
+        collator = DataCollatorForTokenClassification(tiny_tokenizer(tmp_path))
         train, evaluation = token_data(64), token_data(45, seed=1)
     trainer = Trainer(
         model=model,
