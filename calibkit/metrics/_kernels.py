@@ -267,17 +267,18 @@ when rows are short (K = 4)."""
 
 
 @nb.njit(cache=True, inline="always")
-def _fill_block(
-    mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, row_log, row_conf, row_pred, row_top, want_logs
-):
+def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, want_logs):
     """Probabilities of rows ``[b0, b1)`` into ``P`` (flat, row r at ``r * K``); return the
     first row whose values are bad (-1 if none) and the error code.
 
     Rows whose label is ``ignore_index`` are never checked (their padding may be anything).
     ``want_logs``: also ``L = log(max(P, eps))``, from the log-softmax for logits (one log per
-    row, not per entry). For probabilities with K >= 16, ``row_conf`` gets each row's maximum
-    (taken in the vectorised check loop). ``Z`` and ``row_log`` are scratch.
+    row, not per entry). ``rows`` = (row_log, row_conf, row_pred, row_top), buffers of one
+    entry a row: for probabilities with K >= 16, ``row_conf`` gets each row's maximum (taken in
+    the vectorised check loop); for logits, ``row_pred`` and ``row_conf`` get the top label (the
+    first argmax of z) and its probability. ``Z``, ``row_log`` and ``row_top`` are scratch.
     """
+    row_log, row_conf, row_pred, row_top = rows
     nr = b1 - b0
     if mode == MODE_PROBS:
         n = nr * K
@@ -435,7 +436,7 @@ def _accumulate(mode, args):
     for b0 in range(start, stop, rows_per_block):
         b1 = min(b0 + rows_per_block, stop)
         bad_row, bad_kind = _fill_block(
-            mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, row_log, row_conf, row_pred, row_top, do_rows
+            mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, (row_log, row_conf, row_pred, row_top), do_rows
         )
         n_entries = (b1 - b0) * K
         if bad_row < 0 and do_classwise:
@@ -566,9 +567,8 @@ def _gather_ace(mode, args):
     index = np.empty(rows_per_block * K, dtype=np.int64)
     for b0 in range(start, stop, rows_per_block):
         b1 = min(b0 + rows_per_block, stop)
-        _fill_block(
-            mode, x, labels, b0, b1, K, ignore_index, 1e-12, P, Z, Z, row_log, row_conf, row_pred, row_top, False
-        )
+        rows = (row_log, row_conf, row_pred, row_top)
+        _fill_block(mode, x, labels, b0, b1, K, ignore_index, 1e-12, P, Z, Z, rows, False)
         _slots_of(bits, slot_of, index, b1 - b0, K)
         for i in range(b0, b1):
             y = np.int64(labels[i])
