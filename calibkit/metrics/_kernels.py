@@ -247,6 +247,22 @@ def _normalise_rows(P, sums, inverse, nr, K):
             P[o + k] = P[o + k] / total
 
 
+@nb.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _square_and_entropy(P, L, nr, K, square, entropy):
+    """Per row of a block of long rows: ``sum_k p_k^2`` and ``sum_k p_k log p_k`` (``L =
+    log(max(p, eps))``, so p = 0 adds 0), 4 lanes at a time; in order, each sum would wait on
+    its add latency at every entry. One call a block: a call per row costs more than it saves."""
+    for r in range(nr):
+        o = r * K
+        sq = 0.0
+        ent = 0.0
+        for k in range(K):
+            sq += P[o + k] * P[o + k]
+            ent += P[o + k] * L[o + k]
+        square[r] = sq
+        entropy[r] = ent
+
+
 BLOCK_ENTRIES = 2048
 """Rows are turned into probabilities a block of about this many entries at a time (three
 float64 buffers of 16 kB, cache resident), so that exp and log run as flat SIMD loops even
@@ -293,13 +309,15 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
         if want_logs:
             _log_into(P, L, n, eps)
     elif mode == MODE_LOGITS:
-        for r in range(nr):
-            i = b0 + r
-            o = r * K
-            if K >= 16:  # a vector loop per row: max, then exp, sum and top label at once
-                top = _row_max(x, i, K)
-                total, bad, pred = _softmax_row(x, i, K, top, P, o)
-            else:  # short rows: the exps of the whole block in one flat loop below
+        if K >= 16:  # vector loops per row: max, then exp, sum and top label at once
+            _softmax_rows(x, b0, nr, K, P, row_top, row_log, row_conf, row_pred)  # row_conf: bad counts
+            for r in range(nr):
+                if row_conf[r] > 0 and labels[b0 + r] != ignore_index:
+                    return b0 + r, ERR_NONFINITE  # masked padding may hold anything: never read
+        else:  # short rows: the exps of the whole block in one flat loop
+            for r in range(nr):
+                i = b0 + r
+                o = r * K
                 top = np.float64(x[i, 0])
                 pred = 0
                 bad = 0
@@ -309,16 +327,12 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
                     if v > top:
                         top = v
                         pred = k
-                total = 0.0
-            if bad > 0 and labels[i] != ignore_index:
-                return i, ERR_NONFINITE  # masked padding may hold anything: never read
-            row_pred[r] = pred
-            row_top[r] = top
-            row_log[r] = total
-            if K < 16:
+                if bad > 0 and labels[i] != ignore_index:
+                    return i, ERR_NONFINITE
+                row_pred[r] = pred
+                row_top[r] = top
                 for k in range(K):
                     Z[o + k] = np.float64(x[i, k]) - top
-        if K < 16:
             _exp_into(Z, P, nr * K)
             for r in range(nr):
                 o = r * K
@@ -405,6 +419,8 @@ def _accumulate(mode, args):
     row_conf = np.empty(rows_per_block, dtype=np.float64)  # top probabilities (see _fill_block)
     row_pred = np.empty(rows_per_block, dtype=np.int64)
     row_top = np.empty(rows_per_block, dtype=np.float64)
+    row_square = np.empty(rows_per_block, dtype=np.float64)
+    row_entropy = np.empty(rows_per_block, dtype=np.float64)
     bits = P.view(np.int64)
     index = np.empty(rows_per_block * K, dtype=np.int64)  # per-entry bin or bucket
     cw_lanes = classwise.shape[0] - 1  # 1 or LANES copies: a mask for the row number
@@ -426,6 +442,8 @@ def _accumulate(mode, args):
             mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, (row_log, row_conf, row_pred, row_top), do_rows
         )
         n_entries = (b1 - b0) * K
+        if bad_row < 0 and do_rows and K >= 16:
+            _square_and_entropy(P, L, b1 - b0, K, row_square, row_entropy)
         if bad_row < 0 and do_classwise:
             _equal_width_bins(P, index, n_entries, n_cw)
         for i in range(b0, b1):
@@ -470,10 +488,14 @@ def _accumulate(mode, args):
             ecd_i = 0.0
             if do_rows:
                 brier_i = 0.0
-                for k in range(K):
-                    p = P[o + k]
-                    brier_i += p * p
-                    ecd_i += p * L[o + k]  # L = log(max(p, eps)); p = 0 adds 0
+                if K >= 16:
+                    brier_i = row_square[i - b0]
+                    ecd_i = row_entropy[i - b0]
+                else:
+                    for k in range(K):
+                        p = P[o + k]
+                        brier_i += p * p
+                        ecd_i += p * L[o + k]
                 brier_i += 1.0 - 2.0 * P[o + y]  # sum_k (p_k - 1[k=y])^2 = sum p^2 - 2 p_y + 1
                 log_py = L[o + y]
                 ecd_i -= log_py
@@ -569,19 +591,14 @@ def _gather_ace(mode, args):
         for j in range(n_buckets):
             if slot_of[k, j] >= 0:
                 bitmap[k * n_words + (j >> 6)] |= np.uint64(1) << np.uint64(j & 63)
-    if mode == MODE_PROBS or (mode == MODE_LOGITS and K >= 16):  # row by row, read in place
+    if mode == MODE_PROBS:  # row by row, read in place
         E = np.empty(K, dtype=np.float64)
         for i in range(start, stop):
             y = np.int64(labels[i])
             if y == ignore_index:
                 continue
-            if mode == MODE_LOGITS:
-                total, bad, pred = _softmax_row(x, i, K, _row_max(x, i, K), E, 0)
-                for k in range(K):
-                    E[k] = E[k] / total
-            else:
-                for k in range(K):
-                    E[k] = np.float64(x[i, k])
+            for k in range(K):
+                E[k] = np.float64(x[i, k])
             _gather_row(E, 0, K, y, slot_of, bitmap, n_words, write_at, out_p, out_o)
         return
     rows_per_block = max(1, BLOCK_ENTRIES // K)
@@ -624,16 +641,6 @@ def _probs_row(x, i, K):
     return total, bad, _float_from_bits(best)
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_REDUCE)
-def _row_max(x, i, K):
-    """Maximum of row ``i`` in one vector loop (meaningless if the row holds a NaN: the
-    caller's check of :func:`_softmax_row` catches it)."""
-    best = -np.inf
-    for k in range(K):
-        best = max(best, np.float64(x[i, k]))
-    return best
-
-
 @nb.njit(cache=True, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
 def _exp_strict(x):
     """:func:`_exp` compiled on its own: a caller that reassociates a sum around it cannot
@@ -643,29 +650,40 @@ def _exp_strict(x):
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy", fastmath=_REDUCE)
-def _softmax_row(x, i, K, top, E, o):
-    """One vector loop over a long row of logits: ``E[o + k] = exp(x[i, k] - top)``; returns
-    their sum (4 lanes at a time), how many values are NaN or inf, and the first ``k`` with
-    ``x[i, k] == top`` (the top label). Used by both kernels, so that they agree to the bit."""
-    total = 0.0
-    bad = 0
-    pred = K
-    for k in range(K):
-        v = np.float64(x[i, k])
-        bad += 0 if math.isfinite(v) else 1
-        d = v - top
-        e = _exp_strict(d)
-        E[o + k] = e
-        total += e
-        pred = min(pred, k if d == 0.0 else K)
-    return total, bad, pred
+def _softmax_rows(x, b0, nr, K, E, tops, sums, bads, preds):
+    """Long logit rows ``[b0, b0 + nr)``, two vector loops each: the maximum ``tops[r]``, then
+    ``E[r * K + k] = exp(x[i, k] - top)`` with their sum ``sums[r]`` (4 lanes at a time), the
+    count of NaN or inf ``bads[r]`` and the first ``k`` with ``x[i, k] == top``, ``preds[r]``
+    (the top label). Every kernel builds long-row softmaxes here, so that they agree to the bit;
+    one call a block, as a call a row costs more than the loops save."""
+    for r in range(nr):
+        i = b0 + r
+        o = r * K
+        top = -np.inf
+        for k in range(K):
+            top = max(top, np.float64(x[i, k]))  # meaningless with a NaN: ``bads`` says so
+        total = 0.0
+        bad = 0
+        pred = K
+        for k in range(K):
+            v = np.float64(x[i, k])
+            bad += 0 if math.isfinite(v) else 1
+            d = v - top
+            e = _exp_strict(d)
+            E[o + k] = e
+            total += e
+            pred = min(pred, k if d == 0.0 else K)
+        tops[r] = top
+        sums[r] = total
+        bads[r] = bad
+        preds[r] = pred
 
 
 @nb.njit(cache=True, inline="always")
 def _top_of_row(mode, x, i, K, E):
     """(top label, its probability, row sum, number of bad values) of row ``i``: for
-    probabilities values outside [0, 1] or NaN, for logits NaN or inf (the sum is then 1).
-    Short logit rows (K < 16) are done by :func:`_top_logits_block` instead."""
+    probabilities values outside [0, 1] or NaN. Logit rows go by blocks, through
+    :func:`_top_logits_block`."""
     if mode == MODE_PROBS:
         if K >= 16:
             total, bad, conf = _probs_row(x, i, K)
@@ -685,8 +703,7 @@ def _top_of_row(mode, x, i, K, E):
                 conf = v
                 pred = k
         return pred, conf, total, bad
-    total, bad, pred = _softmax_row(x, i, K, _row_max(x, i, K), E, 0)
-    return pred, 1.0 / total, 1.0, bad
+    return 0, 0.0, 1.0, 1  # logits go through _top_logits_block
 
 
 @nb.njit(cache=True)
@@ -703,11 +720,20 @@ def _row_error(mode, x, i, K, bad):
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
-def _top_logits_block(x, labels, b0, b1, K, ignore_index, Z, E, preds, confs):
-    """Top labels and probabilities of rows ``[b0, b1)`` of short logit rows: the exps of a
-    whole block in one flat vector loop. Returns the first row with a NaN or inf (-1 if none);
-    rows that are masked or carry a bad label get ``preds = -1``."""
+def _top_logits_block(x, labels, b0, b1, K, ignore_index, Z, E, preds, confs, tops, bads):
+    """Top labels and probabilities of the logit rows ``[b0, b1)``: long rows through
+    :func:`_softmax_rows`, short ones with the exps of the whole block in one flat vector loop.
+    Returns the first row with a NaN or inf (-1 if none); rows that are masked or carry a bad
+    label may hold anything."""
     nr = b1 - b0
+    if K >= 16:
+        _softmax_rows(x, b0, nr, K, E, tops, confs, bads, preds)
+        for r in range(nr):
+            y = np.int64(labels[b0 + r])
+            if bads[r] > 0 and y != ignore_index and 0 <= y < K:
+                return b0 + r
+            confs[r] = 1.0 / confs[r]
+        return -1
     for r in range(nr):
         i = b0 + r
         o = r * K
@@ -721,10 +747,9 @@ def _top_logits_block(x, labels, b0, b1, K, ignore_index, Z, E, preds, confs):
                 top = v
                 pred = k
         y = np.int64(labels[i])
-        masked = y == ignore_index
-        if bad > 0 and not masked and 0 <= y < K:
+        if bad > 0 and y != ignore_index and 0 <= y < K:
             return i
-        preds[r] = -1 if (masked or bad > 0) else pred
+        preds[r] = pred
         top = top if bad == 0 else 0.0
         for k in range(K):
             Z[o + k] = np.float64(x[i, k]) - top
@@ -746,18 +771,23 @@ def _accumulate_top(mode, args):
     )
     K = num_classes
     n_specs = top_bins.shape[0]
-    blocked = mode == MODE_LOGITS and K < 16
+    blocked = mode == MODE_LOGITS
     rows_per_block = max(1, BLOCK_ENTRIES // K) if blocked else stop - start
-    Z = np.empty(rows_per_block * K if blocked else 0, dtype=np.float64)
-    E = np.empty(rows_per_block * K if blocked else K, dtype=np.float64)
-    preds = np.empty(rows_per_block if blocked else 0, dtype=np.int64)
-    confs = np.empty(rows_per_block if blocked else 0, dtype=np.float64)
+    size = rows_per_block if blocked else 0
+    Z = np.empty(size * K, dtype=np.float64)
+    E = np.empty_like(Z)
+    preds = np.empty(size, dtype=np.int64)
+    confs = np.empty(size, dtype=np.float64)
+    tops = np.empty(size, dtype=np.float64)
+    bads = np.empty(size, dtype=np.float64)
     s_n = 0.0
     s_correct = 0.0
     s_wrong_conf = 0.0
     for b0 in range(start, stop, max(rows_per_block, 1)):
         b1 = min(b0 + rows_per_block, stop)
-        bad_row = _top_logits_block(x, labels, b0, b1, K, ignore_index, Z, E, preds, confs) if blocked else -1
+        bad_row = -1
+        if blocked:
+            bad_row = _top_logits_block(x, labels, b0, b1, K, ignore_index, Z, E, preds, confs, tops, bads)
         failed = False
         for i in range(b0, b1):
             y = np.int64(labels[i])
