@@ -102,3 +102,32 @@ def test_top_label_takes_the_first_of_tied_maxima_for_short_and_long_rows(num_cl
     expected = np.mean(np.argmax(probs, axis=1) == labels)  # numpy's argmax: first index too
     assert got["accuracy"] == pytest.approx(expected, abs=1e-15)
     assert 0.4 < expected < 0.6
+
+
+@pytest.mark.parametrize("num_classes", [3, 20, 66])
+@pytest.mark.parametrize("from_logits", [False, True])
+def test_top_label_kernel_agrees_with_the_full_pass_to_the_bit(num_classes, from_logits):
+    # ``ece`` alone runs the lean top-label kernel, ``calibration_report`` the full one: the same
+    # top label, confidence and bins, so equal results, including masked rows full of NaN,
+    # tied maxima and logits that tie after rounding.
+    import calibkit
+
+    rng = np.random.default_rng(num_classes)
+    n = 3000
+    logits = (rng.standard_normal((n, num_classes)) * 4).astype(np.float32)
+    logits[::7, 1] = logits[::7, 0] = logits[::7].max(axis=1)  # tied maxima
+    labels = rng.integers(0, num_classes, n)
+    labels[::11] = -100
+    values = logits
+    if not from_logits:
+        values = np.exp(logits - logits.max(axis=1, keepdims=True))
+        values = (values / values.sum(axis=1, keepdims=True)).astype(np.float32)
+    values[::11] = np.nan  # masked padding may hold anything
+    top_only = ("ece", "mce", "rbece", "esce", "cece", "overconfidence")
+    lean = calibkit.calibration_report(values, labels, metrics=top_only, from_logits=from_logits, theta=0)
+    full = calibkit.calibration_report(values, labels, from_logits=from_logits, theta=0)
+    for name in top_only:
+        np.testing.assert_array_equal(lean[name], full[name], err_msg=name)
+    assert lean["accuracy"] == full["accuracy"]
+    expected = np.mean(np.argmax(logits[labels != -100], axis=1) == labels[labels != -100])
+    assert full["accuracy"] == pytest.approx(expected, abs=1e-15)
