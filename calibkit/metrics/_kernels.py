@@ -621,9 +621,10 @@ def _gather_ace(mode, args):
 
 # --------------------------------------------------------------------------------------------
 # Top-label statistics alone (ECE, MCE, RBECE, ESCE, class-wise ECE, overconfidence): no
-# per-entry probability is needed, so rows are read straight from the input, without the
-# block buffers. Same binning and the same top label as :func:`_accumulate` (first index of
-# the maximum; for logits the first argmax of z, whose probability is 1 / sum_k exp(z_k - max)).
+# per-entry probability is kept, so rows of probabilities are read straight from the input,
+# and logit rows only go through the exp a block at a time. Same binning and the same top
+# label as :func:`_accumulate` (first index of the maximum; for logits the first argmax of z,
+# whose probability is 1 / sum_k exp(z_k - max)).
 
 
 @nb.njit(cache=True, nogil=True, fastmath=_REDUCE)
@@ -680,39 +681,34 @@ def _softmax_rows(x, b0, nr, K, E, tops, sums, bads, preds):
 
 
 @nb.njit(cache=True, inline="always")
-def _top_of_row(mode, x, i, K, E):
-    """(top label, its probability, row sum, number of bad values) of row ``i``: for
-    probabilities values outside [0, 1] or NaN. Logit rows go by blocks, through
-    :func:`_top_logits_block`."""
-    if mode == MODE_PROBS:
-        if K >= 16:
-            total, bad, conf = _probs_row(x, i, K)
-            pred = 0
-            while pred < K - 1 and np.float64(x[i, pred]) != conf:  # the first index on ties
-                pred += 1
-            return pred, conf, total, bad
-        conf = np.float64(x[i, 0])
+def _top_of_probs_row(x, i, K):
+    """(top label, its probability, row sum, number of values outside [0, 1] or NaN) of a row
+    of probabilities. Logit rows go by blocks, through :func:`_top_logits_block`."""
+    if K >= 16:
+        total, bad, conf = _probs_row(x, i, K)
         pred = 0
-        total = 0.0
-        bad = 0
-        for k in range(K):
-            v = np.float64(x[i, k])
-            bad += 0 if (v >= 0.0 and v <= 1.0) else 1
-            total += v
-            if v > conf:
-                conf = v
-                pred = k
+        while pred < K - 1 and np.float64(x[i, pred]) != conf:  # the first index on ties
+            pred += 1
         return pred, conf, total, bad
-    return 0, 0.0, 1.0, 1  # logits go through _top_logits_block
+    conf = np.float64(x[i, 0])
+    pred = 0
+    total = 0.0
+    bad = 0
+    for k in range(K):
+        v = np.float64(x[i, k])
+        bad += 0 if (v >= 0.0 and v <= 1.0) else 1
+        total += v
+        if v > conf:
+            conf = v
+            pred = k
+    return pred, conf, total, bad
 
 
 @nb.njit(cache=True)
-def _row_error(mode, x, i, K, bad):
-    """The error code of a row that failed the check of :func:`_top_of_row`."""
+def _probs_row_error(x, i, K, bad):
+    """The error code of a row that failed the check of :func:`_top_of_probs_row`."""
     if bad == 0:
         return ERR_ROW_SUM
-    if mode == MODE_LOGITS:
-        return ERR_NONFINITE
     for k in range(K):
         if not math.isfinite(x[i, k]):
             return ERR_NONFINITE
@@ -805,9 +801,9 @@ def _accumulate_top(mode, args):
                 pred = preds[i - b0]
                 conf = confs[i - b0]
             else:
-                pred, conf, total, bad = _top_of_row(mode, x, i, K, E)
+                pred, conf, total, bad = _top_of_probs_row(x, i, K)
                 if bad > 0 or abs(total - 1.0) > ROW_SUM_TOLERANCE:
-                    errors[_row_error(mode, x, i, K, bad)] = i
+                    errors[_probs_row_error(x, i, K, bad)] = i
                     failed = True
                     break
             correct = 1.0 if pred == y else 0.0
