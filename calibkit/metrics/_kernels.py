@@ -554,18 +554,16 @@ def _accumulate(mode, args):
 
 
 @nb.njit(cache=True, inline="always")
-def _gather_row(E, o, K, y, slot_of, bitmap, n_words, write_at, out_p, out_o):
-    """Copy the values ``E[o : o + K]`` of a row (true label ``y``) whose bucket is a cut one.
-    The bitmap (8 kB at K = 66, in L1) answers the common "no" without touching ``slot_of``.
-    One call a row: inlined per entry, the array arguments cost 15x more here."""
-    n_buckets = slot_of.shape[1]
+def _gather_row(E, keys, o, K, y, slot_of, bitmap, n_words, write_at, out_p, out_o):
+    """Copy the values ``E[o : o + K]`` of a row (true label ``y``) whose bucket ``keys[o + k]``
+    is a cut one. The bitmap (8 kB at K = 66, in L1) answers the common "no" without touching
+    ``slot_of``. One call a row: inlined per entry, the array arguments cost 15x more here."""
     for k in range(K):
-        p = E[o + k]
-        key = min(max((_bits_of_float(p) >> 48) - ACE_OFFSET, 0), n_buckets - 1)
+        key = keys[o + k]
         if (bitmap[k * n_words + (key >> 6)] >> np.uint64(key & 63)) & np.uint64(1):
             slot = slot_of[k, key]
             j = write_at[slot]
-            out_p[j] = p
+            out_p[j] = E[o + k]
             out_o[j] = 1.0 if k == y else 0.0
             write_at[slot] = j + 1
 
@@ -593,13 +591,15 @@ def _gather_ace(mode, args):
                 bitmap[k * n_words + (j >> 6)] |= np.uint64(1) << np.uint64(j & 63)
     if mode == MODE_PROBS:  # row by row, read in place
         E = np.empty(K, dtype=np.float64)
+        keys = np.empty(K, dtype=np.int64)
         for i in range(start, stop):
             y = np.int64(labels[i])
             if y == ignore_index:
                 continue
-            for k in range(K):
+            for k in range(K):  # a vector loop: the buckets before the branchy one
                 E[k] = np.float64(x[i, k])
-            _gather_row(E, 0, K, y, slot_of, bitmap, n_words, write_at, out_p, out_o)
+                keys[k] = max((_bits_of_float(E[k]) >> 48) - ACE_OFFSET, 0)
+            _gather_row(E, keys, 0, K, y, slot_of, bitmap, n_words, write_at, out_p, out_o)
         return
     rows_per_block = max(1, BLOCK_ENTRIES // K)
     P = np.empty(rows_per_block * K, dtype=np.float64)
@@ -608,15 +608,18 @@ def _gather_ace(mode, args):
     row_conf = np.empty_like(row_log)
     row_top = np.empty_like(row_log)
     row_pred = np.empty(rows_per_block, dtype=np.int64)
+    bits = P.view(np.int64)
+    index = np.empty(rows_per_block * K, dtype=np.int64)
     for b0 in range(start, stop, rows_per_block):
         b1 = min(b0 + rows_per_block, stop)
         rows = (row_log, row_conf, row_pred, row_top)
         _fill_block(mode, x, labels, b0, b1, K, ignore_index, 1e-12, P, Z, Z, rows, False)
+        _ace_buckets(bits, index, (b1 - b0) * K)
         for i in range(b0, b1):
             y = np.int64(labels[i])
             if y == ignore_index:
                 continue
-            _gather_row(P, (i - b0) * K, K, y, slot_of, bitmap, n_words, write_at, out_p, out_o)
+            _gather_row(P, index, (i - b0) * K, K, y, slot_of, bitmap, n_words, write_at, out_p, out_o)
 
 
 # --------------------------------------------------------------------------------------------

@@ -485,11 +485,20 @@ def exact_ace_partials(
     _map(run, [(t,) for t in range(len(ranges))])
     rows, cols = np.nonzero(cut)
     slot = slot_of[rows, points["bucket"][rows, cols]]
+    rank = inside[rows, cols].astype(np.int64)
     found_p = np.empty(rows.size)
     found_o = np.empty(rows.size)
-    K.resolve_points(
-        values, outcomes, slot_start, slot_count, slot, inside[rows, cols].astype(np.int64), found_p, found_o
-    )
+    # Points of different slots are independent: split them, by slot, over the threads.
+    groups = np.array_split(np.argsort(slot, kind="stable"), len(ranges))
+
+    def resolve(group: np.ndarray) -> None:
+        out_p = np.empty(group.size)
+        out_o = np.empty(group.size)
+        K.resolve_points(values, outcomes, slot_start, slot_count, slot[group], rank[group], out_p, out_o)
+        found_p[group] = out_p
+        found_o[group] = out_o
+
+    _map(resolve, [(g,) for g in groups if g.size])
     part_p[rows, cols] = found_p
     part_o[rows, cols] = found_o
     return part_p, part_o
