@@ -422,7 +422,8 @@ def _accumulate(mode, args):
     row_square = np.empty(rows_per_block, dtype=np.float64)
     row_entropy = np.empty(rows_per_block, dtype=np.float64)
     bits = P.view(np.int64)
-    index = np.empty(rows_per_block * K, dtype=np.int64)  # per-entry bin or bucket
+    index = np.empty(rows_per_block * K, dtype=np.int64)  # per-entry class-wise bin
+    buckets = np.empty(rows_per_block * K if do_ace else 0, dtype=np.int64)  # per-entry ACE bucket
     cw_lanes = classwise.shape[0] - 1  # 1 or LANES copies: a mask for the row number
     ace_lanes = ace.shape[0] - 1
     n_specs = top_bins.shape[0]
@@ -522,7 +523,7 @@ def _accumulate(mode, args):
                         fuzzy[lane, m, 0] += mu
                         fuzzy[lane, m, 1] += mu * a_top
                         fuzzy[lane, m, 2] += mu * c_top
-            if do_classwise:
+            if do_classwise and not do_ace:
                 cw = i & cw_lanes
                 for k in range(K):
                     b = index[o + k]
@@ -531,19 +532,31 @@ def _accumulate(mode, args):
                 classwise[cw, y, index[o + y], 2] += 1.0
         if failed:
             break
-        if do_ace:  # after the row loop, so that ``index`` can hold the buckets now
-            _ace_buckets(bits, index, n_entries)
+        if do_ace:  # the class-wise and ACE histograms in one loop over the entries
+            _ace_buckets(bits, buckets, n_entries)
             for i in range(b0, b1):
                 y = np.int64(labels[i])
                 if y == ignore_index:
                     continue
                 o = (i - b0) * K
                 lane = i & ace_lanes
-                for k in range(K):
-                    j = index[o + k]
-                    ace[lane, k, j, 0] += 1.0
-                    ace[lane, k, j, 1] += P[o + k]
-                ace[lane, y, index[o + y], 2] += 1.0
+                if do_classwise:
+                    cw = i & cw_lanes
+                    for k in range(K):
+                        p = P[o + k]
+                        j = buckets[o + k]
+                        ace[lane, k, j, 0] += 1.0
+                        ace[lane, k, j, 1] += p
+                        b = index[o + k]
+                        classwise[cw, k, b, 0] += 1.0
+                        classwise[cw, k, b, 1] += p
+                    classwise[cw, y, index[o + y], 2] += 1.0
+                else:
+                    for k in range(K):
+                        j = buckets[o + k]
+                        ace[lane, k, j, 0] += 1.0
+                        ace[lane, k, j, 1] += P[o + k]
+                ace[lane, y, buckets[o + y], 2] += 1.0
     scalars[S_N] += s_n
     scalars[S_CORRECT] += s_correct
     scalars[S_BRIER] += s_brier
