@@ -488,7 +488,8 @@ def exact_ace_partials(
     rank = inside[rows, cols].astype(np.int64)
     found_p = np.empty(rows.size)
     found_o = np.empty(rows.size)
-    # Points of different slots are independent: split them, by slot, over the threads.
+    # Points of different slots are independent: split them, sorted by slot, over the threads
+    # (a slot whose points straddle two groups is only histogrammed twice).
     groups = np.array_split(np.argsort(slot, kind="stable"), len(ranges))
 
     def resolve(group: np.ndarray) -> None:
