@@ -263,6 +263,43 @@ def _square_and_entropy(P, L, nr, K, square, entropy):
         entropy[r] = ent
 
 
+@nb.njit(cache=True, nogil=True, error_model="numpy")
+def _short_logit_rows(x, labels, b0, nr, K, ignore_index, Z, E, preds, tops, sums):
+    """Short logit rows ``[b0, b0 + nr)`` (K < 16): per row the top label ``preds[r]`` (first
+    argmax) and maximum ``tops[r]``; then the exps of the whole block in one flat vector loop,
+    ``E[r * K + k] = exp(x[i, k] - top)``, and their row sums ``sums[r]`` (in order). Returns
+    the first row with a NaN or inf that is not masked (-1 if none); masked padding may hold
+    anything (its maximum is taken as 0). Shared by both kernels, so that they agree to the bit."""
+    for r in range(nr):
+        i = b0 + r
+        o = r * K
+        top = np.float64(x[i, 0])
+        pred = 0
+        bad = 0
+        for k in range(K):
+            v = np.float64(x[i, k])
+            bad += 0 if math.isfinite(v) else 1
+            if v > top:
+                top = v
+                pred = k
+        if bad > 0:
+            if labels[i] != ignore_index:
+                return i
+            top = 0.0
+        preds[r] = pred
+        tops[r] = top
+        for k in range(K):
+            Z[o + k] = np.float64(x[i, k]) - top
+    _exp_into(Z, E, nr * K)
+    for r in range(nr):
+        o = r * K
+        total = 0.0
+        for k in range(K):
+            total += E[o + k]
+        sums[r] = total
+    return -1
+
+
 BLOCK_ENTRIES = 2048
 """Rows are turned into probabilities a block of about this many entries at a time (three
 float64 buffers of 16 kB, cache resident), so that exp and log run as flat SIMD loops even
@@ -315,31 +352,9 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
                 if row_conf[r] > 0 and labels[b0 + r] != ignore_index:
                     return b0 + r, ERR_NONFINITE  # masked padding may hold anything: never read
         else:  # short rows: the exps of the whole block in one flat loop
-            for r in range(nr):
-                i = b0 + r
-                o = r * K
-                top = np.float64(x[i, 0])
-                pred = 0
-                bad = 0
-                for k in range(K):
-                    v = np.float64(x[i, k])
-                    bad += 0 if math.isfinite(v) else 1
-                    if v > top:
-                        top = v
-                        pred = k
-                if bad > 0 and labels[i] != ignore_index:
-                    return i, ERR_NONFINITE
-                row_pred[r] = pred
-                row_top[r] = top
-                for k in range(K):
-                    Z[o + k] = np.float64(x[i, k]) - top
-            _exp_into(Z, P, nr * K)
-            for r in range(nr):
-                o = r * K
-                total = 0.0
-                for k in range(K):
-                    total += P[o + k]
-                row_log[r] = total
+            bad_row = _short_logit_rows(x, labels, b0, nr, K, ignore_index, Z, P, row_pred, row_top, row_log)
+            if bad_row >= 0:
+                return bad_row, ERR_NONFINITE
         _normalise_rows(P, row_log, row_conf, nr, K)
         if want_logs:
             # log p_k = z_k - max - log(sum e): one log per row.
@@ -734,45 +749,22 @@ def _probs_row_error(x, i, K, bad):
 @nb.njit(cache=True, nogil=True, error_model="numpy")
 def _top_logits_block(x, labels, b0, b1, K, ignore_index, Z, E, preds, confs, tops, bads):
     """Top labels and probabilities of the logit rows ``[b0, b1)``: long rows through
-    :func:`_softmax_rows`, short ones with the exps of the whole block in one flat vector loop.
-    Returns the first row with a NaN or inf (-1 if none); rows that are masked or carry a bad
-    label may hold anything."""
+    :func:`_softmax_rows`, short ones through :func:`_short_logit_rows`, as the full pass builds
+    them. Returns the first unmasked row with a NaN or inf (-1 if none); a bad label on an
+    earlier row is still reported first, by the caller's row loop."""
     nr = b1 - b0
     if K >= 16:
         _softmax_rows(x, b0, nr, K, E, tops, confs, bads, preds)
         for r in range(nr):
-            y = np.int64(labels[b0 + r])
-            if bads[r] > 0 and y != ignore_index and 0 <= y < K:
+            if bads[r] > 0 and labels[b0 + r] != ignore_index:
                 return b0 + r
             confs[r] = 1.0 / confs[r]
         return -1
-    for r in range(nr):
-        i = b0 + r
-        o = r * K
-        top = np.float64(x[i, 0])
-        pred = 0
-        bad = 0
-        for k in range(K):
-            v = np.float64(x[i, k])
-            bad += 0 if math.isfinite(v) else 1
-            if v > top:
-                top = v
-                pred = k
-        y = np.int64(labels[i])
-        if bad > 0 and y != ignore_index and 0 <= y < K:
-            return i
-        preds[r] = pred
-        top = top if bad == 0 else 0.0
-        for k in range(K):
-            Z[o + k] = np.float64(x[i, k]) - top
-    _exp_into(Z, E, nr * K)
-    for r in range(nr):
-        o = r * K
-        total = 0.0
-        for k in range(K):
-            total += E[o + k]
-        confs[r] = 1.0 / total
-    return -1
+    bad_row = _short_logit_rows(x, labels, b0, nr, K, ignore_index, Z, E, preds, tops, confs)
+    if bad_row < 0:
+        for r in range(nr):
+            confs[r] = 1.0 / confs[r]
+    return bad_row
 
 
 @nb.njit(cache=True, inline="always")
