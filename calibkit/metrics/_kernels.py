@@ -114,6 +114,7 @@ _LOG_LG = (
     1.531383769920937332e-01,
     1.479819860511658591e-01,
 )
+_SHIFTER = 6755399441055744.0  # 1.5 * 2**52
 _EXP_MIN = -708.0  # below this exp(x) < 2**-1021: flushed to 0 (a softmax term that small adds nothing)
 _MIN_NORMAL = 2.2250738585072014e-308
 
@@ -123,14 +124,17 @@ def _exp(x):
     """exp(x) for x <= 0 (softmax terms), 1 ulp; 0 below ``_EXP_MIN``."""
     p1, p2, p3, p4, p5 = _EXP_P
     xc = max(x, _EXP_MIN)
-    n = np.floor(xc * _LOG2E + 0.5)
+    # n = round(xc / ln 2) by the shifter: adding 1.5 * 2**52 rounds to an integer, held in the
+    # low bits of the pattern, so neither a floor nor a float-to-int conversion is needed.
+    shifted = xc * _LOG2E + _SHIFTER
+    n = shifted - _SHIFTER
     hi = xc - n * _LN2_HI
     lo = n * _LN2_LO
     r = hi - lo
     t = r * r
     c = r - t * (p1 + t * (p2 + t * (p3 + t * (p4 + t * p5))))
     y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)
-    y *= _float_from_bits((np.int64(n) + 1023) << 52)
+    y *= _float_from_bits((_bits_of_float(shifted) + 1023) << 52)  # 2**n: the shift drops the shifter's bits
     return y if x >= _EXP_MIN else 0.0
 
 
@@ -347,7 +351,7 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
             _log_into(P, L, n, eps)
     elif mode == MODE_LOGITS:
         if K >= 16:  # vector loops per row: max, then exp, sum and top label at once
-            _softmax_rows(x, b0, nr, K, P, row_top, row_log, row_conf, row_pred)  # row_conf: bad counts
+            _softmax_rows(x, b0, nr, K, P, row_top, row_log, row_conf, row_pred)  # row_conf: bad flags
             for r in range(nr):
                 if row_conf[r] > 0 and labels[b0 + r] != ignore_index:
                     return b0 + r, ERR_NONFINITE  # masked padding may hold anything: never read
@@ -681,33 +685,71 @@ def _exp_strict(x):
     return _exp(x)
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy", fastmath=_REDUCE)
+@nb.njit(cache=True, inline="always")
+def _ordered_key(v):
+    """An int64 that orders as the float ``v`` does (sign-magnitude to two's complement):
+    an integer maximum vectorises where a float one does not (a scalar ``maxsd`` chain, 4x
+    slower measured on logit rows of 66)."""
+    bits = _bits_of_float(v)
+    return bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFF)
+
+
+_KEY_MINUS_INF = -9218868437227405313  # _ordered_key(-inf)
+_KEY_PLUS_INF = 9218868437227405312  # _ordered_key(+inf)
+
+
+@nb.njit(cache=True, inline="always")
+def _ordered_key_value(key):
+    """The float whose :func:`_ordered_key` is ``key`` (the map is its own inverse)."""
+    return _float_from_bits(key ^ ((key >> 63) & 0x7FFFFFFFFFFFFFFF))
+
+
+@nb.njit(cache=True, inline="always")
+def _fixed_point_scale(K):
+    """2**s for summing K values in [0, 1] as int64 multiples of 2**-s: the largest s whose
+    sum cannot overflow (s = 55 at K = 66)."""
+    s = 62
+    while (np.int64(1) << (62 - s)) < K + 1:
+        s -= 1
+    return np.float64(np.int64(1) << s)
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy")
 def _softmax_rows(x, b0, nr, K, E, tops, sums, bads, preds):
-    """Long logit rows ``[b0, b0 + nr)``, two vector loops each: the maximum ``tops[r]``, then
-    ``E[r * K + k] = exp(x[i, k] - top)`` with their sum ``sums[r]`` (4 lanes at a time), the
-    count of NaN or inf ``bads[r]`` and the first ``k`` with ``x[i, k] == top``, ``preds[r]``
-    (the top label). Every kernel builds long-row softmaxes here, so that they agree to the bit;
-    one call a block, as a call a row costs more than the loops save."""
+    """Long logit rows ``[b0, b0 + nr)``, two vector loops each: the maximum ``tops[r]`` (on
+    :func:`_ordered_key`, with the least key, so that NaN and inf are caught there), then
+    ``E[r * K + k] = exp(x[i, k] - top)`` with their sum ``sums[r]``; 1 in ``bads[r]`` if the
+    row holds a NaN or inf (else 0); and the first ``k`` with ``x[i, k] == top``, ``preds[r]``
+    (the top label). Every kernel builds long-row softmaxes here, one call a block.
+
+    The sum is taken in fixed point (int64 multiples of 2**-s, s = 55 at K = 66; error below
+    K * 2**-(s + 1), about 1e-15 at K = 66, on a sum >= 1): integer adds vectorise in any order
+    with the same result. A reassociated float sum is as fast but not reproducible: LLVM
+    vectorises it per call site, and the top-label kernel, the full pass and the exact-ACE
+    gather (which must rebuild the very same probabilities) differed in the last bit."""
+    scale = _fixed_point_scale(K)
     for r in range(nr):
         i = b0 + r
         o = r * K
-        top = -np.inf
+        best = np.int64(-(2**63))
+        least = np.int64(2**63 - 1)
         for k in range(K):
-            top = max(top, np.float64(x[i, k]))  # meaningless with a NaN: ``bads`` says so
-        total = 0.0
-        bad = 0
-        pred = K
+            key = _ordered_key(np.float64(x[i, k]))
+            best = max(best, key)
+            least = min(least, key)
+        top = _ordered_key_value(best)  # meaningless with a NaN: ``bads`` says so
+        fixed = np.int64(0)
         for k in range(K):
-            v = np.float64(x[i, k])
-            bad += 0 if math.isfinite(v) else 1
-            d = v - top
-            e = _exp_strict(d)
+            e = _exp_strict(np.float64(x[i, k]) - top)
             E[o + k] = e
-            total += e
-            pred = min(pred, k if d == 0.0 else K)
+            fixed += np.int64(e * scale + 0.5)
+        pred = 0
+        while pred < K - 1 and np.float64(x[i, pred]) != top:  # the first index on ties
+            pred += 1
         tops[r] = top
-        sums[r] = total
-        bads[r] = bad
+        sums[r] = np.float64(fixed) / scale
+        # NaN and +-inf order beyond every finite key (-NaN below -inf, +NaN above +inf)
+        bads[r] = 0 if (least > _KEY_MINUS_INF and best < _KEY_PLUS_INF) else 1
         preds[r] = pred
 
 

@@ -1,6 +1,8 @@
 """The vectorised exp and log of the kernels are as accurate as libm (1 ulp), so swapping them
 in for math.exp/math.log costs no exactness."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -41,6 +43,42 @@ def test_log_is_within_one_ulp_including_subnormals_and_the_floor():
     assert np.all(out[~nonzero] == 0.0)
     K._log_into(np.array([0.0, 1e-20]), out, 2, 1e-12)
     assert out[0] == out[1] == np.log(1e-12)
+
+
+@pytest.mark.parametrize("num_classes", [16, 66, 1000, 5000])
+def test_long_softmax_rows_sum_max_top_label_and_bad_flags(num_classes):
+    # _softmax_rows sums in fixed point and takes the maximum on integer keys: both must give
+    # what plain float64 numpy gives (sum to within K * 2**-(s+1) on a sum >= 1), catch every
+    # kind of NaN and inf, and take the first index of a tied maximum (-0.0 ties +0.0).
+    rng = np.random.default_rng(num_classes)
+    n = 40
+    x = (rng.standard_normal((n, num_classes)) * 4).astype(np.float32)
+    x[1] = -rng.uniform(0, 1e-3, num_classes)  # all negative
+    x[2, :] = 0.0
+    x[2, 3] = -0.0
+    x[2, 0] = -1.0  # the maximum 0 first at index 1
+    x[3, 5] = x[3, 9] = x[3].max() + 1  # tie: index 5
+    x[4, 7] = -1e30  # flushed to an exp of 0, still finite
+    specials = {10: np.nan, 11: -np.nan, 12: np.inf, 13: -np.inf}
+    for row, value in specials.items():
+        x[row, num_classes // 2] = value
+    E = np.empty(n * num_classes)
+    tops, sums, bads = np.empty(n), np.empty(n), np.empty(n)
+    preds = np.empty(n, dtype=np.int64)
+    K._softmax_rows(x, 0, n, num_classes, E, tops, sums, bads, preds)
+    assert [int(b) for b in bads] == [1 if i in specials else 0 for i in range(n)]
+    ok = np.array([i not in specials for i in range(n)])
+    z = x[ok].astype(np.float64)
+    np.testing.assert_array_equal(tops[ok], z.max(axis=1))
+    np.testing.assert_array_equal(preds[ok], z.argmax(axis=1))
+    assert preds[2] == 1 and preds[3] == 5
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    assert ulps(E.reshape(n, num_classes)[ok], e).max() <= 1.0
+    # the exact sum of the kernel's own exps, against fixed point at 2**-s plus the final rounding
+    exact = np.array([float(sum(map(Fraction, row))) for row in E.reshape(n, num_classes)[ok]])
+    scale = K._fixed_point_scale(num_classes)
+    assert scale * (num_classes + 1) <= 2.0**62 < 2 * scale * (num_classes + 1)  # no int64 overflow
+    assert np.all(np.abs(sums[ok] - exact) <= num_classes * 0.5 / scale + np.spacing(exact))
 
 
 def numpy_ace(probs, labels, n_ranges):
