@@ -45,19 +45,25 @@ def test_log_is_within_one_ulp_including_subnormals_and_the_floor():
     assert out[0] == out[1] == np.log(1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("num_classes", [16, 66, 1000, 5000])
-def test_long_softmax_rows_sum_max_top_label_and_bad_flags(num_classes):
+def test_long_softmax_rows_sum_max_top_label_and_bad_flags(num_classes, dtype):
     # _softmax_rows sums in fixed point and takes the maximum on integer keys: both must give
     # what plain float64 numpy gives (sum to within K * 2**-(s+1) on a sum >= 1), catch every
     # kind of NaN and inf, and take the first index of a tied maximum (-0.0 ties +0.0).
     rng = np.random.default_rng(num_classes)
     n = 40
-    x = (rng.standard_normal((n, num_classes)) * 4).astype(np.float32)
+    # float32 rows find their top label inside the maximum (index in the key's spare bits)
+    x = (rng.standard_normal((n, num_classes)) * 4).astype(dtype)
     x[1] = -rng.uniform(0, 1e-3, num_classes)  # all negative
     x[2, :] = 0.0
     x[2, 3] = -0.0
     x[2, 0] = -1.0  # the maximum 0 first at index 1
     x[3, 5] = x[3, 9] = x[3].max() + 1  # tie: index 5
+    x[5, :] = -2.0
+    x[5, 2] = x[5, 4] = -0.0  # -0.0 ties 0.0: index 2
+    x[5, 7] = 0.0
+    x[6, -1] = x[6, -2] = x[6].max() + 1  # tie at the end: index K - 2
     x[4, 7] = -1e30  # flushed to an exp of 0, still finite
     specials = {10: np.nan, 11: -np.nan, 12: np.inf, 13: -np.inf}
     for row, value in specials.items():
@@ -71,7 +77,7 @@ def test_long_softmax_rows_sum_max_top_label_and_bad_flags(num_classes):
     z = x[ok].astype(np.float64)
     np.testing.assert_array_equal(tops[ok], z.max(axis=1))
     np.testing.assert_array_equal(preds[ok], z.argmax(axis=1))
-    assert preds[2] == 1 and preds[3] == 5
+    assert preds[2] == 1 and preds[3] == 5 and preds[5] == 2 and preds[6] == num_classes - 2
     e = np.exp(z - z.max(axis=1, keepdims=True))
     assert ulps(E.reshape(n, num_classes)[ok], e).max() <= 1.0
     # the exact sum of the kernel's own exps, against fixed point at 2**-s plus the final rounding
