@@ -96,14 +96,24 @@ def _bits_of_float(typingctx, value):
 
 
 _LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01
+_LN2_HI = 6.93147180369123816490e-01  # fdlibm's split of ln 2, for the log
 _LN2_LO = 1.90821492927058770002e-10
+# ln 2 split for the exp's reduction (SLEEF's L2U / L2L; n * _EXP_LN2_HI is exact)
+_EXP_LN2_HI = 0.69314718055966295651160180568695068359375
+_EXP_LN2_LO = 0.28235290563031577122588448175013436025525412068e-12
+# exp(r) = 1 + r + r**2 * P(r) on |r| <= ln(2) / 2, P of degree 10 (SLEEF's xexp, 1 ulp)
 _EXP_P = (
-    1.66666666666666019037e-01,
-    -2.77777777770155933842e-03,
-    6.61375632143793436117e-05,
-    -1.65339022054652515390e-06,
-    4.13813679705723846039e-08,
+    2.08860621107283687536341e-09,
+    2.51112930892876518610661e-08,
+    2.75573911234900471893338e-07,
+    2.75572362911928827629423e-06,
+    2.4801587159235472998791e-05,
+    0.000198412698960509205564975,
+    0.00138888888889774492207962,
+    0.00833333333331652721664984,
+    0.0416666666666665047591422,
+    0.166666666666666851703837,
+    0.5,
 )
 _LOG_LG = (
     6.666666666666735130e-01,
@@ -122,18 +132,16 @@ _MIN_NORMAL = 2.2250738585072014e-308
 @nb.njit(cache=True, inline="always")
 def _exp_in_range(x):
     """exp(x) for _EXP_MIN <= x <= 0, 1 ulp."""
-    p1, p2, p3, p4, p5 = _EXP_P
     # n = round(x / ln 2) by the shifter: adding 1.5 * 2**52 rounds to an integer, held in the
     # low bits of the pattern, so neither a floor nor a float-to-int conversion is needed.
     shifted = x * _LOG2E + _SHIFTER
     n = shifted - _SHIFTER
-    hi = x - n * _LN2_HI
-    lo = n * _LN2_LO
-    r = hi - lo
-    t = r * r
-    c = r - t * (p1 + t * (p2 + t * (p3 + t * (p4 + t * p5))))
-    y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)
-    return y * _float_from_bits((_bits_of_float(shifted) + 1023) << 52)  # 2**n: the shift drops the shifter's bits
+    r = (x - n * _EXP_LN2_HI) - n * _EXP_LN2_LO
+    # Horner with FMAs: no division (fdlibm's rational form divides: 5-7% slower measured)
+    p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10 = _EXP_P
+    u = ((((((((p0 * r + p1) * r + p2) * r + p3) * r + p4) * r + p5) * r + p6) * r + p7) * r + p8) * r + p9
+    u = (r * r) * (u * r + p10) + r + 1.0
+    return u * _float_from_bits((_bits_of_float(shifted) + 1023) << 52)  # 2**n: the shift drops the shifter's bits
 
 
 @nb.njit(cache=True, inline="always")
