@@ -197,15 +197,48 @@ def _log_into(src, dst, n, floor):
 _REDUCE = {"reassoc", "nsz"}
 
 
+def _spare_key_bits(x):
+    """Mask of the low bits that are zero in every float64 converted from ``x``'s dtype
+    (29 for float32), as a compile-time constant."""
+
+
+@overload(_spare_key_bits, inline="always")
+def _spare_key_bits_overload(x):
+    spare = (1 << 29) - 1 if x.dtype == types.float32 else 0
+    return lambda x: spare
+
+
+@nb.njit(cache=True, inline="always")
+def _probs_key(v, k, spare):
+    """The int64 pattern of a probability ``v`` >= 0 (it orders as the value does), with the
+    reversed index ``k`` in the spare low bits: the maximum over a row is its first argmax."""
+    bits = _bits_of_float(v)
+    return ((bits & ~spare) | (spare - k)) if spare > 0 else bits
+
+
+@nb.njit(cache=True, inline="always")
+def _probs_top(x, i, K, best, spare):
+    """(top label, maximum) of a row of probabilities from the maximum of :func:`_probs_key`;
+    without spare bits, the first index of the maximum by a vector loop."""
+    if spare > 0:
+        return spare - (best & spare), _float_from_bits(best & ~spare)
+    top = _float_from_bits(best)
+    pred = K
+    for k in range(K):
+        pred = min(pred, k if np.float64(x[i, k]) == top else K)
+    return pred, top
+
+
 @nb.njit(cache=True, nogil=True, fastmath=_REDUCE)
-def _probs_block(x, b0, nr, K, P, sums, top):
+def _probs_block(x, b0, nr, K, P, sums, top, preds):
     """Rows ``[b0, b0 + nr)`` of probabilities into float64 ``P``, their sums into ``sums``
     and their maxima into ``top``; return how many rows need a closer look (a value outside
     [0, 1] or NaN, or a sum off by more than the tolerance).
 
     The maximum is taken on the int64 patterns of the values: for p >= 0 they order as the
     values do, and an integer maximum vectorises where a float one (NaN rules) does not.
-    ``top`` is exact for every row that passes the check."""
+    ``top`` and the top label ``preds`` are exact for every row that passes the check."""
+    spare = _spare_key_bits(x)
     suspect = 0
     for r in range(nr):
         total = 0.0
@@ -216,9 +249,9 @@ def _probs_block(x, b0, nr, K, P, sums, top):
             bad += 0 if (v >= 0.0 and v <= 1.0) else 1
             P[r * K + k] = v
             total += v
-            best = max(best, _bits_of_float(v))
+            best = max(best, _probs_key(v, k, spare))
         sums[r] = total
-        top[r] = _float_from_bits(best)
+        preds[r], top[r] = _probs_top(x, b0 + r, K, best, spare)
         suspect += 1 if (bad > 0 or abs(total - 1.0) > ROW_SUM_TOLERANCE) else 0
     return suspect
 
@@ -332,16 +365,17 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
     Rows whose label is ``ignore_index`` are never checked (their padding may be anything).
     ``want_logs``: also ``L = log(max(P, eps))``, from the log-softmax for logits (one log per
     row, not per entry). ``rows`` = (row_log, row_conf, row_pred, row_top), buffers of one
-    entry a row: for probabilities with K >= 16, ``row_conf`` gets each row's maximum (taken in
-    the vectorised check loop); for logits, ``row_pred`` and ``row_conf`` get the top label (the
-    first argmax of z) and its probability. ``Z``, ``row_log`` and ``row_top`` are scratch.
+    entry a row: for probabilities with K >= 16, ``row_conf`` and ``row_pred`` get each row's
+    maximum and top label (taken in the vectorised check loop); for logits, ``row_pred`` and
+    ``row_conf`` get the top label (the first argmax of z) and its probability. ``Z``,
+    ``row_log`` and ``row_top`` are scratch.
     """
     row_log, row_conf, row_pred, row_top = rows
     nr = b1 - b0
     if mode == MODE_PROBS:
         n = nr * K
         suspect = (
-            _probs_block(x, b0, nr, K, P, row_log, row_conf)
+            _probs_block(x, b0, nr, K, P, row_log, row_conf, row_pred)
             if K >= 16
             else _probs_block_short(x, b0, nr, K, P, row_log)
         )
@@ -499,9 +533,8 @@ def _accumulate(mode, args):
                 pred = row_pred[i - b0]
                 conf = row_conf[i - b0]
             elif mode == MODE_PROBS and K >= 16:
+                pred = row_pred[i - b0]
                 conf = row_conf[i - b0]
-                while pred < K - 1 and P[o + pred] != conf:  # the first index on ties
-                    pred += 1
             else:
                 conf = P[o]
                 for k in range(1, K):
@@ -678,8 +711,9 @@ def _gather_ace(mode, args):
 
 @nb.njit(cache=True, nogil=True, fastmath=_REDUCE)
 def _probs_row(x, i, K):
-    """Sum, number of values outside [0, 1] (or NaN) and maximum of row ``i``, in one vector
-    loop (the maximum on int64 patterns, as in :func:`_probs_block`)."""
+    """Sum, number of values outside [0, 1] (or NaN), top label and maximum of row ``i``, in
+    one vector loop (the maximum on :func:`_probs_key`, as in :func:`_probs_block`)."""
+    spare = _spare_key_bits(x)
     total = 0.0
     bad = 0
     best = np.int64(0)
@@ -687,8 +721,9 @@ def _probs_row(x, i, K):
         v = np.float64(x[i, k])
         bad += 0 if (v >= 0.0 and v <= 1.0) else 1
         total += v
-        best = max(best, _bits_of_float(v))
-    return total, bad, _float_from_bits(best)
+        best = max(best, _probs_key(v, k, spare))
+    pred, top = _probs_top(x, i, K, best, spare)
+    return total, bad, pred, top
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
@@ -723,17 +758,6 @@ _KEY_PLUS_INF = 9218868437227405312  # _ordered_key(+inf)
 def _ordered_key_value(key):
     """The float whose :func:`_ordered_key` is ``key`` (the map is its own inverse)."""
     return _float_from_bits(key ^ ((key >> 63) & 0x7FFFFFFFFFFFFFFF))
-
-
-def _spare_key_bits(x):
-    """Mask of the low bits that are zero in every float64 converted from ``x``'s dtype
-    (29 for float32), as a compile-time constant."""
-
-
-@overload(_spare_key_bits, inline="always")
-def _spare_key_bits_overload(x):
-    spare = (1 << 29) - 1 if x.dtype == types.float32 else 0
-    return lambda x: spare
 
 
 @nb.njit(cache=True, inline="always")
@@ -809,10 +833,7 @@ def _top_of_probs_row(x, i, K):
     """(top label, its probability, row sum, number of values outside [0, 1] or NaN) of a row
     of probabilities. Logit rows go by blocks, through :func:`_top_logits_block`."""
     if K >= 16:
-        total, bad, conf = _probs_row(x, i, K)
-        pred = 0
-        while pred < K - 1 and np.float64(x[i, pred]) != conf:  # the first index on ties
-            pred += 1
+        total, bad, pred, conf = _probs_row(x, i, K)
         return pred, conf, total, bad
     conf = np.float64(x[i, 0])
     pred = 0

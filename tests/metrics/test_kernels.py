@@ -148,9 +148,11 @@ def test_top_label_takes_the_first_of_tied_maxima_for_short_and_long_rows(num_cl
     assert 0.4 < expected < 0.6
 
 
-@pytest.mark.parametrize("num_classes", [3, 20, 66])
+@pytest.mark.parametrize(
+    ("num_classes", "dtype"), [(3, np.float32), (20, np.float32), (66, np.float32), (20, np.float64)]
+)
 @pytest.mark.parametrize("from_logits", [False, True])
-def test_top_label_kernel_agrees_with_the_full_pass_to_the_bit(num_classes, from_logits):
+def test_top_label_kernel_agrees_with_the_full_pass_to_the_bit(num_classes, dtype, from_logits):
     # ``ece`` alone runs the lean top-label kernel, ``calibration_report`` the full one: the same
     # top label, confidence and bins, so equal results, including masked rows full of NaN,
     # tied maxima and logits that tie after rounding.
@@ -158,14 +160,15 @@ def test_top_label_kernel_agrees_with_the_full_pass_to_the_bit(num_classes, from
 
     rng = np.random.default_rng(num_classes)
     n = 3000
-    logits = (rng.standard_normal((n, num_classes)) * 4).astype(np.float32)
+    # float32 rows find their top label in the spare bits of the maximum, float64 ones by a search
+    logits = (rng.standard_normal((n, num_classes)) * 4).astype(dtype)
     logits[::7, 1] = logits[::7, 0] = logits[::7].max(axis=1)  # tied maxima
     labels = rng.integers(0, num_classes, n)
     labels[::11] = -100
     values = logits
     if not from_logits:
         values = np.exp(logits - logits.max(axis=1, keepdims=True))
-        values = (values / values.sum(axis=1, keepdims=True)).astype(np.float32)
+        values = (values / values.sum(axis=1, keepdims=True)).astype(dtype)
     values[::11] = np.nan  # masked padding may hold anything
     top_only = ("ece", "mce", "rbece", "esce", "cece", "overconfidence")
     lean = calibkit.calibration_report(values, labels, metrics=top_only, from_logits=from_logits, theta=0)
