@@ -288,14 +288,15 @@ def _ace_buckets(bits, out, n):
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
 def _normalise_rows(P, sums, inverse, nr, K):
-    """``P[r] /= sums[r]`` (as softmax is written: e / sum(e)) and ``inverse[r] = 1 / sums[r]``,
-    the probability of the top label, whose exp is exp(0) = 1."""
+    """``P[r] *= inverse[r] = 1 / sums[r]``: the probability of the top label, whose exp is
+    exp(0) = 1, is ``inverse[r]`` itself. A multiply, not a divide per entry (within 1 ulp of
+    e / sum(e), and a vector divide costs 2 cycles an entry here)."""
     for r in range(nr):
         o = r * K
-        total = sums[r]
-        inverse[r] = 1.0 / total
+        scale = 1.0 / sums[r]
+        inverse[r] = scale
         for k in range(K):
-            P[o + k] = P[o + k] / total
+            P[o + k] = P[o + k] * scale
 
 
 @nb.njit(cache=True, nogil=True, fastmath=_REDUCE)
