@@ -16,6 +16,27 @@ def median_time(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+def interleaved_times(contenders: dict, repeats: int) -> dict[str, list[float]]:
+    """Wall times of ``repeats`` rounds, each calling every contender once in turn.
+
+    On a shared machine speed drifts by 20-40% over a minute: timing one contender's repeats
+    and then the next's lets a fast or slow spell land on one side of a ratio. Round-robin
+    rounds give every contender the same spells, and a ratio taken per round cancels them.
+    """
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeats):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def median_ratio(numerator: list[float], denominator: list[float]) -> float:
+    """Median over rounds of the per-round ratio (see :func:`interleaved_times`)."""
+    return statistics.median(a / b for a, b in zip(numerator, denominator))
+
+
 def _rss(field: str) -> int:
     with open("/proc/self/status") as status:
         for line in status:

@@ -1,11 +1,12 @@
 """Speed and memory of calibkit's metrics against torchmetrics and netcal, on the same arrays.
 
-    python benchmarks/metrics.py            # 10M x 4 and 2M x 66, float32, medians of 3 runs
+    python benchmarks/metrics.py            # 10M x 4 and 2M x 66, float32, medians of 5 rounds
     python benchmarks/metrics.py --quick    # 1M x 4 and 200k x 66
     python benchmarks/metrics.py --shapes 2000000x66 --no-netcal   # one shape, e.g. to re-run under less load
 
 Prints seconds, the ratio of each calibkit call to torchmetrics' single top-label ECE (the
-issue's targets: ``ece`` <= 0.25x, ``calibration_report`` <= 2x), how many read-once floors
+issue's targets: ``ece`` <= 0.25x, ``calibration_report`` <= 2x; contenders run round-robin,
+and each ratio is the median of its per-round ratios, as the machine's speed drifts), how many read-once floors
 (``np.sum`` over the array) the full report costs, and the peak memory the report adds above
 the input arrays. Accuracy is printed too: torchmetrics accumulates in float32.
 """
@@ -13,13 +14,14 @@ the input arrays. Accuracy is printed too: torchmetrics accumulates in float32.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import median_time, peak_rss_above_now  # noqa: E402
+from _common import interleaved_times, median_ratio, peak_rss_above_now  # noqa: E402
 
 
 def make(n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -45,33 +47,45 @@ def run_shape(n: int, k: int, repeats: int, netcal_ece) -> None:
     calibkit.ece(probs[:1000], labels[:1000])
     calibkit.ece(logits[:1000], labels[:1000], from_logits=True)
 
-    rows: list[tuple[str, float]] = []
+    contenders = {
+        "floor: np.sum (read once)": lambda: np.sum(probs),
+        "torchmetrics ECE (probs)": lambda: multiclass_calibration_error(tp, ty, k, n_bins=15),
+        "torchmetrics ECE (logits)": lambda: multiclass_calibration_error(tl, ty, k, n_bins=15),
+        "netcal ECE (probs)": (lambda: netcal_ece.measure(probs, labels)) if netcal_ece is not None else None,
+        "calibkit.ece (probs)": lambda: calibkit.ece(probs, labels),
+        "calibkit.ece (logits)": lambda: calibkit.ece(logits, labels, from_logits=True),
+        "calibkit.calibration_report (probs)": lambda: calibkit.calibration_report(probs, labels),
+        "calibkit.calibration_report (logits)": lambda: calibkit.calibration_report(logits, labels, from_logits=True),
+    }
+    times = interleaved_times({name: fn for name, fn in contenders.items() if fn is not None}, repeats)
 
-    def timed(name, fn, rows=rows):
-        rows.append((name, median_time(fn, repeats)))
-        return rows[-1][1]
-
-    floor = timed("floor: np.sum (read once)", lambda: np.sum(probs))
-    tm = timed("torchmetrics ECE (probs)", lambda: multiclass_calibration_error(tp, ty, k, n_bins=15))
-    tm_logits = timed("torchmetrics ECE (logits)", lambda: multiclass_calibration_error(tl, ty, k, n_bins=15))
-    if netcal_ece is not None:
-        timed("netcal ECE (probs)", lambda: netcal_ece.measure(probs, labels))
-    ours = timed("calibkit.ece (probs)", lambda: calibkit.ece(probs, labels))
-    ours_logits = timed("calibkit.ece (logits)", lambda: calibkit.ece(logits, labels, from_logits=True))
-    report = timed("calibkit.calibration_report (probs)", lambda: calibkit.calibration_report(probs, labels))
-    report_logits = timed(
-        "calibkit.calibration_report (logits)",
-        lambda: calibkit.calibration_report(logits, labels, from_logits=True),
-    )
-
-    print(f"== {n:,} x {k} ==")
-    for name, seconds in rows:
-        print(f"  {name:42s} {seconds:8.3f} s")
-    print("  ratios (target):")
-    print(f"    ece / torchmetrics (probs)              {ours / tm:6.3f}  (<= 0.25)")
-    print(f"    ece / torchmetrics (logits)             {ours_logits / tm_logits:6.3f}  (<= 0.25)")
-    print(f"    report / torchmetrics ECE (probs)       {report / tm:6.3f}  (<= 2)")
-    print(f"    report / torchmetrics ECE (logits)      {report_logits / tm_logits:6.3f}  (<= 2)")
+    print(f"== {n:,} x {k} ==  (median of {repeats} round-robin rounds)")
+    for name, seconds in times.items():
+        print(f"  {name:42s} {statistics.median(seconds):8.3f} s")
+    print("  ratios, median of the per-round ratios (range over rounds) (target):")
+    for label, ours, theirs, target in (
+        ("ece / torchmetrics (probs)", "calibkit.ece (probs)", "torchmetrics ECE (probs)", "<= 0.25"),
+        ("ece / torchmetrics (logits)", "calibkit.ece (logits)", "torchmetrics ECE (logits)", "<= 0.25"),
+        (
+            "report / torchmetrics ECE (probs)",
+            "calibkit.calibration_report (probs)",
+            "torchmetrics ECE (probs)",
+            "<= 2",
+        ),
+        (
+            "report / torchmetrics ECE (logits)",
+            "calibkit.calibration_report (logits)",
+            "torchmetrics ECE (logits)",
+            "<= 2",
+        ),
+    ):
+        per_round = [a / b for a, b in zip(times[ours], times[theirs])]
+        print(
+            f"    {label:38s} {median_ratio(times[ours], times[theirs]):6.3f}"
+            f"  ({min(per_round):.3f}-{max(per_round):.3f})  ({target})"
+        )
+    report = statistics.median(times["calibkit.calibration_report (probs)"])
+    floor = statistics.median(times["floor: np.sum (read once)"])
     print(f"    report / read-once floor                {report / floor:6.1f}")
     extra = peak_rss_above_now(lambda: calibkit.calibration_report(probs, labels))
     print(f"  peak memory of the report above the inputs: {extra:.0f} MB (inputs {probs.nbytes / 2**20:.0f} MB)")
@@ -84,7 +98,7 @@ def run_shape(n: int, k: int, repeats: int, netcal_ece) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="10x smaller arrays")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5, help="round-robin rounds")
     parser.add_argument("--no-netcal", action="store_true", help="skip netcal (slow to import)")
     parser.add_argument(
         "--shapes", nargs="+", metavar="NxK", help="shapes to run instead of the default two (before --quick scaling)"
