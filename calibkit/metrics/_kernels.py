@@ -68,11 +68,12 @@ def _ace_bucket(bits):
 
 # --------------------------------------------------------------------------------------------
 # exp and log that vectorise. numba lowers math.exp/math.log to libm calls, one element at a
-# time (no SVML here); these are fdlibm's algorithms (e_exp.c, e_log.c: Cody-Waite range
-# reduction and the same minimax coefficients) written as straight-line code, so LLVM runs a
-# whole loop of them in SIMD registers, 4-5x faster. Both are accurate to 1 ulp in float64
-# (checked against numpy over 2e7 points, tests/metrics/test_kernels.py): nothing is traded
-# for the speed, and float64 input stays exact.
+# time (no SVML here); the exp is SLEEF's (xexp: Cody-Waite reduction, a degree-10 polynomial
+# with FMAs, no division), the log fdlibm's (e_log.c, the same minimax coefficients), written
+# as straight-line code, so LLVM runs a whole loop of them in SIMD registers, 4-5x faster.
+# Both are accurate to 1 ulp in float64 (checked against numpy over 2e7 points,
+# tests/metrics/test_kernels.py): nothing is traded for the speed, and float64 input stays
+# exact.
 
 
 @intrinsic
@@ -367,7 +368,7 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
     ``want_logs``: also ``L = log(max(P, eps))``, from the log-softmax for logits (one log per
     row, not per entry). ``rows`` = (row_log, row_conf, row_pred, row_top), buffers of one
     entry a row: for probabilities with K >= 16, ``row_conf`` and ``row_pred`` get each row's
-    maximum and top label (taken in the vectorised check loop); for logits, ``row_pred`` and
+    maximum and top label (from the vectorised check loop; a search loop for float64); for logits, ``row_pred`` and
     ``row_conf`` get the top label (the first argmax of z) and its probability. ``Z``,
     ``row_log`` and ``row_top`` are scratch.
     """
@@ -399,7 +400,7 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
         if want_logs:
             _log_into(P, L, n, eps)
     elif mode == MODE_LOGITS:
-        if K >= 16:  # vector loops per row: max, then exp, sum and top label at once
+        if K >= 16:  # vector loops per row: max and top label, then exp and sum
             _softmax_rows(x, b0, nr, K, P, row_top, row_log, row_conf, row_pred)  # row_conf: bad flags
             for r in range(nr):
                 if row_conf[r] > 0 and labels[b0 + r] != ignore_index:
@@ -763,27 +764,70 @@ def _ordered_key_value(key):
 
 @nb.njit(cache=True, inline="always")
 def _fixed_point_scale(K):
-    """2**s for summing K values in [0, 1] as int64 multiples of 2**-s: the largest s whose
-    sum cannot overflow (s = 55 at K = 66)."""
+    """2**s for summing K values in [0, 1] as int64 multiples of 2**-s: (K + 1) * 2**s <= 2**62
+    (s = 55 at K = 66), so no sum can overflow."""
     s = 62
     while (np.int64(1) << (62 - s)) < K + 1:
         s -= 1
     return np.float64(np.int64(1) << s)
 
 
+FIXED_POINT_ONE_WORD = 256
+"""Up to this many classes a row sums in one int64 word (error at most K * 2**-s, s >= 53:
+at most 2**-45, as good as a float sum's worst case); above, a second word holds 32 more bits
+of each term, as the unit 2**-s grows with K and would lose the mass of small terms."""
+
+
+@nb.njit(cache=True, inline="always")
+def _exp_row_sum(x, i, K, top, E, o, scale, in_range):
+    """``E[o + k] = exp(x[i, k] - top)`` and their sum, in fixed point (see
+    :func:`_softmax_rows`); ``in_range``: no term below ``_EXP_MIN``, so the exp needs no
+    clamp. The branches are outside the loops, one vector loop each."""
+    if K <= FIXED_POINT_ONE_WORD:
+        units = np.int64(0)
+        if in_range:
+            for k in range(K):
+                e = _exp_in_range_strict(np.float64(x[i, k]) - top)
+                E[o + k] = e
+                units += np.int64(e * scale + 0.5)  # nearest, but a tie at [2**52, 2**53) rounds to even
+        else:
+            for k in range(K):
+                e = _exp_strict(np.float64(x[i, k]) - top)
+                E[o + k] = e
+                units += np.int64(e * scale + 0.5)
+        return np.float64(units) / scale
+    # two words: the whole units (truncated), then 32 more bits of the (exact) remainder
+    if in_range:
+        for k in range(K):
+            E[o + k] = _exp_in_range_strict(np.float64(x[i, k]) - top)
+    else:
+        for k in range(K):
+            E[o + k] = _exp_strict(np.float64(x[i, k]) - top)
+    units = np.int64(0)
+    fraction = np.int64(0)
+    for k in range(o, o + K):
+        v = E[k] * scale
+        whole = np.int64(v)
+        units += whole
+        fraction += np.int64((v - np.float64(whole)) * 4294967296.0)
+    return (np.float64(units) + np.float64(fraction) * 2.0**-32) / scale
+
+
 @nb.njit(cache=True, nogil=True, error_model="numpy")
 def _softmax_rows(x, b0, nr, K, E, tops, sums, bads, preds):
-    """Long logit rows ``[b0, b0 + nr)``, two vector loops each: the maximum ``tops[r]`` (on
-    :func:`_ordered_key`, with the least key, so that NaN and inf are caught there), then
-    ``E[r * K + k] = exp(x[i, k] - top)`` with their sum ``sums[r]``; 1 in ``bads[r]`` if the
-    row holds a NaN or inf (else 0); and the first ``k`` with ``x[i, k] == top``, ``preds[r]``
-    (the top label). Every kernel builds long-row softmaxes here, one call a block.
+    """Long logit rows ``[b0, b0 + nr)``, vector loops each: the maximum ``tops[r]`` (on
+    :func:`_ordered_key`, with the least key, so that NaN and inf are caught there) and, in the
+    same loop for float32 input (a second one for float64), the first ``k`` with ``x[i, k] ==
+    top``, ``preds[r]`` (the top label); then ``E[r * K + k] = exp(x[i, k] - top)`` with their
+    sum ``sums[r]``; 1 in ``bads[r]`` if the row holds a NaN or inf (else 0). Every kernel
+    builds long-row softmaxes here, one call a block.
 
-    The sum is taken in fixed point (int64 multiples of 2**-s, s = 55 at K = 66; error below
-    K * 2**-(s + 1), about 1e-15 at K = 66, on a sum >= 1): integer adds vectorise in any order
-    with the same result. A reassociated float sum is as fast but not reproducible: LLVM
-    vectorises it per call site, and the top-label kernel, the full pass and the exact-ACE
-    gather (which must rebuild the very same probabilities) differed in the last bit."""
+    The sum is taken in fixed point (int64 multiples of 2**-s, s = 55 at K = 66; error at most
+    K * 2**-s, 2e-15 at K = 66, on a sum >= 1; two words above
+    :data:`FIXED_POINT_ONE_WORD` classes): integer adds vectorise in any order with the same
+    result. A reassociated float sum is as fast but not reproducible: LLVM vectorises it per
+    call site, and the top-label kernel, the full pass and the exact-ACE gather (which must
+    rebuild the very same probabilities) differed in the last bit."""
     scale = _fixed_point_scale(K)
     spare = _spare_key_bits(x)
     for r in range(nr):
@@ -811,19 +855,9 @@ def _softmax_rows(x, b0, nr, K, E, tops, sums, bads, preds):
             pred = K
             for k in range(K):  # a vector loop: the first index on ties
                 pred = min(pred, k if np.float64(x[i, k]) == top else K)
-        fixed = np.int64(0)
-        if _ordered_key_value(least) - top >= _EXP_MIN:  # the common case: no term to flush
-            for k in range(K):
-                e = _exp_in_range_strict(np.float64(x[i, k]) - top)
-                E[o + k] = e
-                fixed += np.int64(e * scale + 0.5)
-        else:
-            for k in range(K):
-                e = _exp_strict(np.float64(x[i, k]) - top)
-                E[o + k] = e
-                fixed += np.int64(e * scale + 0.5)
+        in_range = _ordered_key_value(least) - top >= _EXP_MIN  # the common case: no term to flush
+        sums[r] = _exp_row_sum(x, i, K, top, E, o, scale, in_range)
         tops[r] = top
-        sums[r] = np.float64(fixed) / scale
         # NaN and +-inf order beyond every finite key (-NaN below -inf, +NaN above +inf)
         bads[r] = 0 if (least > _KEY_MINUS_INF and best < _KEY_PLUS_INF) else 1
         preds[r] = pred

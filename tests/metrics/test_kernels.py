@@ -84,7 +84,24 @@ def test_long_softmax_rows_sum_max_top_label_and_bad_flags(num_classes, dtype):
     exact = np.array([float(sum(map(Fraction, row))) for row in E.reshape(n, num_classes)[ok]])
     scale = K._fixed_point_scale(num_classes)
     assert scale * (num_classes + 1) <= 2.0**62 < 2 * scale * (num_classes + 1)  # no int64 overflow
-    assert np.all(np.abs(sums[ok] - exact) <= num_classes * 0.5 / scale + np.spacing(exact))
+    assert np.all(np.abs(sums[ok] - exact) <= num_classes / scale + np.spacing(exact))
+
+
+def test_long_softmax_rows_keep_the_mass_of_many_small_terms():
+    # A vocabulary-sized row: one top logit and 255999 terms about 31 below it (each exp about
+    # 3e-14). One fixed-point word of unit 2**-44 would round them all to 0 and lose 8e-9 of
+    # the sum; the second word keeps it to float64 accuracy.
+    num_classes = 256_000
+    x = np.full((2, num_classes), -31.0, dtype=np.float32)
+    x[:, 7] = 0.0
+    x[1, 1000:] = -40.0
+    E = np.empty(2 * num_classes)
+    tops, sums, bads = np.empty(2), np.empty(2), np.empty(2)
+    preds = np.empty(2, dtype=np.int64)
+    K._softmax_rows(x, 0, 2, num_classes, E, tops, sums, bads, preds)
+    exact = [float(sum(map(Fraction, row))) for row in E.reshape(2, num_classes)]
+    np.testing.assert_allclose(sums, exact, rtol=4e-16, atol=0)
+    assert list(preds) == [7, 7] and not bads.any()
 
 
 def numpy_ace(probs, labels, n_ranges):
