@@ -32,11 +32,6 @@ def interleaved_times(contenders: dict, repeats: int) -> dict[str, list[float]]:
     return times
 
 
-def median_ratio(numerator: list[float], denominator: list[float]) -> float:
-    """Median over rounds of the per-round ratio (see :func:`interleaved_times`)."""
-    return statistics.median(a / b for a, b in zip(numerator, denominator))
-
-
 def _rss(field: str) -> int:
     with open("/proc/self/status") as status:
         for line in status:
