@@ -285,6 +285,24 @@ def _equal_width_bins(P, out, n, n_bins):
 
 
 @nb.njit(cache=True, nogil=True)
+def _first_bin_sums(P, labels, b0, nr, K, ignore_index, n_bins, count, total):
+    """Per class, the count and the sum of the values of rows ``[b0, b0 + nr)`` that fall in
+    the first equal-width bin (``p * n_bins <= 1``, the very test of :func:`_bin_index`),
+    skipping masked rows. In a long row almost every value is that small (95% below 1/15 in
+    the benchmark's 2M x 66 rows), so adding them here, in a vector loop, leaves only the few
+    others to the scattered class-wise updates (full pass, one thread, same-process A/B:
+    about 6% less time from probabilities, 11% from logits)."""
+    for r in range(nr):
+        if labels[b0 + r] == ignore_index:
+            continue
+        o = r * K
+        for k in range(K):
+            low = P[o + k] * n_bins <= 1.0
+            count[k] += 1.0 if low else 0.0
+            total[k] += P[o + k] if low else 0.0
+
+
+@nb.njit(cache=True, nogil=True)
 def _ace_buckets(bits, out, n):
     for j in range(n):
         out[j] = max((bits[j] >> 48) - ACE_OFFSET, 0)
@@ -497,6 +515,10 @@ def _accumulate(mode, args):
     index = np.empty(rows_per_block * K, dtype=np.int64)  # per-entry class-wise bin
     buckets = np.empty(rows_per_block * K if do_ace else 0, dtype=np.int64)  # per-entry ACE bucket
     cw_lanes = classwise.shape[0] - 1  # 1 or LANES copies: a mask for the row number
+    # long rows: the class-wise first bin is summed apart, in a vector loop (_first_bin_sums)
+    sparse_cw = do_classwise and K >= 16
+    first_count = np.zeros(K if sparse_cw else 0)
+    first_sum = np.zeros(K if sparse_cw else 0)
     ace_lanes = ace.shape[0] - 1
     n_specs = top_bins.shape[0]
     n_fuzzy = fuzzy.shape[1]
@@ -517,7 +539,9 @@ def _accumulate(mode, args):
         n_entries = (b1 - b0) * K
         if bad_row < 0 and do_rows and K >= 16:
             _square_and_entropy(P, L, b1 - b0, K, row_square, row_entropy)
-        if bad_row < 0 and do_classwise:
+        if bad_row < 0 and sparse_cw:
+            _first_bin_sums(P, labels, b0, b1 - b0, K, ignore_index, n_cw, first_count, first_sum)
+        elif bad_row < 0 and do_classwise:
             _equal_width_bins(P, index, n_entries, n_cw)
         for i in range(b0, b1):
             y = np.int64(labels[i])
@@ -596,11 +620,20 @@ def _accumulate(mode, args):
                         fuzzy[lane, m, 2] += mu * c_top
             if do_classwise and not do_ace:
                 cw = i & cw_lanes
-                for k in range(K):
-                    b = index[o + k]
-                    classwise[cw, k, b, 0] += 1.0
-                    classwise[cw, k, b, 1] += P[o + k]
-                classwise[cw, y, index[o + y], 2] += 1.0
+                if sparse_cw:
+                    for k in range(K):
+                        p = P[o + k]
+                        if p * n_cw > 1.0:
+                            b = _bin_index(p, n_cw)
+                            classwise[cw, k, b, 0] += 1.0
+                            classwise[cw, k, b, 1] += p
+                    classwise[cw, y, _bin_index(P[o + y], n_cw), 2] += 1.0
+                else:
+                    for k in range(K):
+                        b = index[o + k]
+                        classwise[cw, k, b, 0] += 1.0
+                        classwise[cw, k, b, 1] += P[o + k]
+                    classwise[cw, y, index[o + y], 2] += 1.0
         if failed:
             break
         if do_ace:  # the class-wise and ACE histograms in one loop over the entries
@@ -611,7 +644,19 @@ def _accumulate(mode, args):
                     continue
                 o = (i - b0) * K
                 lane = i & ace_lanes
-                if do_classwise:
+                if sparse_cw:
+                    cw = i & cw_lanes
+                    for k in range(K):
+                        p = P[o + k]
+                        j = buckets[o + k]
+                        ace[lane, k, j, 0] += 1.0
+                        ace[lane, k, j, 1] += p
+                        if p * n_cw > 1.0:
+                            b = _bin_index(p, n_cw)
+                            classwise[cw, k, b, 0] += 1.0
+                            classwise[cw, k, b, 1] += p
+                    classwise[cw, y, _bin_index(P[o + y], n_cw), 2] += 1.0
+                elif do_classwise:
                     cw = i & cw_lanes
                     for k in range(K):
                         p = P[o + k]
@@ -628,6 +673,9 @@ def _accumulate(mode, args):
                         ace[lane, k, j, 0] += 1.0
                         ace[lane, k, j, 1] += P[o + k]
                 ace[lane, y, buckets[o + y], 2] += 1.0
+    for k in range(first_count.shape[0]):
+        classwise[0, k, 0, 0] += first_count[k]
+        classwise[0, k, 0, 1] += first_sum[k]
     scalars[S_N] += s_n
     scalars[S_CORRECT] += s_correct
     scalars[S_BRIER] += s_brier

@@ -28,10 +28,39 @@ def close(a, b, tol=1e-9):
     return abs(a - b) <= tol * max(1.0, abs(b))
 
 
+# Rows of 16 classes or more take other kernel paths (vectorised maxima, fixed-point softmax
+# sums, a first class-wise bin summed apart); float32 input takes the spare-bit argmax.
+LONG_CASES = [
+    # kind, n, classes, from_logits, n_bins, dtype
+    ("multiclass", 310, 20, False, 15, np.float64),
+    ("multiclass", 290, 33, False, 15, np.float32),
+    ("multiclass", 260, 33, True, 10, np.float64),
+    ("multiclass", 240, 20, True, 15, np.float32),
+    ("token", 30, 17, False, 15, np.float32),
+    ("token", 25, 18, True, 6, np.float64),
+]
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("kind,n,k,from_logits,n_bins", CASES)
 def test_report_matches_reference(seed, kind, n, k, from_logits, n_bins):
     probs, labels = make_data(seed, kind, n, k, from_logits)
+    check_report(probs, labels, k, from_logits, n_bins)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("kind,n,k,from_logits,n_bins,dtype", LONG_CASES)
+def test_report_on_long_rows_matches_reference(seed, kind, n, k, from_logits, n_bins, dtype):
+    probs, labels = make_data(seed, kind, n, k, from_logits, sharpness=3.0)
+    probs = probs.astype(dtype)  # the reference reads the very same (rounded) values
+    check_report(probs, labels, k, from_logits, n_bins)
+    # SCE alone takes the class-wise pass without the ACE histogram
+    rows, _ = ref.rows_of(probs, labels, from_logits=from_logits)
+    alone = calibkit.sce(probs, labels, n_bins=n_bins, from_logits=from_logits)
+    assert close(alone, ref.sce(rows, k, n_bins)), (alone, ref.sce(rows, k, n_bins))
+
+
+def check_report(probs, labels, k, from_logits, n_bins):
     rows, binary = ref.rows_of(probs, labels, from_logits=from_logits)
     num_classes = 2 if binary else k
     theta = 3
