@@ -481,8 +481,8 @@ def _accumulate(mode, args):
     """Add the statistics of rows ``[start, stop)`` into the output arrays.
 
     ``args`` = (x, labels, start, stop, ignore_index, num_classes, eps, top_bins, top, fuzzy,
-    classwise, ace, scalars, errors, do_rows, do_classwise, do_ace, do_fuzzy), a tuple so that
-    the four per-mode entry points below stay one line each.
+    classwise, ace, scalars, errors, do_rows, do_classwise, do_ace, do_fuzzy, row_softmax), a
+    tuple so that the four per-mode entry points below stay one line each.
 
     Every histogram has a leading axis of ``LANES`` copies, summed by the caller.
     top       (LANES, S, K, Mmax, 4): per bin count of ``top_bins[s]``, split by true label:
@@ -492,15 +492,20 @@ def _accumulate(mode, args):
     classwise (LANES, K, Mc, 3): per class column and equal-width bin: count, sum p, sum 1[y = k].
     ace       (LANES, K, ACE_BUCKETS, 3): the same on the fine float-pattern buckets.
     scalars   (N_SCALARS,): n, correct, Brier, NLL, ECD sums, confidence and count of errors.
+    row_softmax (N, 2) or (0, 2): for long logit rows, each row's maximum logit and inverse
+              softmax sum, so that :func:`_gather_ace` rebuilds the probabilities with one exp
+              and one multiply an entry (the very operations of this pass) instead of a
+              whole softmax. Empty: not kept.
     errors    (N_ERRORS,): first offending row of each kind, -1 if none. The kernel stops at
               the first bad row: the caller raises.
     """
     (x, labels, start, stop, ignore_index, num_classes, eps, top_bins, top, fuzzy, classwise, ace, scalars, errors) = (
         args[:14]
     )
-    do_rows, do_classwise, do_ace, do_fuzzy = args[14:]
+    do_rows, do_classwise, do_ace, do_fuzzy, row_softmax = args[14:]
     K = num_classes
     binary = mode >= MODE_BINARY_PROBS
+    keep_softmax = mode == MODE_LOGITS and K >= 16 and row_softmax.shape[0] > 0
     rows_per_block = max(1, BLOCK_ENTRIES // K)
     P = np.empty(rows_per_block * K, dtype=np.float64)
     Z = np.empty_like(P)
@@ -537,6 +542,10 @@ def _accumulate(mode, args):
             mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, (row_log, row_conf, row_pred, row_top), do_rows
         )
         n_entries = (b1 - b0) * K
+        if keep_softmax:
+            for r in range(b1 - b0):
+                row_softmax[b0 + r, 0] = row_top[r]
+                row_softmax[b0 + r, 1] = row_conf[r]  # 1 / sum: see _normalise_rows
         if bad_row < 0 and do_rows and K >= 16:
             _square_and_entropy(P, L, b1 - b0, K, row_square, row_entropy)
         if bad_row < 0 and sparse_cw:
@@ -704,7 +713,8 @@ def _gather_row(E, keys, o, K, y, slot_of, bitmap, n_words, write_at, out_p, out
 def _gather_ace(mode, args):
     """Copy the values (and outcomes) of rows ``[start, stop)`` that fall in a boundary bucket.
 
-    ``args`` = (x, labels, start, stop, ignore_index, num_classes, slot_of, write_at, out_p, out_o).
+    ``args`` = (x, labels, start, stop, ignore_index, num_classes, slot_of, write_at, out_p, out_o,
+    row_softmax); ``row_softmax`` as filled by :func:`_accumulate` for long logit rows, or empty.
 
     ``slot_of[k, bucket]`` is the slot of a bucket that holds an equal-mass range boundary, or
     -1; ``write_at[slot]`` is where this range's next value of that slot goes (advanced here).
@@ -712,7 +722,7 @@ def _gather_ace(mode, args):
     probabilities are rebuilt exactly as it built them (same functions, same order), so every
     value lands in the bucket it was counted in.
     """
-    x, labels, start, stop, ignore_index, num_classes, slot_of, write_at, out_p, out_o = args
+    x, labels, start, stop, ignore_index, num_classes, slot_of, write_at, out_p, out_o, row_softmax = args
     K = num_classes
     n_buckets = slot_of.shape[1]
     n_words = (n_buckets + 63) // 64
@@ -730,6 +740,22 @@ def _gather_ace(mode, args):
                 continue
             for k in range(K):  # a vector loop: the buckets before the branchy one
                 E[k] = np.float64(x[i, k])
+                keys[k] = max((_bits_of_float(E[k]) >> 48) - ACE_OFFSET, 0)
+            _gather_row(E, keys, 0, K, y, slot_of, bitmap, n_words, write_at, out_p, out_o)
+        return
+    if mode == MODE_LOGITS and K >= 16 and row_softmax.shape[0] > 0:
+        # exp(z - max) times the inverse sum, as _softmax_rows and _normalise_rows computed
+        # them (the clamped exp has the same bits as the unclamped one where both apply)
+        E = np.empty(K, dtype=np.float64)
+        keys = np.empty(K, dtype=np.int64)
+        for i in range(start, stop):
+            y = np.int64(labels[i])
+            if y == ignore_index:
+                continue
+            top = row_softmax[i, 0]
+            inverse = row_softmax[i, 1]
+            for k in range(K):
+                E[k] = _exp_strict(np.float64(x[i, k]) - top) * inverse
                 keys[k] = max((_bits_of_float(E[k]) >> 48) - ACE_OFFSET, 0)
             _gather_row(E, keys, 0, K, y, slot_of, bitmap, n_words, write_at, out_p, out_o)
         return

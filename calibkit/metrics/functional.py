@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics._kernels import MODE_LOGITS
 from calibkit.metrics._validation import check_positive_int, prepare
 from calibkit.metrics.statistics import (
     METRICS,
@@ -42,13 +43,19 @@ def _one_shot(
         metrics, from_logits=from_logits, ignore_index=ignore_index, num_threads=num_threads, **settings
     )
     prep = prepare(probs, labels, from_logits=from_logits, ignore_index=ignore_index)
-    stats, parts = acc._statistics_of(prep, keep_parts="ace" in metrics)
+    # Long logit rows keep their maximum and inverse softmax sum (16 bytes a row) for the
+    # exact-ACE pass, which then takes one exp an entry instead of a whole softmax.
+    keep = "ace" in metrics and prep.mode == MODE_LOGITS and prep.num_classes >= 16
+    row_softmax = np.empty((prep.values.shape[0], 2)) if keep else None
+    stats, parts = acc._statistics_of(prep, keep_parts="ace" in metrics, row_softmax=row_softmax)
     acc._add(stats)
     partials = None
     if "ace" in metrics and stats.n > 0:
         # The data is still here: resolve the buckets a range boundary cuts exactly.
         points = ace_points(stats.ace, acc.ace_ranges)
-        partials = exact_ace_partials(prep, parts, points, ignore_index=ignore_index, num_threads=num_threads)
+        partials = exact_ace_partials(
+            prep, parts, points, ignore_index=ignore_index, num_threads=num_threads, row_softmax=row_softmax
+        )
     return acc.compute(_ace_partials=partials), stats
 
 

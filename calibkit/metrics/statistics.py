@@ -216,6 +216,7 @@ def bin_statistics(
     num_threads: int | None = None,
     keep_parts: bool = False,
     ranges: list[tuple[int, int]] | None = None,
+    row_softmax: np.ndarray | None = None,
 ) -> tuple[CalibrationStatistics, list[CalibrationStatistics]]:
     """Run the kernel over ``prep`` in threads; return the summed statistics (and the parts).
 
@@ -223,7 +224,9 @@ def bin_statistics(
     entry), ``classwise`` (SCE), ``ace`` and ``fuzzy`` (FCE). Raises ``ValueError`` on the
     first bad value, naming the argument, the position and the offending row. ``ranges``
     (row ranges covering the input) replaces the per-thread split; with ``keep_parts`` the
-    statistics of each range are returned too (the bootstrap's blocks).
+    statistics of each range are returned too (the bootstrap's blocks). ``row_softmax``, an
+    (N, 2) array, receives each long logit row's maximum and inverse softmax sum, for
+    :func:`exact_ace_partials` (see :func:`calibkit.metrics._kernels._accumulate`).
     """
     groups = frozenset(groups)
     ranges = ranges if ranges is not None else _row_ranges(prep.values.shape[0], num_threads)
@@ -256,6 +259,7 @@ def bin_statistics(
                 "classwise" in groups,
                 "ace" in groups,
                 "fuzzy" in groups,
+                row_softmax if row_softmax is not None else np.empty((0, 2)),
             )
         )
         for name, array in lanes.items():
@@ -440,10 +444,12 @@ def exact_ace_partials(
     *,
     ignore_index: int,
     num_threads: int | None = None,
+    row_softmax: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact within-bucket sums at every range boundary: a second pass gathers only the samples
     of the (at most ``R - 1`` per class) buckets that a boundary cuts, and resolves each boundary
-    inside its bucket (:func:`calibkit.metrics._kernels.resolve_points`)."""
+    inside its bucket (:func:`calibkit.metrics._kernels.resolve_points`). ``row_softmax``: as
+    filled by :func:`bin_statistics` for long logit rows (the pass then skips their softmax)."""
     inside = points["inside"]
     counts = np.sum([p.ace[:, :, 0] for p in parts], axis=0)
     total = np.take_along_axis(counts, points["bucket"], axis=1)
@@ -465,8 +471,11 @@ def exact_ace_partials(
     ranges = _row_ranges(prep.values.shape[0], num_threads)
     assert len(ranges) == len(parts), "gather must split rows as the accumulation did"
 
-    def run(t: int) -> None:
+    ends = write_at + per_part
+
+    def run(t: int) -> bool:
         start, stop = ranges[t]
+        cursor = write_at[t].copy()
         K.GATHER_ACE[prep.mode](
             (
                 prep.values,
@@ -476,13 +485,17 @@ def exact_ace_partials(
                 ignore_index,
                 prep.num_classes,
                 slot_of,
-                write_at[t].copy(),
+                cursor,
                 values,
                 outcomes,
+                row_softmax if row_softmax is not None else np.empty((0, 2)),
             )
         )
+        return bool(np.array_equal(cursor, ends[t]))
 
-    _map(run, [(t,) for t in range(len(ranges))])
+    # every value must land in the bucket it was counted in (the same arithmetic, bit for bit)
+    if not all(_map(run, [(t,) for t in range(len(ranges))])):
+        raise RuntimeError("calibkit: the exact-ACE pass rebuilt different probabilities; please report this")
     rows, cols = np.nonzero(cut)
     slot = slot_of[rows, points["bucket"][rows, cols]]
     rank = inside[rows, cols].astype(np.int64)
@@ -595,7 +608,7 @@ class CalibrationAccumulator:
         )
         self.statistics: CalibrationStatistics | None = None
 
-    def _statistics_of(self, prep: PreparedInput, keep_parts: bool = False):
+    def _statistics_of(self, prep: PreparedInput, keep_parts: bool = False, row_softmax: np.ndarray | None = None):
         return bin_statistics(
             prep,
             ignore_index=self.ignore_index,
@@ -606,6 +619,7 @@ class CalibrationAccumulator:
             eps=self.eps,
             num_threads=self.num_threads,
             keep_parts=keep_parts,
+            row_softmax=row_softmax,
         )
 
     def _add(self, stats: CalibrationStatistics) -> None:
