@@ -466,8 +466,7 @@ def exact_ace_partials(
     slot_count = per_part.sum(axis=0)
     slot_start = np.concatenate([[0], np.cumsum(slot_count)[:-1]])
     write_at = slot_start[None, :] + np.concatenate([np.zeros((1, len(keys)), np.int64), np.cumsum(per_part, 0)[:-1]])
-    values = np.empty(int(slot_count.sum()))
-    outcomes = np.empty_like(values)
+    samples = np.empty(int(slot_count.sum()), dtype=np.int64)  # value and outcome packed (_packed_sample)
     ranges = _row_ranges(prep.values.shape[0], num_threads)
     assert len(ranges) == len(parts), "gather must split rows as the accumulation did"
 
@@ -486,8 +485,7 @@ def exact_ace_partials(
                 prep.num_classes,
                 slot_of,
                 cursor,
-                values,
-                outcomes,
+                samples,
                 row_softmax if row_softmax is not None else np.empty((0, 2)),
             )
         )
@@ -508,7 +506,7 @@ def exact_ace_partials(
     def resolve(group: np.ndarray) -> None:
         out_p = np.empty(group.size)
         out_o = np.empty(group.size)
-        K.resolve_points(values, outcomes, slot_start, slot_count, slot[group], rank[group], out_p, out_o)
+        K.resolve_points(samples, slot_start, slot_count, slot[group], rank[group], out_p, out_o)
         found_p[group] = out_p
         found_o[group] = out_o
 
