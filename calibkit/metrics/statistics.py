@@ -10,6 +10,7 @@ predictions (:class:`CalibrationAccumulator`).
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -171,11 +172,27 @@ def _lanes(name: str, num_classes: int) -> int:
     return K.LANES
 
 
+_POOL: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """One thread pool per process and size, kept: starting threads for every call cost about
+    10 ms of a 15 ms report on 2000 rows. Keyed by process id too: a forked child inherits the
+    pool object but not its threads, and would wait on it forever."""
+    key = (os.getpid(), workers)
+    with _POOL_LOCK:
+        pool = _POOL.get(key)
+        if pool is None:
+            _POOL.clear()  # a parent's pool is dead in a child; another size is not needed again soon
+            pool = _POOL[key] = ThreadPoolExecutor(workers, thread_name_prefix="calibkit")
+        return pool
+
+
 def _map(fn, jobs):
     if len(jobs) == 1:
         return [fn(*jobs[0])]
-    with ThreadPoolExecutor(min(len(jobs), _default_threads())) as pool:
-        return list(pool.map(lambda job: fn(*job), jobs))
+    return list(_pool(_default_threads()).map(lambda job: fn(*job), jobs))
 
 
 def _raise_input_error(prep: PreparedInput, errors: np.ndarray, ignore_index: int) -> None:
