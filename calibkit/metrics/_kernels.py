@@ -1217,8 +1217,13 @@ def resolve_points(samples, slot_start, slot_count, point_slot, point_rank, out_
                 keys[t] = b
                 lo = min(lo, b)
                 hi = max(hi, b)
+            # about two sub-buckets a sample: clearing and summing 4096 of them for every small
+            # slot cost 5 ms of a 13 ms report on 2000 rows
+            limit = n_sub_max
+            while limit > 16 and limit > 2 * n:
+                limit >>= 1
             shift = 0
-            while ((hi - lo) >> shift) >= n_sub_max:
+            while ((hi - lo) >> shift) >= limit:
                 shift += 1
             n_sub = ((hi - lo) >> shift) + 1
             counts[: n_sub + 1] = 0
