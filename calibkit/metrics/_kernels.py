@@ -477,6 +477,13 @@ hit the same bin would otherwise wait on each other's store (a 2-3x slowdown mea
 
 
 @nb.njit(cache=True, inline="always")
+def _add_sample(table, lane, k, b, p):
+    """A value ``p`` of class ``k`` into cell ``b`` of a (lanes, K, bins, 3) histogram: count and sum."""
+    table[lane, k, b, 0] += 1.0
+    table[lane, k, b, 1] += p
+
+
+@nb.njit(cache=True, inline="always")
 def _accumulate(mode, args):
     """Add the statistics of rows ``[start, stop)`` into the output arrays.
 
@@ -634,14 +641,12 @@ def _accumulate(mode, args):
                         p = P[o + k]
                         if p * n_cw > 1.0:
                             b = _bin_index(p, n_cw)
-                            classwise[cw, k, b, 0] += 1.0
-                            classwise[cw, k, b, 1] += p
+                            _add_sample(classwise, cw, k, b, p)
                     classwise[cw, y, _bin_index(P[o + y], n_cw), 2] += 1.0
                 else:
                     for k in range(K):
                         b = index[o + k]
-                        classwise[cw, k, b, 0] += 1.0
-                        classwise[cw, k, b, 1] += P[o + k]
+                        _add_sample(classwise, cw, k, b, P[o + k])
                     classwise[cw, y, index[o + y], 2] += 1.0
         if failed:
             break
@@ -658,29 +663,24 @@ def _accumulate(mode, args):
                     for k in range(K):
                         p = P[o + k]
                         j = buckets[o + k]
-                        ace[lane, k, j, 0] += 1.0
-                        ace[lane, k, j, 1] += p
+                        _add_sample(ace, lane, k, j, p)
                         if p * n_cw > 1.0:
                             b = _bin_index(p, n_cw)
-                            classwise[cw, k, b, 0] += 1.0
-                            classwise[cw, k, b, 1] += p
+                            _add_sample(classwise, cw, k, b, p)
                     classwise[cw, y, _bin_index(P[o + y], n_cw), 2] += 1.0
                 elif do_classwise:
                     cw = i & cw_lanes
                     for k in range(K):
                         p = P[o + k]
                         j = buckets[o + k]
-                        ace[lane, k, j, 0] += 1.0
-                        ace[lane, k, j, 1] += p
+                        _add_sample(ace, lane, k, j, p)
                         b = index[o + k]
-                        classwise[cw, k, b, 0] += 1.0
-                        classwise[cw, k, b, 1] += p
+                        _add_sample(classwise, cw, k, b, p)
                     classwise[cw, y, index[o + y], 2] += 1.0
                 else:
                     for k in range(K):
                         j = buckets[o + k]
-                        ace[lane, k, j, 0] += 1.0
-                        ace[lane, k, j, 1] += P[o + k]
+                        _add_sample(ace, lane, k, j, P[o + k])
                 ace[lane, y, buckets[o + y], 2] += 1.0
     for k in range(first_count.shape[0]):
         classwise[0, k, 0, 0] += first_count[k]
