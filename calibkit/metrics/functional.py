@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics._kernels import MODE_LOGITS
+from calibkit.metrics._kernels import LONG_ROW, MODE_LOGITS
 from calibkit.metrics._validation import check_positive_int, prepare
 from calibkit.metrics.statistics import (
     METRICS,
@@ -45,7 +45,7 @@ def _one_shot(
     prep = prepare(probs, labels, from_logits=from_logits, ignore_index=ignore_index)
     # Long logit rows keep their maximum and inverse softmax sum (16 bytes a row) for the
     # exact-ACE pass, which then takes one exp an entry instead of a whole softmax.
-    keep = "ace" in metrics and prep.mode == MODE_LOGITS and prep.num_classes >= 16
+    keep = "ace" in metrics and prep.mode == MODE_LOGITS and prep.num_classes >= LONG_ROW
     row_softmax = np.empty((prep.values.shape[0], 2)) if keep else None
     stats, parts = acc._statistics_of(prep, keep_parts="ace" in metrics, row_softmax=row_softmax)
     acc._add(stats)
