@@ -167,7 +167,7 @@ def _lanes(name: str, num_classes: int) -> int:
     """Histogram copies for ``name`` (see ``K.LANES``): a row of many classes already spreads
     its class-wise and ACE updates over K places, and one copy of the (K, 1026, 3) ACE table
     stays in cache where four did not (1.4x faster at K = 66)."""
-    if name in ("classwise", "ace") and num_classes >= 16:
+    if name in ("classwise", "ace") and num_classes >= K.LONG_ROW:
         return 1
     return K.LANES
 
@@ -184,7 +184,10 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     with _POOL_LOCK:
         pool = _POOL.get(key)
         if pool is None:
-            _POOL.clear()  # a parent's pool is dead in a child; another size is not needed again soon
+            for (pid, _), old in _POOL.items():
+                if pid == key[0]:  # another size (the affinity changed): let its threads end
+                    old.shutdown(wait=False)  # (never a parent's pool: its locks may be held)
+            _POOL.clear()
             pool = _POOL[key] = ThreadPoolExecutor(workers, thread_name_prefix="calibkit")
         return pool
 
@@ -249,7 +252,7 @@ def bin_statistics(
     ranges = ranges if ranges is not None else _row_ranges(prep.values.shape[0], num_threads)
     binary = prep.mode >= K.MODE_BINARY_PROBS
     # Top-label metrics alone need no per-entry probability: a leaner kernel, 1.5-2x faster.
-    kernel = K.ACCUMULATE_TOP.get((prep.mode, prep.num_classes >= 16)) if not groups else None
+    kernel = K.ACCUMULATE_TOP.get((prep.mode, prep.num_classes >= K.LONG_ROW)) if not groups else None
     kernel = kernel or K.ACCUMULATE[prep.mode]
 
     def run(start: int, stop: int) -> tuple[CalibrationStatistics, np.ndarray]:
