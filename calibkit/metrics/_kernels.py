@@ -714,8 +714,9 @@ _MAGNITUDE = np.int64(2**63 - 1)
 @nb.njit(cache=True, inline="always")
 def _gather_row(E, keys, o, K, y, slot_of, bitmap, n_words, write_at, out):
     """Copy the values ``E[o : o + K]`` of a row (true label ``y``) whose bucket ``keys[o + k]``
-    is a cut one, as :func:`_packed_sample`. The bitmap (8 kB at K = 66, in L1) answers the common "no" without touching
-    ``slot_of``. One call a row: inlined per entry, the array arguments cost 15x more here."""
+    is a cut one, as :func:`_packed_sample`. The bitmap (8 kB at K = 66, in L1) answers the
+    common "no" without touching ``slot_of``. One call a row: inlined per entry, the array
+    arguments cost 15x more here."""
     for k in range(K):
         key = keys[o + k]
         if (bitmap[k * n_words + (key >> 6)] >> np.uint64(key & 63)) & np.uint64(1):
@@ -748,32 +749,27 @@ def _gather_ace(mode, args):
         for j in range(n_buckets):
             if slot_of[k, j] >= 0:
                 bitmap[k * n_words + (j >> 6)] |= np.uint64(1) << np.uint64(j & 63)
-    if mode == MODE_PROBS:  # row by row, read in place
+    # Row by row, read in place: probabilities, and long logit rows whose maximum and inverse
+    # softmax sum the first pass kept (exp(z - max) times the inverse sum, as _softmax_rows and
+    # _normalise_rows computed them; the clamped exp has the same bits where both apply).
+    kept_softmax = mode == MODE_LOGITS and K >= LONG_ROW and row_softmax.shape[0] > 0
+    if mode == MODE_PROBS or kept_softmax:
         E = np.empty(K, dtype=np.float64)
         keys = np.empty(K, dtype=np.int64)
         for i in range(start, stop):
             y = np.int64(labels[i])
             if y == ignore_index:
                 continue
-            for k in range(K):  # a vector loop: the buckets before the branchy one
-                E[k] = np.float64(x[i, k])
-                keys[k] = max((_bits_of_float(E[k]) >> 48) - ACE_OFFSET, 0)
-            _gather_row(E, keys, 0, K, y, slot_of, bitmap, n_words, write_at, out)
-        return
-    if mode == MODE_LOGITS and K >= LONG_ROW and row_softmax.shape[0] > 0:
-        # exp(z - max) times the inverse sum, as _softmax_rows and _normalise_rows computed
-        # them (the clamped exp has the same bits as the unclamped one where both apply)
-        E = np.empty(K, dtype=np.float64)
-        keys = np.empty(K, dtype=np.int64)
-        for i in range(start, stop):
-            y = np.int64(labels[i])
-            if y == ignore_index:
-                continue
-            top = row_softmax[i, 0]
-            inverse = row_softmax[i, 1]
-            for k in range(K):
-                E[k] = _exp_strict(np.float64(x[i, k]) - top) * inverse
-                keys[k] = max((_bits_of_float(E[k]) >> 48) - ACE_OFFSET, 0)
+            if mode == MODE_PROBS:  # (a compile-time constant)
+                for k in range(K):  # vector loops: the buckets before the branchy one
+                    E[k] = np.float64(x[i, k])
+                    keys[k] = _ace_bucket(_bits_of_float(E[k]))
+            else:
+                top = row_softmax[i, 0]
+                inverse = row_softmax[i, 1]
+                for k in range(K):
+                    E[k] = _exp_strict(np.float64(x[i, k]) - top) * inverse
+                    keys[k] = _ace_bucket(_bits_of_float(E[k]))
             _gather_row(E, keys, 0, K, y, slot_of, bitmap, n_words, write_at, out)
         return
     rows_per_block = max(1, BLOCK_ENTRIES // K)
