@@ -38,6 +38,7 @@ LONG_CASES = [
     ("multiclass", 240, 20, True, 15, np.float32),
     ("token", 30, 17, False, 15, np.float32),
     ("token", 25, 18, True, 6, np.float64),
+    ("multiclass", 500, 300, True, 15, np.float32),  # softmax sums in two fixed-point words
 ]
 
 
