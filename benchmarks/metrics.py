@@ -115,10 +115,16 @@ def peak_in_fresh_process(n: int, k: int, from_logits: bool) -> float:
     return float(out.stdout.split()[-1])
 
 
+def parse_shape(shape: str) -> tuple[int, int]:
+    """``"2000000x66"`` -> (2000000, 66)."""
+    n, k = (int(v) for v in shape.lower().split("x"))
+    return n, k
+
+
 def _print_peak(shape: str, from_logits: bool) -> None:
     import calibkit
 
-    n, k = (int(v) for v in shape.lower().split("x"))
+    n, k = parse_shape(shape)
     probs, logits, labels = make(n, k)
     x = logits if from_logits else probs
     del probs, logits
@@ -153,7 +159,7 @@ def main() -> None:
             print("netcal not installed: skipped (pip install -e '.[bench]')")
 
     scale = 10 if args.quick else 1
-    shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes] if args.shapes else None
+    shapes = [parse_shape(s) for s in args.shapes] if args.shapes else None
     shapes = [(n // scale, k) for n, k in (shapes or [(10_000_000, 4), (2_000_000, 66)])]
     print(f"torch threads: {torch.get_num_threads()}, repeats: {args.repeats}, float32 inputs\n")
     for n, k in shapes:
