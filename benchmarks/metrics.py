@@ -47,6 +47,7 @@ def run_shape(n: int, k: int, repeats: int, netcal_ece) -> None:
     calibkit.calibration_report(probs[:1000], labels[:1000])
     calibkit.ece(probs[:1000], labels[:1000])
     calibkit.ece(logits[:1000], labels[:1000], from_logits=True)
+    calibkit.calibration_report(logits[:1000], labels[:1000], from_logits=True)
 
     contenders = {
         "floor: np.sum (read once)": lambda: np.sum(probs),
