@@ -1258,3 +1258,20 @@ def resolve_points(samples, slot_start, slot_count, point_slot, point_rank, out_
         part_p, part_o = _prefix_of_sorted(sub_p, sub_o, r - counts[j])
         out_p[q] = sums_p[j] + part_p
         out_o[q] = sums_o[j] + part_o
+
+
+@nb.njit(cache=True, nogil=True)
+def classwise_of_samples(samples, slot_start, slot_count, slot_class, slots, n_bins, out):
+    """Add the samples of ``slots`` (packed by :func:`_packed_sample`, slot ``s`` of class
+    ``slot_class[s]``) into a (K, n_bins, 3) class-wise table: count, sum p, sum outcome, in
+    the equal-width bins of :func:`_bin_index`."""
+    for s in slots:
+        k = slot_class[s]
+        for t in range(slot_start[s], slot_start[s] + slot_count[s]):
+            v = samples[t]
+            p = _float_from_bits(v & _MAGNITUDE)
+            b = _bin_index(p, n_bins)
+            out[k, b, 0] += 1.0
+            out[k, b, 1] += p
+            if v < 0:
+                out[k, b, 2] += 1.0

@@ -47,15 +47,28 @@ def _one_shot(
     # exact-ACE pass, which then takes one exp an entry instead of a whole softmax.
     keep = "ace" in metrics and prep.mode == MODE_LOGITS and prep.num_classes >= LONG_ROW
     row_softmax = np.empty((prep.values.shape[0], 2)) if keep else None
-    stats, parts = acc._statistics_of(prep, keep_parts="ace" in metrics, row_softmax=row_softmax)
-    acc._add(stats)
+    # With ACE's fine buckets at hand, long rows' class-wise bins come from them and the exact
+    # pass (exact_ace_partials) instead of a second per-entry scatter in the first pass.
+    derive = "ace" in metrics and "sce" in metrics and prep.num_classes >= LONG_ROW
+    stats, parts = acc._statistics_of(
+        prep, keep_parts="ace" in metrics, row_softmax=row_softmax, classwise_from_ace=derive
+    )
     partials = None
     if "ace" in metrics and stats.n > 0:
         # The data is still here: resolve the buckets a range boundary cuts exactly.
         points = ace_points(stats.ace, acc.ace_ranges)
-        partials = exact_ace_partials(
-            prep, parts, points, ignore_index=ignore_index, num_threads=num_threads, row_softmax=row_softmax
+        partials, classwise = exact_ace_partials(
+            prep,
+            parts,
+            points,
+            ignore_index=ignore_index,
+            num_threads=num_threads,
+            row_softmax=row_softmax,
+            classwise_bins=acc.sce_bins if derive else None,
         )
+        if derive:
+            stats.classwise = classwise
+    acc._add(stats)
     return acc.compute(_ace_partials=partials), stats
 
 

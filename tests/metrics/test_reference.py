@@ -61,6 +61,29 @@ def test_report_on_long_rows_matches_reference(seed, kind, n, k, from_logits, n_
     assert close(alone, ref.sce(rows, k, n_bins)), (alone, ref.sce(rows, k, n_bins))
 
 
+@pytest.mark.parametrize("sce_bins", [4, 8, 10, 15, 16])
+def test_long_row_class_wise_bins_on_bucket_edges(sce_bins):
+    # The report builds long rows' class-wise bins from the ACE buckets: values exactly on a
+    # bin edge m/M that is also a bucket edge (0.5, 0.25, 0.75, ...) belong to the bin below.
+    rng = np.random.default_rng(sce_bins)
+    k = 20
+    templates = np.array(
+        [
+            [0.5, 0.25, 0.125, 0.0625] + [0.0625 / 16] * 16,
+            [0.75, 0.125, 0.0625] + [0.0625 / 17] * 17,
+            [0.375, 0.3, 0.2, 0.1] + [0.025 / 16] * 16,
+        ]
+    )
+    probs = templates[rng.integers(0, 3, 600)]
+    probs = np.take_along_axis(probs, rng.permuted(np.tile(np.arange(k), (600, 1)), axis=1), axis=1)
+    labels = rng.integers(0, k, 600)
+    rows, _ = ref.rows_of(probs, labels, from_logits=False)
+    expected = ref.sce(rows, k, sce_bins)
+    report = calibkit.calibration_report(probs, labels, sce_bins=sce_bins)
+    assert close(report["sce"], expected), (report["sce"], expected)
+    assert close(calibkit.sce(probs, labels, n_bins=sce_bins), expected)
+
+
 def check_report(probs, labels, k, from_logits, n_bins):
     rows, binary = ref.rows_of(probs, labels, from_logits=from_logits)
     num_classes = 2 if binary else k
