@@ -166,13 +166,15 @@ def test_top_label_takes_the_first_of_tied_maxima_for_short_and_long_rows(num_cl
 
 
 @pytest.mark.parametrize(
-    ("num_classes", "dtype"), [(3, np.float32), (20, np.float32), (66, np.float32), (20, np.float64)]
+    ("num_classes", "dtype"),
+    [(3, np.float32), (8, np.float64), (9, np.float32), (20, np.float32), (66, np.float32), (20, np.float64)],
 )
 @pytest.mark.parametrize("from_logits", [False, True])
 def test_top_label_kernel_agrees_with_the_full_pass_to_the_bit(num_classes, dtype, from_logits):
     # ``ece`` alone runs the lean top-label kernel, ``calibration_report`` the full one: the same
     # top label, confidence and bins, so equal results, including masked rows full of NaN,
-    # tied maxima and logits that tie after rounding.
+    # tied maxima and logits that tie after rounding. K = 8 and 9: probability rows of at most 8
+    # classes take a kernel compiled for their class count.
     import calibkit
 
     rng = np.random.default_rng(num_classes)
