@@ -418,7 +418,10 @@ def calibration_report(
     eps: float = 1e-12,
     num_threads: int | None = None,
 ) -> dict[str, Any]:
-    """Every metric in one pass over the data.
+    """Every metric from one pass over the data; exact ACE adds a second pass that copies
+    only the samples of the fine buckets an equal-mass range boundary cuts (on rows of 16
+    classes or more, also those a class-wise bin edge cuts: SCE's bins are then built from the
+    ACE buckets instead of a second histogram in the first pass).
 
     Returns a dict with the keys ``ece, mce, ace, sce, subset_ece, cece, msece, wsece,
     ece_variance, rbece, fce, overconfidence, ecd, esce, brier, nll`` (the functions of the
