@@ -18,6 +18,7 @@ import numpy as np
 from calibkit.metrics._kernels import LONG_ROW, MODE_LOGITS
 from calibkit.metrics._validation import check_positive_int, prepare
 from calibkit.metrics.statistics import (
+    CLASSWISE_FROM_ACE_MAX_BINS,
     METRICS,
     CalibrationAccumulator,
     CalibrationStatistics,
@@ -50,6 +51,7 @@ def _one_shot(
     # With ACE's fine buckets at hand, long rows' class-wise bins come from them and the exact
     # pass (exact_ace_partials) instead of a second per-entry scatter in the first pass.
     derive = "ace" in metrics and "sce" in metrics and prep.num_classes >= LONG_ROW
+    derive = derive and acc.sce_bins <= CLASSWISE_FROM_ACE_MAX_BINS
     stats, parts = acc._statistics_of(
         prep, keep_parts="ace" in metrics, row_softmax=row_softmax, classwise_from_ace=derive
     )

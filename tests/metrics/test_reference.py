@@ -84,6 +84,29 @@ def test_long_row_class_wise_bins_on_bucket_edges(sce_bins):
     assert close(calibkit.sce(probs, labels, n_bins=sce_bins), expected)
 
 
+def test_long_row_class_wise_bins_come_from_ace_buckets_only_for_few_bins(monkeypatch):
+    # Bins narrower than the widest ACE bucket (1/32) would cut most buckets, and the exact pass
+    # would copy most of the data: past CLASSWISE_FROM_ACE_MAX_BINS the first pass keeps its
+    # own class-wise histogram.
+    from calibkit.metrics import _kernels
+
+    copied = []
+    binned = _kernels.classwise_of_samples
+
+    def spy(samples, *args):
+        copied.append(samples.size)
+        return binned(samples, *args)
+
+    monkeypatch.setattr(_kernels, "classwise_of_samples", spy)
+    probs, labels = make_data(0, "multiclass", 400, 20, False, sharpness=3.0)
+    rows, _ = ref.rows_of(probs, labels, from_logits=False)
+    for sce_bins, derived in ((32, True), (33, False), (1000, False)):
+        copied.clear()
+        report = calibkit.calibration_report(probs, labels, sce_bins=sce_bins)
+        assert bool(copied) == derived, sce_bins
+        assert close(report["sce"], ref.sce(rows, 20, sce_bins))
+
+
 def check_report(probs, labels, k, from_logits, n_bins):
     rows, binary = ref.rows_of(probs, labels, from_logits=from_logits)
     num_classes = 2 if binary else k
