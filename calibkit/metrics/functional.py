@@ -422,7 +422,7 @@ def calibration_report(
 ) -> dict[str, Any]:
     """Every metric from one pass over the data; exact ACE adds a second pass that copies
     only the samples of the fine buckets an equal-mass range boundary cuts (on rows of 16
-    classes or more, also those a class-wise bin edge cuts: SCE's bins are then built from the
+    classes or more and up to 32 ``sce_bins``, also those a class-wise bin edge cuts: SCE's bins are then built from the
     ACE buckets instead of a second histogram in the first pass).
 
     Returns a dict with the keys ``ece, mce, ace, sce, subset_ece, cece, msece, wsece,
