@@ -422,8 +422,8 @@ def calibration_report(
 ) -> dict[str, Any]:
     """Every metric from one pass over the data; exact ACE adds a second pass that copies
     only the samples of the fine buckets an equal-mass range boundary cuts (on rows of 16
-    classes or more and up to 32 ``sce_bins``, also those a class-wise bin edge cuts: SCE's bins are then built from the
-    ACE buckets instead of a second histogram in the first pass).
+    classes or more and up to 32 ``sce_bins``, also those a class-wise bin edge cuts: SCE's
+    bins are then built from the ACE buckets instead of a second histogram in the first pass).
 
     Returns a dict with the keys ``ece, mce, ace, sce, subset_ece, cece, msece, wsece,
     ece_variance, rbece, fce, overconfidence, ecd, esce, brier, nll`` (the functions of the

@@ -475,16 +475,15 @@ the class-wise histogram needs only a (K, M, 3) table)."""
 
 def classwise_bins_of_buckets(num_buckets: int, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     """Per ACE bucket: the equal-width class-wise bin of its smallest value, and whether a bin
-    edge cuts it (its largest value falls in another bin). The same ``ceil(p M) - 1`` as the
-    kernels' ``_bin_index``, so a whole bucket's sums belong to its bin exactly."""
+    edge cuts it (its largest value falls in another bin). Binned by the kernels' own
+    ``_equal_width_bins``, so a whole bucket's sums belong to its bin exactly."""
     lower, upper = _ace_bucket_bounds(num_buckets)
     largest = np.where(upper > lower, np.nextafter(upper, 0.0), lower)  # upper is the next bucket's
-
-    def bin_of(p: np.ndarray) -> np.ndarray:
-        return np.clip(np.ceil(p * n_bins) - 1, 0, n_bins - 1).astype(np.int64)
-
-    first = bin_of(lower)
-    return first, first != bin_of(largest)
+    first = np.empty(num_buckets, dtype=np.int64)
+    last = np.empty(num_buckets, dtype=np.int64)
+    K._equal_width_bins(lower, first, num_buckets, n_bins)
+    K._equal_width_bins(largest, last, num_buckets, n_bins)
+    return first, first != last
 
 
 def exact_ace_partials(
