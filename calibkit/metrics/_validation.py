@@ -39,10 +39,21 @@ def to_numpy(array: Any, name: str) -> np.ndarray:
         raise ValueError(f"`{name}` could not be read as an array: {exc}") from exc
 
 
-def check_positive_int(value: Any, name: str) -> int:
+MAX_BINS = 1_000_000
+"""Upper bound of every bin or range count: beyond it the per-bin tables (bins x classes) outgrow
+any evaluation set, and a typo such as ``n_bins=10**12`` would end in a MemoryError."""
+
+
+def check_positive_int(value: Any, name: str, maximum: int | None = None) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"`{name}` must be an integer in [1, {maximum}], got {value!r}")
     return int(value)
+
+
+def check_bins(value: Any, name: str) -> int:
+    return check_positive_int(value, name, MAX_BINS)
 
 
 def check_non_negative(value: Any, name: str) -> float:
@@ -60,17 +71,60 @@ def check_eps(value: Any) -> float:
     return eps
 
 
+_INT64 = np.iinfo(np.int64)
+
+
+def check_ignore_index(value: Any) -> int:
+    """``ignore_index`` is an integer that a label array of int64 can hold."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"`ignore_index` must be an integer, got {value!r}")
+    if not _INT64.min <= int(value) <= _INT64.max:
+        raise ValueError(f"`ignore_index` must fit in int64, got {value!r}")
+    return int(value)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"`{name}` must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_num_threads(value: Any) -> int | None:
+    """``None`` (one thread per core) or an integer >= 1."""
+    return None if value is None else check_positive_int(value, "num_threads")
+
+
+def _first_bad(y: np.ndarray, bad: np.ndarray) -> tuple[Any, int]:
+    """The first offending label as the user passed it, and its flat position."""
+    i = int(np.flatnonzero(bad.ravel())[0])
+    return y.ravel()[i].item(), i
+
+
 def _prepare_labels(labels: Any) -> np.ndarray:
+    """Labels as a flat int32/int64 array; a value that does not fit in int64 is refused with the
+    value itself (a cast would wrap 2**64 - 100 to -100, silently ignored, or turn 1e20 into
+    -2**63)."""
     y = to_numpy(labels, "labels")
     if y.dtype == np.bool_:
         y = y.astype(np.int64)
     elif y.dtype.kind == "f":
         if y.size and not np.all(np.isfinite(y)):
-            raise ValueError("`labels` contains NaN or inf; labels must be integers")
+            value, i = _first_bad(y, ~np.isfinite(y))
+            raise ValueError(f"`labels` must be integers, got {value!r} at position {i}")
         if y.size and not np.array_equal(y, np.round(y)):
-            bad = y.ravel()[np.flatnonzero(y.ravel() != np.round(y.ravel()))[0]]
-            raise ValueError(f"`labels` must be integers, got the value {float(bad)!r}")
+            value, i = _first_bad(y, y != np.round(y))
+            raise ValueError(f"`labels` must be integers, got the value {value!r} at position {i}")
+        # float64 holds no integer in [2**63 - 512, 2**63): compare against 2**63 itself
+        too_big = (y >= 2.0**63) | (y < -(2.0**63))
+        if y.size and too_big.any():
+            value, i = _first_bad(y, too_big)
+            raise ValueError(f"`labels` has the value {value!r} at position {i}, which does not fit in int64")
         y = y.astype(np.int64)
+    elif y.dtype.kind == "u" and y.dtype.itemsize == 8:
+        too_big = y > np.uint64(_INT64.max)
+        if y.size and too_big.any():
+            value, i = _first_bad(y, too_big)
+            raise ValueError(f"`labels` has the value {value!r} at position {i}, which does not fit in int64")
     elif y.dtype.kind not in "iu":
         raise ValueError(f"`labels` must be integers, got dtype {y.dtype}")
     if y.dtype not in (np.int32, np.int64):
@@ -80,10 +134,8 @@ def _prepare_labels(labels: Any) -> np.ndarray:
 
 def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) -> PreparedInput:
     """Check shapes and dtypes; value checks (NaN, range, row sums, labels) run in the kernel."""
-    if not isinstance(from_logits, (bool, np.bool_)):
-        raise ValueError(f"`from_logits` must be True or False, got {from_logits!r}")
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
-        raise ValueError(f"`ignore_index` must be an integer, got {ignore_index!r}")
+    check_bool(from_logits, "from_logits")
+    check_ignore_index(ignore_index)
     p = to_numpy(probs, "probs")
     if p.dtype.kind not in "fiub":
         raise ValueError(f"`probs` must be a float array, got dtype {p.dtype}")

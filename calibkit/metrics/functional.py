@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics._kernels import LONG_ROW, MODE_LOGITS
-from calibkit.metrics._validation import check_positive_int, prepare
+from calibkit.metrics._validation import check_bins, prepare
 from calibkit.metrics.statistics import (
     CLASSWISE_FROM_ACE_MAX_BINS,
     METRICS,
@@ -106,7 +106,7 @@ def reliability_bins(
     >>> b["count"].tolist(), b["gap"][4].round(2)
     ([0.0, 0.0, 0.0, 1.0, 1.0], np.float64(0.1))
     """
-    n_bins = check_positive_int(n_bins, "n_bins")
+    n_bins = check_bins(n_bins, "n_bins")
     _, stats = _one_shot(
         probs, labels, ("ece", "ecd"), from_logits=from_logits, ignore_index=ignore_index, n_bins=n_bins
     )
@@ -172,6 +172,7 @@ def ace(
     >>> ace([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], n_ranges=2)
     0.25
     """
+    n_ranges = check_bins(n_ranges, "n_ranges")  # checked under the name the caller used
     report, _ = _one_shot(
         probs, labels, ("ace",), from_logits=from_logits, ignore_index=ignore_index, ace_ranges=n_ranges
     )
@@ -189,6 +190,7 @@ def sce(
     >>> round(sce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
     """
+    n_bins = check_bins(n_bins, "n_bins")
     return _one_shot(probs, labels, ("sce",), from_logits=from_logits, ignore_index=ignore_index, sce_bins=n_bins)[0][
         "sce"
     ]
@@ -279,6 +281,7 @@ def rbece(
     >>> round(rbece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], theta=0), 4)
     0.3
     """
+    n_bins = check_bins(n_bins, "n_bins")
     return _one_shot(
         probs,
         labels,
@@ -303,6 +306,7 @@ def fce(
     >>> round(fce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
     """
+    n_bins = check_bins(n_bins, "n_bins")
     return _one_shot(probs, labels, ("fce",), from_logits=from_logits, ignore_index=ignore_index, fce_bins=n_bins)[0][
         "fce"
     ]
@@ -371,6 +375,7 @@ def esce(
     >>> round(esce([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     -0.25
     """
+    n_bins = check_bins(n_bins, "n_bins")
     report, stats = _one_shot(
         probs,
         labels,

@@ -22,9 +22,12 @@ import numpy as np
 from calibkit.metrics import _kernels as K
 from calibkit.metrics._validation import (
     PreparedInput,
+    check_bins,
+    check_bool,
     check_eps,
+    check_ignore_index,
     check_non_negative,
-    check_positive_int,
+    check_num_threads,
     prepare,
 )
 
@@ -59,6 +62,23 @@ class MissingClassWarning(UserWarning):
 
 class EmptyRegionWarning(UserWarning):
     """No bin holds more than ``theta`` samples, so RBECE is undefined (NaN)."""
+
+
+def _metric_names(metrics: Iterable[str] | str | None) -> tuple[str, ...]:
+    """``None`` means every metric; a string names one metric (not its letters)."""
+    if metrics is None:
+        return METRICS
+    names = (metrics,) if isinstance(metrics, str) else metrics
+    try:
+        names = tuple(names)
+    except TypeError:
+        raise ValueError(f"`metrics` must be a metric name or an iterable of names, got {metrics!r}") from None
+    if not names:
+        raise ValueError("`metrics` is empty: name at least one metric")
+    unknown = [m for m in names if not isinstance(m, str) or m not in (*METRICS, "accuracy")]
+    if unknown:
+        raise ValueError(f"`metrics` has unknown names {unknown}; known: {list(METRICS)}")
+    return names
 
 
 def _default_threads() -> int:
@@ -639,21 +659,21 @@ class CalibrationAccumulator:
         eps: float = 1e-12,
         num_threads: int | None = None,
     ) -> None:
-        self.metrics = tuple(METRICS if metrics is None else metrics)
-        unknown = sorted(set(self.metrics) - set(METRICS) - {"accuracy"})
-        if unknown:
-            raise ValueError(f"`metrics` has unknown names {unknown}; known: {list(METRICS)}")
-        self.from_logits = from_logits
-        self.ignore_index = ignore_index
-        self.n_bins = check_positive_int(n_bins, "n_bins")
-        self.ace_ranges = check_positive_int(ace_ranges, "ace_ranges")
-        self.sce_bins = check_positive_int(sce_bins, "sce_bins")
-        self.rbece_bins = check_positive_int(rbece_bins, "rbece_bins")
+        self.metrics = _metric_names(metrics)
+        self.from_logits = check_bool(from_logits, "from_logits")
+        self.ignore_index = check_ignore_index(ignore_index)
+        self.n_bins = check_bins(n_bins, "n_bins")
+        self.ace_ranges = check_bins(ace_ranges, "ace_ranges")
+        self.sce_bins = check_bins(sce_bins, "sce_bins")
+        self.rbece_bins = check_bins(rbece_bins, "rbece_bins")
         self.theta = check_non_negative(theta, "theta")
-        self.fce_bins = check_positive_int(fce_bins, "fce_bins")
-        self.esce_bins = check_positive_int(esce_bins, "esce_bins")
+        self.fce_bins = check_bins(fce_bins, "fce_bins")
+        self.esce_bins = check_bins(esce_bins, "esce_bins")
         self.eps = check_eps(eps)
-        self.num_threads = num_threads
+        self.num_threads = check_num_threads(num_threads)
+        # update() may be called from several threads: the kernel runs outside the lock, only
+        # adding its sums into the state takes it (an unguarded `a = a + b` lost updates).
+        self._lock = threading.Lock()
         wanted = set(self.metrics)
         top = set()
         if wanted & {"ece", "mce", *CLASS_WISE}:
@@ -696,16 +716,26 @@ class CalibrationAccumulator:
             classwise_from_ace=classwise_from_ace,
         )
 
+    def __getstate__(self) -> dict[str, Any]:  # a lock does not pickle (evaluate, multiprocessing)
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _add(self, stats: CalibrationStatistics) -> None:
-        if self.statistics is None:
-            self.statistics = stats
-        else:
-            if stats.num_classes != self.statistics.num_classes or stats.binary != self.statistics.binary:
-                raise ValueError(
-                    f"`probs` has {stats.num_classes} classes (binary={stats.binary}) but earlier batches had "
-                    f"{self.statistics.num_classes} (binary={self.statistics.binary})"
-                )
-            self.statistics = self.statistics + stats
+        with self._lock:
+            if self.statistics is None:
+                self.statistics = stats
+            else:
+                if stats.num_classes != self.statistics.num_classes or stats.binary != self.statistics.binary:
+                    raise ValueError(
+                        f"`probs` has {stats.num_classes} classes (binary={stats.binary}) but earlier batches had "
+                        f"{self.statistics.num_classes} (binary={self.statistics.binary})"
+                    )
+                self.statistics = self.statistics + stats
 
     def update(self, probs: Any, labels: Any) -> CalibrationAccumulator:
         """Add a batch: ``probs`` (N,), (N, K) or (N, L, K); ``labels`` (N,) or (N, L)."""
@@ -717,17 +747,21 @@ class CalibrationAccumulator:
         """Add the statistics of another accumulator built with the same settings."""
         if not isinstance(other, CalibrationAccumulator):
             raise ValueError(f"`other` must be a CalibrationAccumulator, got {type(other).__name__}")
+        if other is self:
+            raise ValueError("`other` is this accumulator: merging it into itself would count its data twice")
         settings = ("metrics", "n_bins", "ace_ranges", "sce_bins", "rbece_bins", "theta", "fce_bins", "esce_bins")
         settings += ("eps", "from_logits", "ignore_index")
         mismatch = [s for s in settings if getattr(self, s) != getattr(other, s)]
         if mismatch:
             raise ValueError(f"`other` was built with different settings: {mismatch}")
-        if other.statistics is not None:
-            self._add(other.statistics)
+        snapshot = other.statistics  # replaced, never changed in place, by _add: a consistent read
+        if snapshot is not None:
+            self._add(snapshot)
         return self
 
     def reset(self) -> None:
-        self.statistics = None
+        with self._lock:
+            self.statistics = None
 
     def compute(self, *, _ace_partials: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
         """Every requested metric from the accumulated sums (see :func:`calibkit.calibration_report`)."""
