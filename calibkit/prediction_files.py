@@ -1,0 +1,333 @@
+"""Read saved predictions for ``calibkit report --predictions``: ``.npz``, ``.parquet``, ``.csv``,
+``.json`` and ``.jsonl``.
+
+What this module guarantees (README, "Bad input"):
+
+- The file's float dtype is kept: float32 stays float32, float64 stays float64 (the files are read
+  with numpy and pyarrow directly; ``datasets`` would turn float64 into float32).
+- Nothing is renumbered, padded or dropped in silence. Wide CSV/Parquet columns must be exactly
+  ``probs_0 .. probs_{K-1}`` (or ``logits_*``); a row of a list column whose length differs from
+  the others, a token row whose logits and labels differ in length, and a null value are refused
+  with the row number.
+- A file that cannot be read (corrupt, truncated, bad CRC, random bytes, an ``.npz`` header that
+  claims more than the file holds) is a ``ValueError`` naming ``--predictions`` in one line.
+- Memory: a file is read whole. Before reading, the arrays' size is compared with the memory
+  available, and a file that does not fit is refused with the amount it needs; an ``.npz`` needs
+  its arrays' size, a Parquet file about twice its uncompressed size, a CSV or JSON file about
+  three times its size on disk while it is parsed.
+
+Token-level rows (a list of per-token vectors and a list of labels per row) are returned
+flattened to ``(tokens, K)`` and ``(tokens,)``: every metric treats tokens independently, so this
+equals the ``(N, L, K)`` array padded with ``-100`` labels, without the padding's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+SUFFIXES = (".npz", ".parquet", ".csv", ".json", ".jsonl")
+_WIDE = re.compile(r"^(probs|logits)_(0|[1-9][0-9]*)$")
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception's first line, printable (a parser may quote the random bytes it choked on)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (``MemAvailable``), or None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # noqa: BLE001 - psutil missing or unsupported: no check rather than a crash
+        return None
+
+
+def check_fits_in_memory(needed: int, what: str) -> None:
+    """Refuse, before reading, what cannot fit: a MemoryError halfway through helps nobody."""
+    available = available_memory()
+    if available is not None and needed > available:
+        raise ValueError(
+            f"{what} needs about {needed / 2**30:.2f} GiB of memory to load, and {available / 2**30:.2f} GiB "
+            "are available"
+        )
+
+
+def load_predictions(path: str | Path) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Predictions, labels and whether the predictions are logits, from a saved file.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.npz`` with arrays ``probs`` or ``logits`` and ``labels``; or ``.parquet``, ``.csv``,
+        ``.json`` (JSON Lines, a list of records, or a dict of columns) or ``.jsonl`` with a
+        ``labels`` column and either a ``probs``/``logits`` column (a vector per row, or a list
+        of per-token vectors per row with a list of labels) or the wide columns
+        ``probs_0 .. probs_{K-1}`` (``logits_*``).
+
+    Returns
+    -------
+    values : ndarray
+        ``(N, K)``, ``(N,)`` or ``(N, L, K)`` (``.npz``), token rows flattened to ``(T, K)``.
+    labels : ndarray
+    from_logits : bool
+        True when the values are logits (``probs`` wins where both are present).
+
+    Raises
+    ------
+    ValueError
+        One line naming ``--predictions`` (or the column) when the file cannot be used as is.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"--predictions: no such file: {path}")
+    suffix = file.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ValueError(f"--predictions: expected .npz, .parquet, .csv, .json or .jsonl, got {path}")
+    if suffix == ".npz":
+        return _read_npz(file)
+    table = _read_table(file, suffix)
+    return _from_table(table, str(path))
+
+
+# ----------------------------------------------------------------------------------------------
+# .npz
+
+
+def _npz_header(archive: zipfile.ZipFile, member: str) -> tuple[tuple[int, ...], np.dtype]:
+    with archive.open(member) as fp:
+        version = np.lib.format.read_magic(fp)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(fp)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(fp)
+    return tuple(int(s) for s in shape), np.dtype(dtype)
+
+
+def _read_npz(file: Path) -> tuple[np.ndarray, np.ndarray, bool]:
+    what = f"--predictions: {file}"
+    try:
+        archive = zipfile.ZipFile(file)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
+        raise ValueError(f"{what} is not a readable .npz file ({_one_line(exc)})") from None
+    with archive:
+        members = {name.removesuffix(".npy"): name for name in archive.namelist()}
+        if "labels" not in members or not members.keys() & {"probs", "logits"}:
+            raise ValueError(f"{what} needs arrays `labels` and `probs` or `logits`; it has {sorted(members)}")
+        kind = "probs" if "probs" in members else "logits"
+        try:
+            headers = {key: _npz_header(archive, members[key]) for key in (kind, "labels")}
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as exc:
+            raise ValueError(f"{what} is damaged: its array headers cannot be read ({_one_line(exc)})") from None
+        needed = 0
+        for key, (shape, dtype) in headers.items():
+            if dtype.hasobject:  # would need pickle: never unpickle a user's file
+                raise ValueError(f"{what}: `{key}` holds Python objects (dtype {dtype}); save numeric arrays")
+            nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            if nbytes > archive.getinfo(members[key]).file_size:
+                raise ValueError(
+                    f"{what} is corrupt: the header of `{key}` claims shape {shape} ({nbytes} bytes) but the "
+                    f"file holds {archive.getinfo(members[key]).file_size} bytes for it"
+                )
+            needed += nbytes
+        check_fits_in_memory(needed, what)
+        arrays = {}
+        for key in (kind, "labels"):
+            try:
+                with archive.open(members[key]) as fp:
+                    arrays[key] = np.lib.format.read_array(fp, allow_pickle=False)
+            except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as exc:
+                raise ValueError(f"{what} is damaged: `{key}` cannot be read ({_one_line(exc)})") from None
+    return arrays[kind], arrays["labels"], kind == "logits"
+
+
+# ----------------------------------------------------------------------------------------------
+# Tables: Parquet, CSV, JSON
+
+
+def _read_table(file: Path, suffix: str):
+    import pyarrow as pa
+
+    what = f"--predictions: {file}"
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            parquet = pq.ParquetFile(file)
+            size = sum(parquet.metadata.row_group(i).total_byte_size for i in range(parquet.metadata.num_row_groups))
+            check_fits_in_memory(2 * size, what)
+            return parquet.read()
+        check_fits_in_memory(3 * file.stat().st_size, what)
+        if suffix == ".csv":
+            import pyarrow.csv
+
+            return pyarrow.csv.read_csv(file)
+        import pyarrow.json
+
+        try:
+            return pyarrow.json.read_json(file)  # JSON Lines
+        except pa.ArrowInvalid:
+            if suffix == ".jsonl":
+                raise
+        data = json.loads(file.read_text(encoding="utf-8"))  # one JSON document: records or columns
+        if isinstance(data, list) and all(isinstance(row, dict) for row in data):
+            return pa.Table.from_pylist(data)
+        if isinstance(data, dict) and all(isinstance(col, list) for col in data.values()):
+            return pa.Table.from_pydict(data)
+        raise ValueError("expected JSON Lines, a list of records or a dict of columns")
+    except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError) as exc:
+        if str(exc).startswith(what):
+            raise
+        kind = {".parquet": "Parquet", ".csv": "CSV"}.get(suffix, "JSON")
+        raise ValueError(f"{what} cannot be read as {kind}: {_one_line(exc)}") from None
+
+
+def _is_list(arrow_type) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type)
+
+
+def _numbers(array, column: str, path: str) -> np.ndarray:
+    """A flat pyarrow array of numbers as numpy, dtype kept; nulls and non-numbers refused."""
+    import pyarrow as pa
+
+    if array.null_count:
+        first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"--predictions: {path}: `{column}` has a null value (at its value {first})")
+    if not (pa.types.is_floating(array.type) or pa.types.is_integer(array.type) or pa.types.is_boolean(array.type)):
+        raise ValueError(f"--predictions: {path}: `{column}` must hold numbers, it holds {array.type}")
+    return array.to_numpy(zero_copy_only=False)
+
+
+def _lengths(column, name: str, path: str) -> np.ndarray:
+    import pyarrow.compute as pc
+
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"--predictions: {path}: `{name}` is null in row {row}")
+    return pc.list_value_length(column).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _from_table(table, path: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    columns = table.column_names
+    if "labels" not in columns:
+        raise ValueError(f"--predictions: {path} needs a `labels` column; it has {columns}")
+    table = table.combine_chunks()
+    labels_column = table.column("labels").combine_chunks()
+    for kind in ("probs", "logits"):
+        if kind in columns:
+            column = table.column(kind).combine_chunks()
+            if not _is_list(column.type):
+                raise ValueError(
+                    f"--predictions: {path}: `{kind}` must hold a list of numbers per row (or per token); it holds "
+                    f"{column.type} (wide files name their columns {kind}_0 .. {kind}_{{K-1}})"
+                )
+            if _is_list(column.type.value_type):
+                values, labels = _token_rows(column, labels_column, kind, path)
+            else:
+                values, labels = _sequence_rows(column, labels_column, kind, path)
+            return values, labels, kind == "logits"
+    values, kind = _wide_columns(table, path)
+    if _is_list(labels_column.type):
+        raise ValueError(f"--predictions: {path}: `labels` holds a list per row but `{kind}_*` one value per column")
+    return values, _numbers(labels_column, "labels", path), kind == "logits"
+
+
+def _sequence_rows(column, labels_column, kind: str, path: str) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow.compute as pc
+
+    if _is_list(labels_column.type):
+        raise ValueError(
+            f"--predictions: {path}: `labels` holds a list per row (token labels) but `{kind}` one vector per row"
+        )
+    lengths = _lengths(column, kind, path)
+    if lengths.size and (lengths != lengths[0]).any():
+        row = int(np.flatnonzero(lengths != lengths[0])[0])
+        raise ValueError(
+            f"--predictions: {path}: `{kind}` has {lengths[row]} values in row {row} but {lengths[0]} in row 0; "
+            "every row needs one value per class"
+        )
+    flat = _numbers(pc.list_flatten(column), kind, path)
+    k = int(lengths[0]) if lengths.size else 0
+    return flat.reshape(lengths.size, k), _numbers(labels_column, "labels", path)
+
+
+def _token_rows(column, labels_column, kind: str, path: str) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow.compute as pc
+
+    if not _is_list(labels_column.type):
+        raise ValueError(
+            f"--predictions: {path}: `{kind}` holds a list of per-token vectors per row, so `labels` must hold a "
+            f"list of token labels per row; it holds {labels_column.type}"
+        )
+    tokens = _lengths(column, kind, path)
+    label_counts = _lengths(labels_column, "labels", path)
+    if (tokens != label_counts).any():
+        row = int(np.flatnonzero(tokens != label_counts)[0])
+        raise ValueError(
+            f"--predictions: {path}: row {row} has {tokens[row]} `{kind}` vectors but {label_counts[row]} labels; "
+            "every token needs one vector and one label (pad with label -100)"
+        )
+    per_token = pc.list_flatten(column)
+    classes = _lengths(per_token, kind, path)
+    if classes.size and (classes != classes[0]).any():
+        token = int(np.flatnonzero(classes != classes[0])[0])
+        row = int(np.searchsorted(np.cumsum(tokens), token, side="right"))
+        first_row = int(np.searchsorted(np.cumsum(tokens), 0, side="right"))
+        raise ValueError(
+            f"--predictions: {path}: row {row} has a token with {classes[token]} classes but row {first_row} has "
+            f"{classes[0]}; every token vector needs one value per class"
+        )
+    flat = _numbers(pc.list_flatten(per_token), kind, path)
+    k = int(classes[0]) if classes.size else 0
+    return flat.reshape(classes.size, k), _numbers(pc.list_flatten(labels_column), "labels", path)
+
+
+def _wide_columns(table, path: str) -> tuple[np.ndarray, str]:
+    """``probs_0 .. probs_{K-1}`` (or ``logits_*``): exactly those, in any order, nothing missing."""
+    found: dict[str, dict[int, str]] = {"probs": {}, "logits": {}}
+    for name in table.column_names:
+        match = _WIDE.match(name)
+        if match:
+            found[match.group(1)][int(match.group(2))] = name
+        elif name.startswith(("probs_", "logits_")):
+            raise ValueError(
+                f"--predictions: {path}: column {name!r} is not of the form probs_<k> or logits_<k> (k = 0, 1, ...)"
+            )
+    kinds = [kind for kind in ("probs", "logits") if found[kind]]
+    if not kinds:
+        raise ValueError(
+            f"--predictions: {path} needs a `probs` or `logits` column, or probs_0 .. probs_{{K-1}} (logits_*); "
+            f"it has {table.column_names}"
+        )
+    if len(kinds) == 2:
+        raise ValueError(f"--predictions: {path} has both probs_* and logits_* columns; keep one kind")
+    kind = kinds[0]
+    indices = sorted(found[kind])
+    if indices != list(range(len(indices))):
+        missing = sorted(set(range(max(indices) + 1)) - set(indices))
+        raise ValueError(
+            f"--predictions: {path}: the {kind}_* columns must be {kind}_0 .. {kind}_{{K-1}}; "
+            f"{', '.join(f'{kind}_{k}' for k in missing[:5])} missing (columns are never renumbered)"
+        )
+    arrays = [_numbers(table.column(found[kind][k]).combine_chunks(), found[kind][k], path) for k in indices]
+    dtype = np.result_type(*arrays) if arrays else np.float64
+    dtype = dtype if dtype.kind == "f" else np.float64
+    return np.stack([a.astype(dtype, copy=False) for a in arrays], axis=1), kind
