@@ -560,9 +560,13 @@ def _accumulate(mode, args):
                 row_softmax[b0 + r, 1] = row_conf[r]  # 1 / sum: see _normalise_rows
         if bad_row < 0 and do_rows and K >= LONG_ROW:
             _square_and_entropy(P, L, b1 - b0, K, row_square, row_entropy)
-        if bad_row < 0 and sparse_cw:
-            _first_bin_sums(P, labels, b0, b1 - b0, K, ignore_index, n_cw, first_count, first_sum)
-        elif bad_row < 0 and do_classwise:
+        if sparse_cw:
+            if bad_row < 0:
+                _first_bin_sums(P, labels, b0, b1 - b0, K, ignore_index, n_cw, first_count, first_sum)
+        elif do_classwise:
+            # Even in a block with a bad row: the rows before it are scattered with these bins
+            # (clamped to [0, M), whatever the block holds); skipped, they were uninitialised
+            # memory and sce() on a row with inf wrote out of bounds (a segfault).
             _equal_width_bins(P, index, n_entries, n_cw)
         for i in range(b0, b1):
             y = np.int64(labels[i])

@@ -133,6 +133,10 @@ def bootstrap_intervals(
         keep_parts=True,
         ranges=[(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])],
     )
+    if sum(p.n for p in parts) == 0:  # as calibration_report: no interval of nothing
+        raise ValueError(
+            f"`labels`: no sample to evaluate (empty input, or every label equals ignore_index={ignore_index})"
+        )
     stacked = {name: np.stack([getattr(p, name) for p in parts]) for name in _FIELDS}
     del parts
     wanted = acc.metrics

@@ -19,9 +19,9 @@ from calibkit.metrics._kernels import LONG_ROW, MODE_LOGITS
 from calibkit.metrics._validation import check_bins, prepare
 from calibkit.metrics.statistics import (
     CLASSWISE_FROM_ACE_MAX_BINS,
-    METRICS,
     CalibrationAccumulator,
     CalibrationStatistics,
+    _metric_names,
     ace_points,
     binned_gaps,
     exact_ace_partials,
@@ -444,7 +444,7 @@ def calibration_report(
     return _one_shot(
         probs,
         labels,
-        METRICS if metrics is None else tuple(metrics),
+        _metric_names(metrics),
         from_logits=from_logits,
         ignore_index=ignore_index,
         num_threads=num_threads,
