@@ -94,6 +94,8 @@ def _check_report_options(args: argparse.Namespace) -> None:
 
     if args.bootstrap:
         check_positive_int(args.bootstrap, "--bootstrap", MAX_REPLICATES)
+    if args.resplits:
+        check_positive_int(args.resplits, "--resplits", 10_000)
     for option in ("max_length", "batch_size"):
         check_positive_int(getattr(args, option), "--" + option.replace("_", "-"))
     try:
@@ -330,12 +332,33 @@ def cmd_report_model(args: argparse.Namespace) -> int:
         logits[order[:half]], labels[order[:half]], logits[order[half:]], labels[order[half:]],
         class_names=names, n_bins=args.n_bins, theta=args.theta, bootstrap=args.bootstrap, seed=args.seed,
     )  # fmt: skip
+    resplit = None
+    if args.resplits:
+        from calibkit.resplits import resplit_comparison
+
+        resplit = resplit_comparison(
+            logits[order[:half]], labels[order[:half]], logits[order[half:]], labels[order[half:]],
+            resplits=args.resplits, class_names=names, n_bins=args.n_bins, theta=args.theta, seed=args.seed,
+        )  # fmt: skip
     title = f"calibkit report: {args.model} on {args.dataset} (calibrated on one half, evaluated on the other)"
-    paths = write_report(comparison, args.output, title) if args.output else {}
+    paths = write_report(comparison, args.output, title, resplits=resplit) if args.output else {}
     if args.json:
-        print(json.dumps({"model": args.model, "dataset": args.dataset, **to_json(comparison)}, indent=2))
+        out = {"model": args.model, "dataset": args.dataset, **to_json(comparison)}
+        if resplit is not None:
+            from calibkit.resplits import to_json as resplit_json
+            from calibkit.resplits import verdicts
+
+            out["resplits"] = resplit_json(resplit, verdicts(resplit))
+        print(json.dumps(out, indent=2))
     else:
         print(title)
+        if resplit is not None:
+            from calibkit.reporting import resplit_note
+            from calibkit.resplits import markdown_table as resplit_table
+            from calibkit.resplits import verdict_text, verdicts
+
+            print(f"\n{resplit_note(resplit)}\n\n{resplit_table(resplit)}\n")
+            print(f"verdicts on the papers' claims:\n{verdict_text(verdicts(resplit))}\n\none split:")
         print(markdown_table(comparison))
         print("\n".join(f"{name}: {path}" for name, path in paths.items()))
     return 0
@@ -358,6 +381,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         epochs=args.epochs,
         seed=args.seed,
         bootstrap=args.bootstrap,
+        resplits=args.resplits,
         max_train=args.max_train,
         threads=args.threads,
     )
@@ -388,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--output", default="calibkit-demo", help="output folder (default: calibkit-demo)")
     demo.add_argument("--epochs", type=float, help="training epochs (default 5 for token, 3 for sequence)")
     demo.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
+    demo.add_argument(
+        "--resplits", type=int, default=20, help="re-splits of validation + test for means, intervals, verdicts"
+    )
     demo.add_argument("--max-train", type=int, help="use at most this many training examples")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--threads", type=int, help="torch threads (default: torch's, one per core)")
@@ -407,6 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--max-length", type=int, default=128, help="tokenizer truncation length")
     report.add_argument("--batch-size", type=int, default=32)
     report.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
+    report.add_argument(
+        "--resplits", type=int, default=20, help="--model: re-splits of the two halves (means, intervals, verdicts)"
+    )
     report.add_argument("--seed", type=int, default=0)
     report.add_argument("--output", help="folder for the table (Markdown, CSV, JSON) and the figures")
     report.add_argument("--n-bins", type=int, default=15, help="bins for ECE, MCE and the class-wise ECEs")

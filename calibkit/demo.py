@@ -131,6 +131,7 @@ def run_demo(
     epochs: float | None = None,
     seed: int = 0,
     bootstrap: int = 0,
+    resplits: int = 20,
     max_train: int | None = None,
     threads: int | None = None,
     progress: bool = True,
@@ -221,7 +222,15 @@ def run_demo(
         bootstrap=bootstrap,
         seed=seed,
     )
-    paths = write_report(comparison, output, title)
+    resplit = None
+    if resplits:
+        from calibkit.resplits import resplit_comparison
+
+        resplit = resplit_comparison(
+            val_out.predictions, val_out.label_ids, test_out.predictions, test_out.label_ids,
+            resplits=resplits, class_names=names, seed=seed,
+        )  # fmt: skip
+    paths = write_report(comparison, output, title, resplits=resplit)
     best = comparison.best
     if best in comparison.calibrators:
         folder = output / f"calibrated-{best}"
@@ -239,10 +248,23 @@ def run_demo(
     print("\ncalibration during training (CalibrationCallback, validation set):")
     for entry in history:
         print("  " + ", ".join(f"{k} {v:.4f}" for k, v in entry.items()))
-    print(f"\n{markdown_table(comparison)}\n")
+    uncalibrated = comparison.rows["uncalibrated"]
+    print(
+        f"\nfine-tuned model on test: accuracy {uncalibrated['accuracy']:.4f}, "
+        f"macro-F1 {uncalibrated['macro_f1']:.4f} ({len(names)} classes)"
+    )
+    if resplit is not None:
+        from calibkit.reporting import resplit_note
+        from calibkit.resplits import markdown_table as resplit_table
+        from calibkit.resplits import verdict_text, verdicts
+
+        print(f"\nover {resplit.resplits} re-splits of validation + test:\n{resplit_note(resplit)}\n")
+        print(resplit_table(resplit))
+        print(f"\nverdicts on the papers' claims:\n{verdict_text(verdicts(resplit))}")
+    print(f"\none split (fitted on validation, evaluated on test):\n{markdown_table(comparison)}\n")
     print(f"best calibrator by {comparison.select}: {METHOD_LABELS[best]}")
     for name, p in paths.items():
         print(f"{name}: {p}")
     print(f"also saved during training: {', '.join(callback.calibrated_dirs.values()) or 'none'}")
     print(f"calibkit demo finished in {time.perf_counter() - start:.0f} s")
-    return {"comparison": comparison, "paths": paths, "history": history}
+    return {"comparison": comparison, "resplits": resplit, "paths": paths, "history": history}

@@ -249,21 +249,134 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
     )
 
 
-def write_report(comparison: Comparison, folder: str | Path, title: str) -> dict[str, Path]:
-    """Write ``table.md``, ``table.csv``, ``report.json`` and the figures; return their paths."""
+def write_report(comparison: Comparison, folder: str | Path, title: str, resplits: Any = None) -> dict[str, Path]:
+    """Write ``table.md``, ``table.csv``, ``report.json``, the figures and ``index.html``.
+
+    With ``resplits`` (a :class:`calibkit.resplits.Resplits`), the table of means, standard
+    deviations and 95% intervals over the re-splits leads, followed by the verdicts on the papers'
+    claims (also in ``verdicts.md`` and under ``resplits`` in ``report.json``); the single split's
+    table follows it.
+    """
     from calibkit import plots
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": folder / "table.md", "csv": folder / "table.csv", "json": folder / "report.json"}
     notes = "".join(f"\n- {METHOD_LABELS[m]} not fitted: {e}" for m, e in comparison.errors.items())
-    paths["markdown"].write_text(
-        f"# {title}\n\nCalibrators fitted on {comparison.n_val} validation predictions, evaluated on "
+    summary = json_summary = None
+    lead = ""
+    if resplits is not None:
+        from calibkit import resplits as rs
+
+        claims = rs.verdicts(resplits)
+        json_summary = rs.to_json(resplits, claims)
+        summary = (rs.markdown_table(resplits), rs.verdict_text(claims))
+        paths["verdicts"] = folder / "verdicts.md"
+        paths["verdicts"].write_text(f"# Verdicts on the papers' claims\n\n{resplit_note(resplits)}\n\n{summary[1]}\n")
+        lead = (
+            f"## Over {resplits.resplits} re-splits\n\n{resplit_note(resplits)}\n\n{summary[0]}\n\n"
+            f"## Verdicts on the papers' claims\n\n{summary[1]}\n\n## One split\n\n"
+        )
+    single = (
+        f"Calibrators fitted on {comparison.n_val} validation predictions, evaluated on "
         f"{comparison.n_test} test predictions. Bold: best per column (closest to 0 for the signed ECD, ESCE).\n"
-        f"Best calibrator by {comparison.select}: **{METHOD_LABELS[comparison.best]}**.{notes}\n\n"
-        f"{markdown_table(comparison)}\n\n## ECE of each class (subset ECE)\n\n{per_class_table(comparison)}\n"
+        f"Best calibrator by {comparison.select}: **{METHOD_LABELS[comparison.best]}**.{notes}"
+    )
+    paths["markdown"].write_text(
+        f"# {title}\n\n{lead}{single}\n\n{markdown_table(comparison)}\n\n"
+        f"## ECE of each class (subset ECE)\n\n{per_class_table(comparison)}\n"
     )
     write_csv(comparison, paths["csv"])
-    paths["json"].write_text(json.dumps(to_json(comparison), indent=2))
+    report = to_json(comparison)
+    if json_summary is not None:
+        report["resplits"] = json_summary
+    paths["json"].write_text(json.dumps(report, indent=2))
     paths.update(plots.write_figures(comparison, folder))
+    paths["html"] = folder / "index.html"
+    paths["html"].write_text(html_report(comparison, title, paths, resplits))
     return paths
+
+
+def resplit_note(resplits: Any) -> str:
+    return (
+        f"Each of {resplits.resplits} re-splits pools the validation and test {resplits.unit}, fits every "
+        f"calibrator on {resplits.n_calibration} of them and evaluates on the other {resplits.n_evaluation}"
+        + (" (all tokens of a sequence on one side)" if resplits.unit == "sequences" else "")
+        + ". Cells: mean ± standard deviation [2.5%, 97.5%] over the re-splits. Paired marks: ▲ better / ▼ worse "
+        "than the uncalibrated model, † better than TS, in at least 95% of the re-splits. A verdict holds when the "
+        "claimed direction is found in at least 95% of the re-splits, does not hold when the opposite is, and is "
+        "inconclusive otherwise."
+    )
+
+
+def _markdown_to_html_table(markdown: str) -> str:
+    """A pipe table (as this module writes them) as an HTML table; ``**x**`` becomes bold."""
+    import html
+    import re
+
+    rows = [line.strip().strip("|").split(" | ") for line in markdown.splitlines() if line.startswith("|")]
+    if len(rows) < 2:
+        return ""
+
+    def cell(text: str, tag: str) -> str:
+        text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text.strip()))
+        return f"<{tag}>{text}</{tag}>"
+
+    head = "".join(cell(c, "th") for c in rows[0])
+    body = "".join("<tr>" + "".join(cell(c, "td") for c in row) + "</tr>" for row in rows[2:])
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resplits: Any = None) -> str:
+    """One self-contained page (figures embedded as data URIs, no network): table, verdicts, figures."""
+    import base64
+    import html
+
+    sections = []
+    if resplits is not None:
+        from calibkit import resplits as rs
+
+        claims = rs.verdicts(resplits)
+        items = "".join(
+            f'<li class="{c["verdict"].replace(" ", "-")}"><b>{html.escape(c["verdict"])}</b>: '
+            f"{html.escape(c['claim'])} <i>({html.escape(c['paper'])})</i>. {html.escape(c['numbers'])}.</li>"
+            for c in claims
+        )
+        sections.append(f"<h2>Verdicts on the papers' claims</h2><ul id='verdicts'>{items}</ul>")
+        sections.append(
+            f"<h2>Over {resplits.resplits} re-splits</h2><p>{html.escape(resplit_note(resplits))}</p>"
+            f"<div id='resplit-table'>{_markdown_to_html_table(rs.markdown_table(resplits))}</div>"
+        )
+    sections.append(
+        f"<h2>One split</h2><p>Calibrators fitted on {comparison.n_val} validation predictions, evaluated on "
+        f"{comparison.n_test} test predictions. Best calibrator by {html.escape(comparison.select)}: "
+        f"<b>{html.escape(METHOD_LABELS[comparison.best])}</b>.</p>"
+        f"<div id='table'>{_markdown_to_html_table(markdown_table(comparison))}</div>"
+        f"<h2>ECE of each class</h2>{_markdown_to_html_table(per_class_table(comparison))}"
+    )
+    figures = []
+    for name, path in paths.items():
+        if Path(path).suffix == ".png":
+            data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+            figures.append(
+                f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{html.escape(Path(path).name)}</figcaption></figure>"
+            )
+    sections.append("<h2>Figures</h2>" + "".join(figures))
+    style = (
+        "body{font-family:sans-serif;margin:2em;max-width:110em}table{border-collapse:collapse;font-size:0.8em}"
+        "td,th{border:1px solid #ccc;padding:0.2em 0.5em;text-align:right}td:first-child,th:first-child"
+        "{text-align:left}img{max-width:100%}li.holds b{color:#1a7f37}li.does-not-hold b{color:#b42318}"
+        "li.inconclusive b{color:#8a6d00}figure{margin:1em 0}"
+    )
+    # The page states on <body> how many of its figures decoded, so a headless browser's DOM dump
+    # (the test of this page) can tell a broken image from a loaded one without any network.
+    check = (
+        "<script>window.addEventListener('load',function(){var i=Array.from(document.images);"
+        "document.body.dataset.figures=i.length;document.body.dataset.figuresLoaded="
+        "i.filter(function(x){return x.complete&&x.naturalWidth>0}).length;});</script>"
+    )
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{style}</style>{check}</head><body><h1>{html.escape(title)}</h1>{''.join(sections)}</body></html>\n"
+    )

@@ -45,3 +45,25 @@ def test_demo_token_end_to_end(tmp_path):
     assert entities and all(0 < e["score"] <= 1 for e in entities)
     assert (out / "training" / "calibrated-wts" / "README.md").exists()  # saved by the callback
     assert np.isfinite(uncalibrated["ece"])
+    # Re-splits: every cell with mean, std and interval; a verdict for each claim; a readable page.
+    resplits = report["resplits"]
+    assert resplits["resplits"] == 20 and resplits["unit"] == "sequences"
+    for method, cells in resplits["table"].items():
+        assert all(cells[m]["n"] > 0 for m in ("ece", "cece", "rbece")), method
+    claims = {c["claim"]: c["verdict"] for c in resplits["verdicts"]}
+    for claim in (
+        "WTS gives a lower CECE than TS",
+        "WTS gives a lower ECE variance across classes than TS",
+        "RD-TS gives a lower RBECE than TS",
+        "RBECE is larger than ECE on this data (it exposes miscalibration that ECE averages away)",
+        "TS keeps the accuracy of the uncalibrated model",
+    ):
+        assert claims[claim] in ("holds", "does not hold", "inconclusive")
+    assert claims["TS keeps the accuracy of the uncalibrated model"] == "holds"
+    assert (out / "verdicts.md").read_text().count("\n- **") >= 5
+    from tests.browser import chromium, figures_loaded, rendered_dom
+
+    if chromium() is None:
+        pytest.fail("no chromium: .ci/run installs Debian's chromium before the slow tests")
+    total, loaded = figures_loaded(rendered_dom(out / "index.html"))
+    assert total == loaded == 4

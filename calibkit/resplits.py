@@ -1,0 +1,371 @@
+"""How much of a calibration table is more than noise: re-splits, paired comparisons, verdicts.
+
+One validation/test split of a few hundred examples gives one number per cell, and nobody can
+tell whether WTS's CECE below TS's is a finding or luck. The calibrators are cheap to refit, so
+:func:`resplit_comparison` pools the validation and test predictions, draws ``R`` random
+re-splits of the pooled examples into a calibration part and an evaluation part of the original
+sizes, fits every calibrator on the first and evaluates every metric on the second (no
+retraining), and keeps each metric's ``R`` values. The papers report means over several runs;
+so does the table: mean ± standard deviation over the re-splits, and the 2.5 and 97.5
+percentiles as the cell's 95% interval.
+
+A comparison of two methods is paired: both are evaluated on the same re-split, and
+:meth:`Resplits.paired` counts the share of re-splits in which one is better. A difference
+*holds at 95%* when one side is better in at least 95% of the re-splits (19 of 20). Re-splits
+overlap, so this is a statement about the stability of the conclusion under the choice of the
+split, not a test on independent samples; it is the check the papers' "mean over runs" leaves
+out. :func:`verdicts` applies it to the seed papers' claims.
+
+Token classification: the examples re-split are sequences (all tokens of a tweet stay
+together), since tokens of one sentence are not independent.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from calibkit.reporting import HIGHER_IS_BETTER, METHOD_LABELS, METHODS, SIGNED, TABLE_METRICS
+
+HOLD_SHARE = 0.95
+"""A paired difference holds when one side is better in at least this share of re-splits."""
+
+
+@dataclass
+class Resplits:
+    """Every metric of every method on ``R`` re-splits of the pooled validation and test data.
+
+    Attributes
+    ----------
+    values : dict of str to ndarray (R, len(metrics))
+        Per method, the metric values of each re-split (NaN where the method could not be fitted).
+    per_class : dict of str to ndarray (R, K)
+        Per method, each class's ECE on each re-split's evaluation part.
+    support : ndarray (K,)
+        Labelled predictions of each class in the pooled data.
+    """
+
+    methods: list[str]
+    metrics: list[str]
+    values: dict[str, np.ndarray]
+    per_class: dict[str, np.ndarray]
+    support: np.ndarray
+    class_names: list[str]
+    resplits: int
+    n_calibration: int
+    n_evaluation: int
+    seed: int
+    unit: str = "rows"
+    errors: dict[str, int] = field(default_factory=dict)
+    error_messages: dict[str, str] = field(default_factory=dict)
+
+    def column(self, method: str, metric: str) -> np.ndarray:
+        return self.values[method][:, self.metrics.index(metric)]
+
+    def summary(self, method: str, metric: str) -> dict[str, float]:
+        """Mean, standard deviation (ddof 1) and 2.5/97.5 percentiles over the re-splits."""
+        v = self.column(method, metric)
+        v = v[~np.isnan(v)]
+        if v.size == 0:
+            return {"mean": math.nan, "std": math.nan, "low": math.nan, "high": math.nan, "n": 0}
+        low, high = np.percentile(v, [2.5, 97.5])
+        std = float(v.std(ddof=1)) if v.size > 1 else math.nan
+        return {"mean": float(v.mean()), "std": std, "low": float(low), "high": float(high), "n": int(v.size)}
+
+    def paired(self, method: str, reference: str, metric: str) -> dict[str, float]:
+        """``method`` against ``reference`` on the same re-splits.
+
+        ``better``/``worse``: the share of re-splits in which ``method`` is better/worse (lower;
+        higher for accuracy and macro-F1; closer to 0 for the signed ECD and ESCE); ties count as
+        neither. ``difference``: mean of ``method - reference`` with its 2.5/97.5 percentiles.
+        """
+        a, b = self.column(method, metric), self.column(reference, metric)
+        both = ~(np.isnan(a) | np.isnan(b))
+        a, b = a[both], b[both]
+        if a.size == 0:
+            nan = math.nan
+            return {"better": nan, "worse": nan, "difference": nan, "low": nan, "high": nan, "n": 0}
+        score_a, score_b = (np.abs(a), np.abs(b)) if metric in SIGNED else (a, b)
+        if metric in HIGHER_IS_BETTER:
+            score_a, score_b = -score_a, -score_b
+        low, high = np.percentile(a - b, [2.5, 97.5])
+        return {
+            "better": float(np.mean(score_a < score_b)),
+            "worse": float(np.mean(score_a > score_b)),
+            "difference": float(np.mean(a - b)),
+            "low": float(low),
+            "high": float(high),
+            "n": int(a.size),
+        }
+
+
+def _groups(logits: Any, labels: Any, ignore_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Labelled rows ``(R, K)``, their labels and the example (sequence) each row belongs to."""
+    z = np.asarray(logits)
+    y = np.asarray(labels)
+    if z.ndim not in (2, 3) or y.shape != z.shape[:-1]:
+        raise ValueError(f"`logits` of shape {z.shape} and `labels` of shape {y.shape} do not match")
+    example = np.broadcast_to(np.arange(z.shape[0]).reshape(-1, *([1] * (z.ndim - 2))), y.shape)
+    keep = y != ignore_index
+    return z[keep], y[keep], example[keep], int(z.shape[0])
+
+
+def resplit_comparison(
+    val_logits: Any,
+    val_labels: Any,
+    test_logits: Any,
+    test_labels: Any,
+    *,
+    resplits: int = 20,
+    methods: tuple[str, ...] = METHODS,
+    class_names: list[str] | None = None,
+    ignore_index: int = -100,
+    n_bins: int = 15,
+    rbece_bins: int = 20,
+    theta: float = 40,
+    seed: int = 0,
+) -> Resplits:
+    """Fit on one part, evaluate on the other, over ``resplits`` random re-splits of the pooled data.
+
+    Parameters
+    ----------
+    val_logits, val_labels, test_logits, test_labels : array-like
+        ``(N, K)`` logits with ``(N,)`` labels, or ``(N, L, K)`` with ``(N, L)`` (tokens;
+        ``ignore_index`` marks padding). Validation and test may differ in ``L``.
+    resplits : int, default 20
+        Number of re-splits ``R``. Each keeps the original sizes: as many examples calibrate
+        as the validation set had, the rest evaluate.
+    methods, class_names, ignore_index, n_bins, rbece_bins, theta
+        As in :func:`calibkit.reporting.compare_calibrators`.
+    seed : int, default 0
+
+    Returns
+    -------
+    Resplits
+    """
+    from calibkit.metrics._validation import check_positive_int
+    from calibkit.reporting import compare_calibrators
+
+    resplits = check_positive_int(resplits, "resplits", 10_000)
+    z_val, y_val, g_val, n_val = _groups(val_logits, val_labels, ignore_index)
+    z_test, y_test, g_test, n_test = _groups(test_logits, test_labels, ignore_index)
+    if z_val.shape[1] != z_test.shape[1]:
+        raise ValueError(f"validation logits have {z_val.shape[1]} classes, test logits {z_test.shape[1]}")
+    z = np.concatenate([z_val, z_test])
+    y = np.concatenate([y_val, y_test])
+    example = np.concatenate([g_val, g_test + n_val])
+    examples = n_val + n_test
+    if n_val < 1 or n_test < 1:
+        raise ValueError("need at least one validation and one test example to re-split")
+    k = z.shape[1]
+    names = list(class_names) if class_names else [str(i) for i in range(k)]
+    metrics = list(TABLE_METRICS)
+    values = {m: np.full((resplits, len(metrics)), np.nan) for m in methods}
+    per_class = {m: np.full((resplits, k), np.nan) for m in methods}
+    errors: dict[str, int] = {}
+    messages: dict[str, str] = {}
+    rng = np.random.default_rng(seed)
+    settings = {"n_bins": n_bins, "rbece_bins": rbece_bins, "theta": theta}
+    for r in range(resplits):  # a loop over re-splits; each fit and metric inside is vectorised
+        calibrate = np.zeros(examples, dtype=bool)
+        calibrate[rng.permutation(examples)[:n_val]] = True
+        part = calibrate[example]
+        if part.all() or not part.any():
+            continue  # every labelled row fell on one side (tiny data): nothing to evaluate
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            comparison = compare_calibrators(
+                z[part], y[part], z[~part], y[~part], methods=methods, class_names=names, ignore_index=ignore_index,
+                **settings,
+            )  # fmt: skip
+        for method in methods:
+            if method in comparison.errors:
+                errors[method] = errors.get(method, 0) + 1
+                messages.setdefault(method, comparison.errors[method])
+                continue
+            row = comparison.rows[method]
+            values[method][r] = [row.get(m, math.nan) for m in metrics]
+            per_class[method][r] = comparison.per_class[method]
+    return Resplits(
+        methods=list(methods),
+        metrics=metrics,
+        values=values,
+        per_class=per_class,
+        support=np.bincount(y, minlength=k),
+        class_names=names,
+        resplits=resplits,
+        n_calibration=n_val,
+        n_evaluation=n_test,
+        seed=seed,
+        unit="sequences" if np.ndim(val_logits) == 3 else "rows",
+        errors=errors,
+        error_messages=messages,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# The papers' claims
+
+
+def _verdict(better: float, worse: float) -> str:
+    if math.isnan(better):
+        return "inconclusive"
+    if better >= HOLD_SHARE:
+        return "holds"
+    if worse >= HOLD_SHARE:
+        return "does not hold"
+    return "inconclusive"
+
+
+def verdicts(resplits: Resplits) -> list[dict[str, Any]]:
+    """The seed papers' claims that a calibrator comparison can test, each with a verdict.
+
+    ``holds``: the claimed direction in at least 95% of the re-splits; ``does not hold``: the
+    opposite direction in at least 95%; ``inconclusive``: neither.
+    """
+    out: list[dict[str, Any]] = []
+    have = set(resplits.methods)
+
+    def paired_claim(claim: str, paper: str, method: str, reference: str, metric: str) -> None:
+        if not {method, reference} <= have:
+            return
+        p = resplits.paired(method, reference, metric)
+        a, b = resplits.summary(method, metric), resplits.summary(reference, metric)
+        out.append(
+            {
+                "claim": claim,
+                "paper": paper,
+                "metric": metric,
+                "verdict": _verdict(p["better"], p["worse"]),
+                "share": p["better"],
+                "numbers": f"{METHOD_LABELS[method]} {a['mean']:.4f} ± {a['std']:.4f} vs {METHOD_LABELS[reference]} "
+                f"{b['mean']:.4f} ± {b['std']:.4f}; lower in {p['better']:.0%} of {p['n']} re-splits, "
+                f"difference {p['difference']:+.4f} [{p['low']:+.4f}, {p['high']:+.4f}]",
+            }
+        )
+
+    classwise = "Obadinma et al. 2021 (class-wise)"
+    region = "Dawkins et al. 2022 (region-balanced)"
+    paired_claim("WTS gives a lower CECE than TS", classwise, "wts", "ts", "cece")
+    paired_claim("WTS gives a lower ECE variance across classes than TS", classwise, "wts", "ts", "ece_variance")
+    paired_claim("RD-TS gives a lower RBECE than TS", region, "rd-ts", "ts", "rbece")
+    paired_claim("RD-TS gives a lower RBECE than the uncalibrated model", region, "rd-ts", "uncalibrated", "rbece")
+    if "uncalibrated" in have:
+        rbece, ece = resplits.column("uncalibrated", "rbece"), resplits.column("uncalibrated", "ece")
+        both = ~(np.isnan(rbece) | np.isnan(ece))
+        larger = float(np.mean(rbece[both] > ece[both])) if both.any() else math.nan
+        smaller = float(np.mean(rbece[both] < ece[both])) if both.any() else math.nan
+        r, e = resplits.summary("uncalibrated", "rbece"), resplits.summary("uncalibrated", "ece")
+        out.append(
+            {
+                "claim": "RBECE is larger than ECE on this data (it exposes miscalibration that ECE averages away)",
+                "paper": region,
+                "metric": "rbece",
+                "verdict": _verdict(larger, smaller),
+                "share": larger,
+                "numbers": f"uncalibrated RBECE {r['mean']:.4f} ± {r['std']:.4f} vs ECE {e['mean']:.4f} ± "
+                f"{e['std']:.4f}; larger in {larger:.0%} of {int(both.sum())} re-splits",
+            }
+        )
+    for method in resplits.methods:
+        if method == "uncalibrated" or "uncalibrated" not in have:
+            continue
+        p = resplits.paired(method, "uncalibrated", "accuracy")
+        kept = 1.0 - p["worse"]  # not lower: equal (TS keeps the argmax) or higher
+        out.append(
+            {
+                "claim": f"{METHOD_LABELS[method]} keeps the accuracy of the uncalibrated model",
+                "paper": "Guo et al. 2017 (temperature scaling); the seed papers' tables",
+                "metric": "accuracy",
+                "verdict": _verdict(kept, p["worse"]) if not math.isnan(kept) else "inconclusive",
+                "share": kept,
+                "numbers": f"accuracy change {p['difference']:+.4f} [{p['low']:+.4f}, {p['high']:+.4f}]; not lower in "
+                f"{kept:.0%} of {p['n']} re-splits",
+            }
+        )
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Rendering
+
+
+def markdown_table(resplits: Resplits) -> str:
+    """Metrics (rows) x methods (columns): ``mean ± std [2.5%, 97.5%]`` over the re-splits.
+
+    Marks: ``▲`` better than the uncalibrated model and ``▼`` worse, in at least 95% of the
+    re-splits (paired); ``†`` better than TS in at least 95%.
+    """
+    methods = resplits.methods
+    lines = [
+        "| metric | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |",
+        "|---" * (len(methods) + 1) + "|",
+    ]
+    for metric in resplits.metrics:
+        cells = []
+        for method in methods:
+            s = resplits.summary(method, metric)
+            if s["n"] == 0:
+                cells.append("not fitted")
+                continue
+            cell = f"{s['mean']:.4f} ± {s['std']:.4f} [{s['low']:.4f}, {s['high']:.4f}]"
+            cells.append(cell + _marks(resplits, method, metric))
+        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _marks(resplits: Resplits, method: str, metric: str) -> str:
+    marks = ""
+    if method != "uncalibrated" and "uncalibrated" in resplits.methods:
+        p = resplits.paired(method, "uncalibrated", metric)
+        marks += " ▲" if p["better"] >= HOLD_SHARE else " ▼" if p["worse"] >= HOLD_SHARE else ""
+    if method not in ("uncalibrated", "ts") and "ts" in resplits.methods:
+        p = resplits.paired(method, "ts", metric)
+        marks += " †" if p["better"] >= HOLD_SHARE else ""
+    return marks
+
+
+def verdict_text(claims: list[dict[str, Any]]) -> str:
+    """The claims as a Markdown list: verdict, claim, paper, numbers."""
+    return "\n".join(f"- **{c['verdict']}**: {c['claim']} ({c['paper']}). {c['numbers']}." for c in claims)
+
+
+def to_json(resplits: Resplits, claims: list[dict[str, Any]]) -> dict[str, Any]:
+    """Everything the table and the verdicts show, for scripts (NaN as null)."""
+
+    def clean(value: float) -> float | None:
+        return None if isinstance(value, float) and math.isnan(value) else value
+
+    def cell(method: str, metric: str) -> dict[str, Any]:
+        out: dict[str, Any] = {k: clean(v) for k, v in resplits.summary(method, metric).items()}
+        for reference, key in (("uncalibrated", "vs_uncalibrated"), ("ts", "vs_ts")):
+            if reference in resplits.methods and method not in ("uncalibrated", reference):
+                out[key] = {k: clean(v) for k, v in resplits.paired(method, reference, metric).items()}
+        return out
+
+    table = {method: {metric: cell(method, metric) for metric in resplits.metrics} for method in resplits.methods}
+    per_class = {
+        method: {
+            name: {"mean": clean(float(np.nanmean(col))) if np.isfinite(col).any() else None, "support": int(n)}
+            for name, col, n in zip(resplits.class_names, resplits.per_class[method].T, resplits.support)
+        }
+        for method in resplits.methods
+    }
+    return {
+        "resplits": resplits.resplits,
+        "seed": resplits.seed,
+        "unit": resplits.unit,
+        "n_calibration_examples": resplits.n_calibration,
+        "n_evaluation_examples": resplits.n_evaluation,
+        "hold_share": HOLD_SHARE,
+        "table": table,
+        "per_class_ece": per_class,
+        "not_fitted": {
+            m: {"resplits": n, "first_error": resplits.error_messages.get(m)} for m, n in resplits.errors.items()
+        },
+        "verdicts": [{k: clean(v) if isinstance(v, float) else v for k, v in c.items()} for c in claims],
+    }
