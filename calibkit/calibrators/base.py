@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics._validation import _prepare_labels, to_numpy
+from calibkit.metrics._validation import _prepare_labels, check_ignore_index, to_numpy
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,7 @@ def logits_rows(logits: Any, name: str = "logits") -> tuple[np.ndarray, tuple[in
 
 def prepare_fit(logits: Any, labels: Any, ignore_index: int) -> FitInput:
     """Check logits and labels for fitting; value checks that need a pass are left to the fit."""
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
-        raise ValueError(f"`ignore_index` must be an integer, got {ignore_index!r}")
+    ignore_index = check_ignore_index(ignore_index)
     z, shape = logits_rows(logits)
     y_raw = to_numpy(labels, "labels")
     if tuple(y_raw.shape) != shape[:-1]:
@@ -93,7 +92,8 @@ class Calibrator:
     logit_based: bool = True
 
     def __init__(self, *, ignore_index: int = -100) -> None:
-        self.ignore_index = ignore_index
+        # Settings are checked here (and again at fit, after set_params), not at first use.
+        self.ignore_index = check_ignore_index(ignore_index)
 
     # -- scikit-learn conventions ------------------------------------------------------------
     def get_params(self, deep: bool = True) -> dict[str, Any]:

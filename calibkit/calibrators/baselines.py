@@ -14,7 +14,7 @@ import numpy as np
 
 from calibkit.calibrators import _kernels as K
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, softmax_rows
-from calibkit.metrics._validation import check_positive_int
+from calibkit.metrics._validation import check_bins, check_positive_int
 
 
 class _AffineScaling(Calibrator):
@@ -22,7 +22,7 @@ class _AffineScaling(Calibrator):
 
     def __init__(self, *, max_iter: int = 500, ignore_index: int = -100) -> None:
         super().__init__(ignore_index=ignore_index)
-        self.max_iter = max_iter
+        self.max_iter = check_positive_int(max_iter, "max_iter")
 
     def _initial(self, k: int):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -169,10 +169,10 @@ class HistogramBinning(Calibrator):
 
     def __init__(self, *, n_bins: int = 15, ignore_index: int = -100) -> None:
         super().__init__(ignore_index=ignore_index)
-        self.n_bins = n_bins
+        self.n_bins = check_bins(n_bins, "n_bins")
 
     def _fit(self, data: FitInput) -> None:
-        n_bins = check_positive_int(self.n_bins, "n_bins")
+        n_bins = check_bins(self.n_bins, "n_bins")
         z, y = data.kept()
         check_finite(z)
         probs = softmax_rows(z.astype(np.float64))

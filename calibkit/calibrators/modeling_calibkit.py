@@ -165,7 +165,10 @@ class CalibrationHead(nn.Module):
         total = mapped.sum(dim=-1, keepdim=True)
         # A row that every one-vs-rest map sends to 0 carries no information: uniform.
         mapped = torch.where(total > 0, mapped / total.clamp_min(1e-300), torch.full_like(mapped, 1 / self.num_labels))
-        return torch.log(mapped).clamp_min(_LOG_FLOOR).to(logits.dtype)
+        out = torch.log(mapped).clamp_min(_LOG_FLOOR)
+        # A row whose softmax is NaN (a NaN or +inf logit) stays NaN, as TS/VS/MS give it: the maps
+        # and the clamps above would otherwise turn it into a valid-looking (uniform) row.
+        return torch.where(torch.isnan(probs).any(dim=-1, keepdim=True), torch.nan, out).to(logits.dtype)
 
     def _interpolate(self, p: torch.Tensor) -> torch.Tensor:
         # Piecewise-linear through (thresholds, values), clipped to the end points (as

@@ -21,6 +21,7 @@ import numpy as np
 
 from calibkit.calibrators import _kernels as K
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite
+from calibkit.metrics._validation import check_num_threads
 from calibkit.metrics.statistics import _map, _row_ranges
 
 # Inverse temperatures beyond this mean T < 1e-6: the data is separable and the NLL keeps
@@ -205,7 +206,7 @@ class TemperatureScaling(Calibrator):
 
     def __init__(self, *, ignore_index: int = -100, num_threads: int | None = None) -> None:
         super().__init__(ignore_index=ignore_index)
-        self.num_threads = num_threads
+        self.num_threads = check_num_threads(num_threads)
 
     def _class_weight(self, data: FitInput) -> np.ndarray:
         return _uniform_weights(data)
@@ -334,8 +335,10 @@ class RegionDependentTemperatureScaling(Calibrator):
 
     def __init__(self, *, rule: str = "paper", ignore_index: int = -100, num_threads: int | None = None) -> None:
         super().__init__(ignore_index=ignore_index)
+        if rule not in RD_TS_RULES:
+            raise ValueError(f"`rule` must be one of {RD_TS_RULES}, got {rule!r}")
         self.rule = rule
-        self.num_threads = num_threads
+        self.num_threads = check_num_threads(num_threads)
 
     def _fit(self, data: FitInput) -> None:
         if self.rule not in RD_TS_RULES:
