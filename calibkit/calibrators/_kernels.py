@@ -22,6 +22,7 @@ import math
 import numba as nb
 import numpy as np
 
+from calibkit._numba_cache import CACHE
 from calibkit.metrics._kernels import _exp
 
 # Columns of the ``out`` array of :func:`nll_derivatives`.
@@ -32,7 +33,7 @@ N_OUT = 6
 
 # Reassociating a row's three sums (a few ulp of change) lets them run several lanes at a
 # time instead of paying one add latency per class; a separate function keeps the flag local.
-@nb.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})
+@nb.njit(cache=CACHE, nogil=True, fastmath={"reassoc", "nsz"})
 def _moments(e, d, n):
     s0 = 0.0
     s1 = 0.0
@@ -45,7 +46,7 @@ def _moments(e, d, n):
     return s0, s1, s2
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy")
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def nll_derivatives(z, labels, start, stop, ignore_index, class_weight, beta, slope, h, region, out):
     """Add the weighted loss, gradient and Hessian of rows ``[start, stop)`` into ``out``."""
     n_classes = z.shape[1]
@@ -98,7 +99,7 @@ def nll_derivatives(z, labels, start, stop, ignore_index, class_weight, beta, sl
         out[O_SLOPE0] += w * (z_sum / n_classes - (d_y + z_max))
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def max_softmax(z, labels, start, stop, ignore_index, h):
     """Write ``h_i = max_k softmax(z_i)_k`` for the rows of ``[start, stop)`` that are kept."""
     n_classes = z.shape[1]
@@ -116,7 +117,7 @@ def max_softmax(z, labels, start, stop, ignore_index, h):
         h[i] = 1.0 / s0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=CACHE)
 def pool_adjacent_violators(y, w):
     """Isotonic (non-decreasing) fit of ``y`` with weights ``w``: block values and block ends.
 

@@ -19,6 +19,8 @@ import numpy as np
 from numba import types
 from numba.core.extending import intrinsic, overload
 
+from calibkit._numba_cache import CACHE
+
 # How a row of the input becomes a probability vector.
 MODE_PROBS = 0  # (N, K) probabilities
 MODE_LOGITS = 1  # (N, K) logits -> softmax
@@ -52,7 +54,7 @@ ACE_OFFSET = (ACE_MIN_EXPONENT << 4) - 1
 ACE_BUCKETS = (1023 << 4) - ACE_OFFSET + 1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _bin_index(p, n_bins):
     # Right-closed equal-width bins ((m-1)/M, m/M]; 0 goes to the first bin (SPEC.md).
     b = int(math.ceil(p * n_bins)) - 1
@@ -63,7 +65,7 @@ def _bin_index(p, n_bins):
     return b
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _ace_bucket(bits):
     key = (bits >> 48) - ACE_OFFSET
     if key < 0:
@@ -135,7 +137,7 @@ _EXP_MIN = -708.0  # below this exp(x) < 2**-1021: flushed to 0 (a softmax term 
 _MIN_NORMAL = 2.2250738585072014e-308
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _exp_in_range(x):
     """exp(x) for _EXP_MIN <= x <= 0, 1 ulp."""
     # n = round(x / ln 2) by the shifter: adding 1.5 * 2**52 rounds to an integer, held in the
@@ -150,7 +152,7 @@ def _exp_in_range(x):
     return u * _float_from_bits((_bits_of_float(shifted) + 1023) << 52)  # 2**n: the shift drops the shifter's bits
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _exp(x):
     """exp(x) for x <= 0 (softmax terms), 1 ulp; 0 below ``_EXP_MIN``. The same bits as
     :func:`_exp_in_range` wherever that applies."""
@@ -158,7 +160,7 @@ def _exp(x):
     return y if x >= _EXP_MIN else 0.0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _log(x):
     """log(x) for finite x > 0 (subnormals included), 1 ulp."""
     lg1, lg2, lg3, lg4, lg5, lg6, lg7 = _LOG_LG
@@ -184,13 +186,13 @@ def _log(x):
 _EXP_FLAGS = {"contract"}
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
 def _exp_into(src, dst, n):
     for j in range(n):
         dst[j] = _exp(src[j])
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
 def _log_into(src, dst, n, floor):
     for j in range(n):
         dst[j] = _log(max(src[j], floor))
@@ -214,7 +216,7 @@ def _spare_key_bits_overload(x):
     return lambda x: spare
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _key_with_index(key, k, spare):
     """An order key (:func:`_ordered_key`, or the raw pattern of a value >= 0, which is the
     same) with the reversed index ``k`` in its spare low bits, if the dtype leaves any: the
@@ -223,7 +225,7 @@ def _key_with_index(key, k, spare):
     return ((key & ~spare) | (spare - k)) if spare > 0 else key
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _first_argmax(x, i, K, best, spare):
     """(top label, maximum) of row ``i`` from the maximum ``best`` of its
     :func:`_key_with_index` keys; without spare bits (float64), the first index of the maximum
@@ -238,7 +240,7 @@ def _first_argmax(x, i, K, best, spare):
     return pred, top
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_REDUCE)
+@nb.njit(cache=CACHE, nogil=True, fastmath=_REDUCE)
 def _probs_block(x, b0, nr, K, P, sums, top, preds):
     """Rows ``[b0, b0 + nr)`` of probabilities into float64 ``P``, their sums into ``sums``
     and their maxima into ``top``; return how many rows need a closer look (a value outside
@@ -265,7 +267,7 @@ def _probs_block(x, b0, nr, K, P, sums, top, preds):
     return suspect
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _probs_block_short(x, b0, nr, K, P, sums):
     """:func:`_probs_block` for short rows (K < 16), kept scalar: a vectorised loop of 4 entries
     only adds its setup and remainder code (measured 20% slower at K = 4)."""
@@ -283,13 +285,13 @@ def _probs_block_short(x, b0, nr, K, P, sums):
     return suspect
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy")
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _equal_width_bins(P, out, n, n_bins):
     for j in range(n):
         out[j] = min(max(np.int64(math.ceil(P[j] * n_bins)) - 1, 0), n_bins - 1)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _first_bin_sums(P, labels, b0, nr, K, ignore_index, n_bins, count, total):
     """Per class, the count and the sum of the values of rows ``[b0, b0 + nr)`` that fall in
     the first equal-width bin (``p * n_bins <= 1``, the very test of :func:`_bin_index`),
@@ -307,13 +309,13 @@ def _first_bin_sums(P, labels, b0, nr, K, ignore_index, n_bins, count, total):
             total[k] += P[o + k] if low else 0.0
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _ace_buckets(bits, out, n):
     for j in range(n):
         out[j] = max((bits[j] >> 48) - ACE_OFFSET, 0)
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy")
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _normalise_rows(P, sums, inverse, nr, K):
     """``P[r] *= inverse[r] = 1 / sums[r]``: the probability of the top label, whose exp is
     exp(0) = 1, is ``inverse[r]`` itself. A multiply, not a divide per entry (within 1 ulp of
@@ -326,7 +328,7 @@ def _normalise_rows(P, sums, inverse, nr, K):
             P[o + k] = P[o + k] * scale
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_REDUCE)
+@nb.njit(cache=CACHE, nogil=True, fastmath=_REDUCE)
 def _square_and_entropy(P, L, nr, K, square, entropy):
     """Per row of a block of long rows: ``sum_k p_k^2`` and ``sum_k p_k log p_k`` (``L =
     log(max(p, eps))``, so p = 0 adds 0), 4 lanes at a time; in order, each sum would wait on
@@ -342,7 +344,7 @@ def _square_and_entropy(P, L, nr, K, square, entropy):
         entropy[r] = ent
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy")
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _short_logit_rows(x, labels, b0, nr, K, ignore_index, Z, E, preds, tops, sums):
     """Short logit rows ``[b0, b0 + nr)`` (K < 16): per row the top label ``preds[r]`` (first
     argmax) and maximum ``tops[r]``; then the exps of the whole block in one flat vector loop,
@@ -385,7 +387,7 @@ float64 buffers of 16 kB, cache resident), so that exp and log run as flat SIMD 
 when rows are short (K = 4)."""
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, want_logs):
     """Probabilities of rows ``[b0, b1)`` into ``P`` (flat, row r at ``r * K``); return the
     first row whose values are bad (-1 if none) and the error code.
@@ -481,14 +483,14 @@ LANES = 4
 hit the same bin would otherwise wait on each other's store (a 2-3x slowdown measured here)."""
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _add_sample(table, lane, k, b, p):
     """A value ``p`` of class ``k`` into cell ``b`` of a (lanes, K, bins, 3) histogram: count and sum."""
     table[lane, k, b, 0] += 1.0
     table[lane, k, b, 1] += p
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _accumulate(mode, args):
     """Add the statistics of rows ``[start, stop)`` into the output arrays.
 
@@ -703,7 +705,7 @@ def _accumulate(mode, args):
     scalars[S_WRONG] += s_wrong
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _packed_sample(p, outcome):
     """A probability and its outcome in one int64: the pattern of ``p >= 0`` (``+ 0.0`` clears
     the sign of -0.0) with the outcome in the sign bit. Half the memory and stores of two
@@ -715,7 +717,7 @@ _SIGN_BIT = np.int64(-(2**63))
 _MAGNITUDE = np.int64(2**63 - 1)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _gather_row(E, keys, o, K, y, slot_of, bitmap, n_words, write_at, out):
     """Copy the values ``E[o : o + K]`` of a row (true label ``y``) whose bucket ``keys[o + k]``
     is a cut one, as :func:`_packed_sample`. The bitmap (8 kB at K = 66, in L1) answers the
@@ -730,7 +732,7 @@ def _gather_row(E, keys, o, K, y, slot_of, bitmap, n_words, write_at, out):
             write_at[slot] = j + 1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _gather_ace(mode, args):
     """Copy the values and outcomes (packed, :func:`_packed_sample`) of rows ``[start, stop)``
     that fall in a boundary bucket.
@@ -805,7 +807,7 @@ def _gather_ace(mode, args):
 # whose probability is 1 / sum_k exp(z_k - max)).
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_REDUCE)
+@nb.njit(cache=CACHE, nogil=True, fastmath=_REDUCE)
 def _probs_row(x, i, K):
     """Sum, number of values outside [0, 1] (or NaN), top label and maximum of row ``i``, in
     one vector loop (the maximum on :func:`_key_with_index`, as in :func:`_probs_block`)."""
@@ -822,7 +824,7 @@ def _probs_row(x, i, K):
     return total, bad, pred, top
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
 def _exp_strict(x):
     """:func:`_exp` compiled on its own: a caller that reassociates a sum around it cannot
     reassociate its arithmetic (LLVM still inlines and vectorises it, and every instruction
@@ -830,14 +832,14 @@ def _exp_strict(x):
     return _exp(x)
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
 def _exp_in_range_strict(x):
     """:func:`_exp_in_range` compiled on its own, as :func:`_exp_strict`: for rows whose every
     term is in range, it skips the clamp and the flush (3 of about 25 vector instructions)."""
     return _exp_in_range(x)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _ordered_key(v):
     """An int64 that orders as the float ``v`` does (sign-magnitude to two's complement):
     an integer maximum vectorises where a float one does not (a scalar ``maxsd`` chain, 4x
@@ -849,13 +851,13 @@ def _ordered_key(v):
 _KEY_MINUS_INF = -9218868437227405313  # _ordered_key(-inf)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _ordered_key_value(key):
     """The float whose :func:`_ordered_key` is ``key`` (the map is its own inverse)."""
     return _float_from_bits(key ^ ((key >> 63) & 0x7FFFFFFFFFFFFFFF))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _fixed_point_scale(K):
     """2**s for summing K values in [0, 1] as int64 multiples of 2**-s: (K + 1) * 2**s <= 2**62
     (s = 55 at K = 66), so no sum can overflow."""
@@ -871,7 +873,7 @@ at most 2**-45, as good as a float sum's worst case); above, a second word holds
 of each term, as the unit 2**-s grows with K and would lose the mass of small terms."""
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _exp_row_sum(x, i, K, top, E, o, scale, in_range):
     """``E[o + k] = exp(x[i, k] - top)`` and their sum, in fixed point (see
     :func:`_softmax_rows`); ``in_range``: no term below ``_EXP_MIN``, so the exp needs no
@@ -906,7 +908,7 @@ def _exp_row_sum(x, i, K, top, E, o, scale, in_range):
     return (np.float64(units) + np.float64(fraction) * 2.0**-32) / scale
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy")
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _softmax_rows(x, b0, nr, K, E, tops, sums, bads, preds):
     """Long logit rows ``[b0, b0 + nr)``, vector loops each: the maximum ``tops[r]`` (on
     :func:`_ordered_key`, with the least key, so that NaN and inf are caught there) and, in the
@@ -941,7 +943,7 @@ def _softmax_rows(x, b0, nr, K, E, tops, sums, bads, preds):
         preds[r] = pred
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _top_of_probs_row(x, i, K, long_rows):
     """(top label, its probability, row sum, number of values outside [0, 1] or NaN) of a row
     of probabilities (``long_rows``: K >= 16, a compile-time constant). Logit rows go by
@@ -963,7 +965,7 @@ def _top_of_probs_row(x, i, K, long_rows):
     return pred, conf, total, bad
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=CACHE)
 def _probs_row_error(x, i, K, bad):
     """The error code of a row that failed the check of :func:`_top_of_probs_row`."""
     if bad == 0:
@@ -974,7 +976,7 @@ def _probs_row_error(x, i, K, bad):
     return ERR_RANGE
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy")
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _top_logits_block(x, labels, b0, b1, K, ignore_index, Z, E, preds, confs, tops, bads):
     """Top labels and probabilities of the logit rows ``[b0, b1)``: long rows through
     :func:`_softmax_rows`, short ones through :func:`_short_logit_rows`, as the full pass builds
@@ -995,7 +997,7 @@ def _top_logits_block(x, labels, b0, b1, K, ignore_index, Z, E, preds, confs, to
     return bad_row
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=CACHE, inline="always")
 def _accumulate_top(mode, long_rows, args, fixed_k):
     """:func:`_accumulate` with no optional group: only ``top`` and ``scalars`` are filled.
     ``long_rows`` (K >= 16) is a compile-time constant, as the mode is: with both paths in one
@@ -1069,22 +1071,22 @@ def _accumulate_top(mode, long_rows, args, fixed_k):
     scalars[S_WRONG] += s_n - s_correct
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _accumulate_top_probs(args):
     _accumulate_top(MODE_PROBS, False, args, 0)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _accumulate_top_long_probs(args):
     _accumulate_top(MODE_PROBS, True, args, 0)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _accumulate_top_logits(args):
     _accumulate_top(MODE_LOGITS, False, args, 0)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _accumulate_top_long_logits(args):
     _accumulate_top(MODE_LOGITS, True, args, 0)
 
@@ -1094,7 +1096,7 @@ SMALL_ROW = 8
 their class count (:func:`accumulate_top_small_probs`)."""
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def accumulate_top_small_probs(args, classes):
     """:func:`_accumulate_top` on probability rows of K <= :data:`SMALL_ROW` classes, compiled
     once per K, so that the loop over a row is unrolled: 1.2x faster at K = 4 (same-process
@@ -1115,42 +1117,42 @@ ACCUMULATE_TOP = {
 
 # One compiled entry point per input mode: with the mode a compile-time constant the row
 # filling loses its branches (1.7x faster measured here than one kernel taking the mode).
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _accumulate_probs(args):
     _accumulate(MODE_PROBS, args)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _accumulate_logits(args):
     _accumulate(MODE_LOGITS, args)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _accumulate_binary_probs(args):
     _accumulate(MODE_BINARY_PROBS, args)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _accumulate_binary_logits(args):
     _accumulate(MODE_BINARY_LOGITS, args)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _gather_probs(args):
     _gather_ace(MODE_PROBS, args)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _gather_logits(args):
     _gather_ace(MODE_LOGITS, args)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _gather_binary_probs(args):
     _gather_ace(MODE_BINARY_PROBS, args)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def _gather_binary_logits(args):
     _gather_ace(MODE_BINARY_LOGITS, args)
 
@@ -1172,7 +1174,7 @@ GATHER_ACE = {
 """``GATHER_ACE[mode](...)`` copies out the samples of boundary buckets; see :func:`_gather_ace`."""
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=CACHE)
 def _prefix_of_sorted(values, outcomes, need):
     """Sums of the ``need`` smallest ``values`` and of their outcomes, tied values sharing
     their group's mean outcome, so that where the cut splits a tie the result does not
@@ -1200,7 +1202,7 @@ RADIX_BITS = 12
 values' float patterns; only the sub-bucket holding the range boundary is sorted."""
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def resolve_points(samples, slot_start, slot_count, point_slot, point_rank, out_p, out_o):
     """Exact sums of p and outcome over the ``point_rank[q]`` smallest values of slot
     ``point_slot[q]`` (``samples[slot_start[s] : slot_start[s] + slot_count[s]]``, packed by
@@ -1280,7 +1282,7 @@ def resolve_points(samples, slot_start, slot_count, point_slot, point_rank, out_
         out_o[q] = sums_o[j] + part_o
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=CACHE, nogil=True)
 def classwise_of_samples(samples, slot_start, slot_count, slot_class, slots, n_bins, out):
     """Add the samples of ``slots`` (packed by :func:`_packed_sample`, slot ``s`` of class
     ``slot_class[s]``) into a (K, n_bins, 3) class-wise table: count, sum p, sum outcome, in
