@@ -251,19 +251,29 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
                 self.add_batch(predictions=predictions, references=references)
             self._flush()
             return super().compute(**compute_kwargs)  # evaluate's gathering; _compute unpacks the rows
-        new = [self._rows(predictions, references)] if given else []  # checked before the held data is taken
-        held, self._held, self._held_bytes, self._row_shape = self._held, [], 0, None
-        held += [(p, y) for p, y in new if len(y)]  # no copy: used before this call returns
-        if not held:
+        new = [(p, y) for p, y in ([self._rows(predictions, references)] if given else []) if len(y)]
+        if not self._held and not new:
             raise ValueError(
                 "Nothing to compute: call `add` or `add_batch` at least once before `compute()`, "
                 "or pass `predictions=` and `references=`"
             )
-        p = self._concat([a for a, _ in held], "predictions")
-        y = self._concat([b for _, b in held], "references")
-        del held  # let the batches go as soon as they are concatenated
+        if len(self._held) > 1:
+            # The added batches become one held batch (the originals are freed), and stay held
+            # until a compute succeeds: a failed compute (a bad setting, a NaN) loses nothing,
+            # where evaluate's own modules forget every batch.
+            merged = (
+                self._concat([a for a, _ in self._held], "predictions"),
+                self._concat([b for _, b in self._held], "references"),
+            )
+            self._held = [merged]
+        rows = self._held + new  # compute()'s own predictions count once, and are not kept
+        p = rows[0][0] if len(rows) == 1 else self._concat([a for a, _ in rows], "predictions")
+        y = rows[0][1] if len(rows) == 1 else self._concat([b for _, b in rows], "references")
+        del rows
         with temp_seed(self.seed):
-            return self._compute(predictions=p, references=y, **compute_kwargs)
+            result = self._compute(predictions=p, references=y, **compute_kwargs)
+        self._held, self._held_bytes, self._row_shape = [], 0, None
+        return result
 
     # ---------------------------------------------------------------- for the scripts' _compute
 
