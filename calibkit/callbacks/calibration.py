@@ -33,6 +33,7 @@ import numpy as np
 from transformers import TrainerCallback
 
 from calibkit.metrics import METRICS
+from calibkit.metrics._validation import check_bool
 from calibkit.metrics.statistics import CalibrationAccumulator
 
 DEFAULT_METRICS = ("cece", "rbece", "fce", "ecd", "esce", "ece")
@@ -91,12 +92,19 @@ class CalibrationCallback(TrainerCallback):
     ) -> None:
         from calibkit.calibrators.calibrated import make_calibrator
 
-        names = tuple(METRICS) if metrics == "all" else tuple(metrics)
+        if isinstance(metrics, str):  # one name (or "all"), not its letters
+            names = tuple(METRICS) if metrics == "all" else (metrics,)
+        else:
+            try:
+                names = tuple(metrics)
+            except TypeError:
+                raise ValueError(f"`metrics` must be names from {list(METRICS)} or 'all', got {metrics!r}") from None
         unknown = [m for m in names if m not in METRICS]
         if unknown or not names:
             raise ValueError(f"`metrics` must be names from {list(METRICS)} or 'all', got {list(names)}")
         self.metric_names = names
-        self.per_class = bool(per_class)
+        self.per_class = check_bool(per_class, "per_class")
+        fit = (fit,) if isinstance(fit, str) else fit
         self.fit_methods = tuple(make_calibrator(m).method for m in fit)  # validates the names
         if isinstance(max_fit_rows, bool) or not isinstance(max_fit_rows, int) or max_fit_rows < 1:
             raise ValueError(f"`max_fit_rows` must be an integer >= 1, got {max_fit_rows!r}")
@@ -113,6 +121,8 @@ class CalibrationCallback(TrainerCallback):
         }
         # Computed metrics: the requested ones, plus subset_ece for the per-class keys.
         self._computed = names + (("subset_ece",) if self.per_class and "subset_ece" not in names else ())
+        # Every setting checked now, by the accumulator that will use them, not at the first evaluation.
+        CalibrationAccumulator(self._computed, from_logits=True, ignore_index=ignore_index, **self.settings)
         self.trainer = None
         self.user_compute_metrics: Callable | None = None
         self.user_preprocess: Callable | None = None
@@ -121,6 +131,7 @@ class CalibrationCallback(TrainerCallback):
         self.fitted: dict[str, Any] = {}
         self._accumulator: CalibrationAccumulator | None = None
         self._evaluating = True
+        self._no_fit_reason = "no evaluation with labels ran during training"
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(self, trainer) -> CalibrationCallback:
@@ -129,6 +140,8 @@ class CalibrationCallback(TrainerCallback):
             return self
         if self.trainer is not None:
             raise ValueError("this CalibrationCallback is already attached to another Trainer")
+        if not all(hasattr(trainer, name) for name in ("callback_handler", "compute_metrics", "evaluation_loop")):
+            raise ValueError(f"`trainer` must be a transformers Trainer, got {type(trainer).__name__}")
         self.trainer = trainer
         if self not in trainer.callback_handler.callbacks:
             trainer.add_callback(self)
@@ -274,8 +287,15 @@ class CalibrationCallback(TrainerCallback):
             return {}
         accumulator, error = self._accumulator, self._stream_error
         self._accumulator = None
-        if self._fit_rows:
+        if error is not None:
+            # Neither part of this evaluation nor an earlier epoch's logits: no fit at all, and say why.
+            self.last_predictions = None
+            self._no_fit_reason = f"the last evaluation's logits could not be used ({error})"
+        elif self._fit_rows:
             self.last_predictions = tuple(np.concatenate(part) for part in zip(*self._fit_rows))
+        elif self.fit_methods:
+            self.last_predictions = None
+            self._no_fit_reason = "the last evaluation had no labelled prediction"
         if error is not None:
             warnings.warn(
                 f"calibkit: calibration metrics set to NaN for this evaluation: {error}", RuntimeWarning, stacklevel=2
@@ -321,7 +341,7 @@ class CalibrationCallback(TrainerCallback):
             )
             return
         if self.last_predictions is None:
-            warnings.warn("calibkit: no evaluation with labels ran during training; no calibrator fitted", stacklevel=2)
+            warnings.warn(f"calibkit: no calibrator fitted: {self._no_fit_reason}", RuntimeWarning, stacklevel=2)
             return
         logits, labels = self.last_predictions
         model = self.trainer.model
