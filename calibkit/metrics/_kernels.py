@@ -502,7 +502,9 @@ def _accumulate(mode, args):
     top       (LANES, S, K, Mmax, 4): per bin count of ``top_bins[s]``, split by true label:
               count, sum confidence, sum correct, sum ECD term (``do_rows`` only).
               Binary input bins the positive-class probability with outcome ``y == 1``.
-    fuzzy     (LANES, Mf, 3): FCE membership, membership * correct, membership * confidence.
+    fuzzy     (LANES, Mf, 6): FCE membership, membership * correct, membership * confidence;
+              then, for the authors' variant, the same with the membership rounded to 3
+              decimals, and rounded membership * correct * confidence (correct ones only).
     classwise (LANES, K, Mc, 3): per class column and equal-width bin: count, sum p, sum 1[y = k].
     ace       (LANES, K, ACE_BUCKETS, 3): the same on the fine float-pattern buckets.
     scalars   (N_SCALARS,): n, correct, Brier, NLL, ECD sums, confidence and count of errors.
@@ -645,6 +647,12 @@ def _accumulate(mode, args):
                         fuzzy[lane, m, 0] += mu
                         fuzzy[lane, m, 1] += mu * a_top
                         fuzzy[lane, m, 2] += mu * c_top
+                        # The authors' code rounds each membership to 3 decimals and sums the
+                        # confidence of correct predictions only (fce(variant="authors")).
+                        mu_r = np.rint(mu * 1000.0) / 1000.0
+                        fuzzy[lane, m, 3] += mu_r
+                        fuzzy[lane, m, 4] += mu_r * a_top
+                        fuzzy[lane, m, 5] += mu_r * a_top * c_top
             if do_classwise and not do_ace:
                 cw = i & cw_lanes
                 if sparse_cw:

@@ -89,6 +89,13 @@ def check_bool(value: Any, name: str) -> bool:
     return bool(value)
 
 
+def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (strings), e.g. ``variant`` of :func:`calibkit.fce`."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"`{name}` must be one of {list(choices)}, got {value!r}")
+    return value
+
+
 def check_num_threads(value: Any) -> int | None:
     """``None`` (one thread per core) or an integer >= 1."""
     return None if value is None else check_positive_int(value, "num_threads")

@@ -56,13 +56,15 @@ def bootstrap_intervals(
     fce_bins: int = 15,
     esce_bins: int = 10,
     eps: float = 1e-12,
+    fce_variant: str = "paper",
 ) -> dict[str, Any]:
     """Percentile bootstrap intervals of every metric (and of each class's ECE).
 
     Parameters
     ----------
-    probs, labels, from_logits, ignore_index, n_bins, ... :
-        As in :func:`calibkit.calibration_report`.
+    probs, labels, from_logits, ignore_index, n_bins, ..., fce_variant :
+        As in :func:`calibkit.calibration_report` (``fce_variant="authors"``: FCE as the
+        fuzzy-binning authors' code computes it, see :func:`calibkit.fce`).
     n_boot : int, default 1000
         Bootstrap replicates.
     confidence : float, default 0.95
@@ -108,6 +110,7 @@ def bootstrap_intervals(
         fce_bins=fce_bins,
         esce_bins=esce_bins,
         eps=eps,
+        fce_variant=fce_variant,
     )
     prep = prepare(probs, labels, from_logits=from_logits, ignore_index=ignore_index)
     rng = np.random.default_rng(seed)
@@ -167,6 +170,7 @@ def bootstrap_intervals(
                     rbece_bins=acc.rbece_bins,
                     theta=acc.theta,
                     esce_bins=acc.esce_bins,
+                    fce_variant=acc.fce_variant,
                 )
             for m in scalars:
                 if m in report:

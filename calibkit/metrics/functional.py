@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics._kernels import LONG_ROW, MODE_LOGITS
-from calibkit.metrics._validation import check_bins, prepare
+from calibkit.metrics._validation import check_bins, check_choice, prepare
 from calibkit.metrics.statistics import (
     CLASSWISE_FROM_ACE_MAX_BINS,
+    FCE_VARIANTS,
     CalibrationAccumulator,
     CalibrationStatistics,
     _metric_names,
@@ -294,22 +295,64 @@ def rbece(
 
 
 def fce(
-    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    variant: str = "paper",
 ) -> float:
-    """Fuzzy calibration error (fuzzy-binning paper, eq 4-6).
+    """Fuzzy calibration error (Bihani & Rayz 2023, the fuzzy-binning paper, eq 4-6).
 
-    Trapezoid memberships ``mu_m`` over ``n_bins`` overlapping bins (corners ``t0 -/+ w/4``,
-    ``t1 -/+ w/4``, from the authors' code); ``G_m = sum mu_m(c_i)``, ``acc_m``/``conf_m`` the
-    membership-weighted means; ``FCE = sum_m G_m |acc_m - conf_m| / sum_m G_m``. Confidence is
-    averaged over all predictions (the authors' code uses correct ones only; not reproduced).
+    The top-label confidence ``c_i`` (class-1 probability for 1-D binary input) belongs to
+    ``n_bins`` overlapping trapezoid bins: bin ``m`` spans ``[t0, t1]``, width ``w = 1/M``,
+    corners ``t0 -/+ w/4`` and ``t1 -/+ w/4`` (the authors' code), so
+    ``mu_m(c) = clip(min((c - t0 + w/4)/(w/2), 1, (t1 + w/4 - c)/(w/2)), 0, 1)``. With
+    ``G_m = sum_i mu_m(c_i)``, ``A_m = sum_i mu_m(c_i) a_i`` (``a_i`` = 1 if correct) and ``C_m``:
 
+    ``FCE = sum_m G_m |A_m/G_m - C_m/G_m| / sum_m G_m = sum_m |A_m - C_m| / sum_m G_m``.
+
+    Parameters
+    ----------
+    probs, labels, from_logits, ignore_index
+        As every metric (module docstring).
+    n_bins : int, default 15
+        ``M``, the number of fuzzy bins. The authors' code also uses ``M`` fuzzy bins (only its
+        ECE's ``M`` means ``M - 1`` bins; SPEC.md).
+    variant : {"paper", "authors"}, default "paper"
+        ``"paper"``: eq 4-6, ``C_m = sum_i mu_m(c_i) c_i``, confidence over all predictions.
+        ``"authors"``: what their published code (``paper_demo/calibration_metrics.py``)
+        computes, for comparing with their numbers: each membership rounded to 3 decimals
+        (half to even) and ``C_m = sum_i mu_m(c_i) a_i c_i``, the confidence of the correct
+        predictions only. Then ``A_m - C_m = sum_i mu_m a_i (1 - c_i) >= 0``: no cancellation
+        in a bin, and FCE is about the mean of ``a_i (1 - c_i)``, nearly independent of ``M``.
+        It reproduces their ``fuzzy_eval.csv`` (``tests/papers``; README "Reproducing the
+        papers"). Their code rounds the FCE itself to 3 decimals; this returns it unrounded.
+
+    Returns
+    -------
+    float
+        FCE in [0, 1]; NaN only without samples.
+
+    Examples
+    --------
     >>> round(fce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
+    >>> round(fce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], variant="authors"), 4)
+    0.15
     """
     n_bins = check_bins(n_bins, "n_bins")
-    return _one_shot(probs, labels, ("fce",), from_logits=from_logits, ignore_index=ignore_index, fce_bins=n_bins)[0][
-        "fce"
-    ]
+    variant = check_choice(variant, "variant", FCE_VARIANTS)
+    return _one_shot(
+        probs,
+        labels,
+        ("fce",),
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+        fce_bins=n_bins,
+        fce_variant=variant,
+    )[0]["fce"]
 
 
 def overconfidence(
@@ -424,6 +467,7 @@ def calibration_report(
     esce_bins: int = 10,
     eps: float = 1e-12,
     num_threads: int | None = None,
+    fce_variant: str = "paper",
 ) -> dict[str, Any]:
     """Every metric from one pass over the data; exact ACE adds a second pass that copies
     only the samples of the fine buckets an equal-mass range boundary cuts (on rows of 16
@@ -435,7 +479,9 @@ def calibration_report(
     same names, with these settings), then ``ace_error_bound`` (0 here: ACE is exact),
     ``accuracy``, ``n`` (samples after masking) and ``num_classes``.
     ``metrics`` restricts the report to some of these names (the pass then skips the sums
-    only the others need, e.g. the per-entry logs of ECD/NLL/Brier).
+    only the others need, e.g. the per-entry logs of ECD/NLL/Brier). ``fce_variant`` is
+    :func:`fce`'s ``variant``: ``"authors"`` reports FCE as the fuzzy-binning authors' code
+    computes it.
 
     >>> r = calibration_report([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], theta=0)
     >>> round(r["ece"], 4), r["accuracy"], r["n"], r["num_classes"]
@@ -456,4 +502,5 @@ def calibration_report(
         fce_bins=fce_bins,
         esce_bins=esce_bins,
         eps=eps,
+        fce_variant=fce_variant,
     )[0]

@@ -24,6 +24,7 @@ from calibkit.metrics._validation import (
     PreparedInput,
     check_bins,
     check_bool,
+    check_choice,
     check_eps,
     check_ignore_index,
     check_non_negative,
@@ -52,6 +53,9 @@ METRICS = (
 """Every metric :func:`calibkit.calibration_report` returns, in its order."""
 
 CLASS_WISE = ("subset_ece", "cece", "msece", "wsece", "ece_variance")
+FCE_VARIANTS = ("paper", "authors")
+"""``fce(..., variant=)``: the paper's formula (default), or what the authors' published code computes."""
+FUZZY_COLUMNS = 6  # see CalibrationStatistics.fuzzy
 _ROW_METRICS = ("ecd", "brier", "nll")
 _MIN_ROWS_PER_THREAD = 65_536
 
@@ -100,8 +104,10 @@ class CalibrationStatistics:
         Top-label equal-width bins, split by true label: count, sum of confidence, sum of
         correct, sum of per-sample ECD. Binary 1-D input bins the class-1 probability with
         outcome ``y == 1`` instead (SPEC.md).
-    fuzzy : ndarray (M_f, 3)
-        FCE fuzzy bins: total membership, membership-weighted correct and confidence.
+    fuzzy : ndarray (M_f, 6)
+        FCE fuzzy bins: total membership, membership-weighted correct and confidence; then the
+        authors' variant's sums: total membership rounded to 3 decimals, rounded-membership-weighted
+        correct, and rounded-membership-weighted confidence of the correct predictions only.
     classwise : ndarray (K, M_c, 3)
         Per class column, equal-width bins of ``p_k``: count, sum ``p_k``, sum ``1[y = k]``.
     ace : ndarray (K, B, 3)
@@ -138,7 +144,7 @@ class CalibrationStatistics:
             binary=binary,
             top_bins=top_bins,
             top=np.zeros((len(top_bins), k, max(top_bins), 4)),
-            fuzzy=np.zeros((fuzzy_bins if "fuzzy" in has else 1, 3)),
+            fuzzy=np.zeros((fuzzy_bins if "fuzzy" in has else 1, FUZZY_COLUMNS)),
             classwise=np.zeros((k if "classwise" in has else 0, classwise_bins, 3)),
             ace=np.zeros((k if "ace" in has else 0, K.ACE_BUCKETS if "ace" in has else 0, 3)),
             scalars=np.zeros(K.N_SCALARS),
@@ -403,10 +409,18 @@ def class_wise_summary(class_ece: Any, class_counts: Any, overall_ece: float) ->
     }
 
 
-def fce_from_table(fuzzy: np.ndarray) -> float:
-    """``sum_m G_m |acc_m - conf_m| / sum_m G_m`` = ``sum_m |A_m - C_m| / sum_m G_m``."""
-    g = fuzzy[:, 0].sum()
-    return float(np.abs(fuzzy[:, 1] - fuzzy[:, 2]).sum() / g) if g > 0 else float("nan")
+def fce_from_table(fuzzy: np.ndarray, variant: str = "paper") -> float:
+    """FCE from the (M, 6) fuzzy sums: ``sum_m G_m |acc_m - conf_m| / sum_m G_m`` = ``sum_m |A_m - C_m| / sum_m G_m``.
+
+    ``variant="paper"`` (eq 4-6): ``G_m = sum_i mu_m(c_i)``, ``A_m = sum_i mu_m(c_i) a_i``,
+    ``C_m = sum_i mu_m(c_i) c_i``. ``variant="authors"`` (their ``calibration_metrics.py``):
+    memberships rounded to 3 decimals, and ``C_m = sum_i mu_m(c_i) a_i c_i``, the confidence of
+    the correct predictions only; ``A_m - C_m = sum_i mu_m(c_i) a_i (1 - c_i) >= 0`` then, so no
+    over- and under-confidence cancel within a bin.
+    """
+    g, a, c = (fuzzy[:, 0], fuzzy[:, 1], fuzzy[:, 2]) if variant == "paper" else (fuzzy[:, 3], fuzzy[:, 4], fuzzy[:, 5])
+    total = g.sum()
+    return float(np.abs(a - c).sum() / total) if total > 0 else float("nan")
 
 
 def sce_from_table(classwise: np.ndarray, n: float) -> float:
@@ -632,6 +646,9 @@ class CalibrationAccumulator:
         Label of positions to skip (token padding); default -100 as in ``transformers``.
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps
         The SPEC.md defaults: 15, 15, 15, 20, 40, 15, 10, 1e-12.
+    fce_variant : {"paper", "authors"}
+        FCE by the paper's formula (default) or as the authors' code computes it (see
+        :func:`calibkit.fce`). The sums of both are always kept: only ``compute`` differs.
 
     Examples
     --------
@@ -658,6 +675,7 @@ class CalibrationAccumulator:
         esce_bins: int = 10,
         eps: float = 1e-12,
         num_threads: int | None = None,
+        fce_variant: str = "paper",
     ) -> None:
         self.metrics = _metric_names(metrics)
         self.from_logits = check_bool(from_logits, "from_logits")
@@ -668,6 +686,7 @@ class CalibrationAccumulator:
         self.rbece_bins = check_bins(rbece_bins, "rbece_bins")
         self.theta = check_non_negative(theta, "theta")
         self.fce_bins = check_bins(fce_bins, "fce_bins")
+        self.fce_variant = check_choice(fce_variant, "fce_variant", FCE_VARIANTS)
         self.esce_bins = check_bins(esce_bins, "esce_bins")
         self.eps = check_eps(eps)
         self.num_threads = check_num_threads(num_threads)
@@ -750,7 +769,7 @@ class CalibrationAccumulator:
         if other is self:
             raise ValueError("`other` is this accumulator: merging it into itself would count its data twice")
         settings = ("metrics", "n_bins", "ace_ranges", "sce_bins", "rbece_bins", "theta", "fce_bins", "esce_bins")
-        settings += ("eps", "from_logits", "ignore_index")
+        settings += ("fce_variant", "eps", "from_logits", "ignore_index")
         mismatch = [s for s in settings if getattr(self, s) != getattr(other, s)]
         if mismatch:
             raise ValueError(f"`other` was built with different settings: {mismatch}")
@@ -779,6 +798,7 @@ class CalibrationAccumulator:
             theta=self.theta,
             esce_bins=self.esce_bins,
             ace_partials=_ace_partials,
+            fce_variant=self.fce_variant,
         )
 
 
@@ -792,6 +812,7 @@ def report_from_statistics(
     theta: float,
     esce_bins: int,
     ace_partials: tuple[np.ndarray, np.ndarray] | None = None,
+    fce_variant: str = "paper",
 ) -> dict[str, Any]:
     """Evaluate the requested metrics on accumulated statistics."""
     wanted = set(metrics)
@@ -824,7 +845,7 @@ def report_from_statistics(
     if "rbece" in wanted:
         out["rbece"] = rbece_from_table(stats.top_table(rbece_bins).sum(axis=0), theta)
     if "fce" in wanted:
-        out["fce"] = fce_from_table(stats.fuzzy)
+        out["fce"] = fce_from_table(stats.fuzzy, fce_variant)
     if "esce" in wanted:
         out["esce"] = esce_from_table(stats.top_table(esce_bins).sum(axis=0))
     out["overconfidence"] = float(s[K.S_WRONG_CONF] / s[K.S_WRONG]) if s[K.S_WRONG] > 0 else float("nan")

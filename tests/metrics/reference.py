@@ -144,6 +144,23 @@ def fce(pairs, m):
     return num / den
 
 
+def fce_authors(pairs, m):
+    """The fuzzy-binning authors' ``fuzzy_calibration_error`` (paper_demo/calibration_metrics.py at
+    bihani-g/fce@10f95e0), loop for loop: memberships rounded to 3 decimals, accuracy and
+    confidence sums over the correct predictions only, both divided by the bin's total membership."""
+    mem = [[round(membership(c, b, m), 3) for b in range(m)] for c, _ in pairs]
+    num = den = 0.0
+    for b in range(m):
+        g = [row[b] for row in mem]
+        total = sum(g)
+        acc_sum = sum(g[i] for i, (_, a) in enumerate(pairs) if a == 1)
+        conf_sum = sum(g[i] * c for i, (c, a) in enumerate(pairs) if a == 1)
+        gap = abs(acc_sum / total - conf_sum / total) if total != 0 else 0
+        num += total * gap
+        den += total
+    return num / den
+
+
 def overconfidence(rows):
     wrong = []
     for p, y in rows:
