@@ -27,6 +27,8 @@ _KWARGS_DESCRIPTION = (
     rbece_bins (`int`, defaults to 20): bins for RBECE.
     theta (`float`, defaults to 40): RBECE counts a bin only if it holds more than `theta` samples.
     fce_bins (`int`, defaults to 15): fuzzy bins for FCE.
+    fce_variant (`str`, defaults to `"paper"`): `"authors"` computes FCE as the fuzzy-binning authors'
+        code does (see the `fce` module).
     esce_bins (`int`, defaults to 10): bins for ESCE.
     eps (`float`, defaults to 1e-12): clipping inside the logarithms of ECD and NLL.
 Returns:
@@ -72,6 +74,7 @@ class CalibrationReport(CalibrationMetric):
         fce_bins: int = 15,
         esce_bins: int = 10,
         eps: float = 1e-12,
+        fce_variant: str = "paper",
         from_logits: bool = False,
         ignore_index: int = -100,
     ) -> dict:
@@ -84,6 +87,7 @@ class CalibrationReport(CalibrationMetric):
             "fce_bins": fce_bins,
             "esce_bins": esce_bins,
             "eps": eps,
+            "fce_variant": fce_variant,
             "from_logits": from_logits,
             "ignore_index": ignore_index,
         }

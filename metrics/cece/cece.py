@@ -50,7 +50,10 @@ _LIMITATIONS = """\
 Each ECE_k is a binned estimate on the samples of class k only: with few samples in a class it is
 noisy and biased upwards, and it depends on `n_bins`. CECE is dominated by the worst classes by
 design; read it with `per_class_ece` and the class counts. Classes absent from `references` are left
-out, so two runs with different classes present are not directly comparable.
+out, so two runs with different classes present are not directly comparable. The class-wise paper's
+Table 3 (CECE, MSECE, ECE variance) follows from its Table 1's per-class ECEs to 4 decimals; what
+calibkit reproduces from each seed paper, and what it cannot: calibkit's README, "Reproducing the
+papers" (tests in `tests/papers/`).
 """
 
 

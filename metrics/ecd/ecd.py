@@ -42,7 +42,10 @@ Examples:
 
 _LIMITATIONS = """\
 Unbounded: one confident mistake (p_y near 0) can dominate the mean, which `eps` caps at -log(eps).
-Over- and under-confident samples cancel, so ECD near 0 does not by itself mean calibrated.
+Over- and under-confident samples cancel, so ECD near 0 does not by itself mean calibrated. The
+entropic paper's single-datum bound and its Table II single-datum bins reproduce; its Table I noisy
+columns do not follow from its stated simulation. What calibkit reproduces from each seed paper,
+and what it cannot: calibkit's README, "Reproducing the papers" (tests in `tests/papers/`).
 """
 
 
