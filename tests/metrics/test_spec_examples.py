@@ -12,11 +12,11 @@ from calibkit.metrics import class_wise_summary
 
 def test_class_wise_worked_example():
     s = class_wise_summary([0.05, 0.1, 0.6], [10, 10, 10], overall_ece=0.08)
-    assert s["cece"] == pytest.approx(0.4966, abs=1e-4)  # paper: 0.497
+    assert s["cece"] == pytest.approx(0.49667, abs=1e-5)  # paper: 0.497
     assert round(s["cece"], 3) == 0.497
     assert s["msece"] == pytest.approx(0.25)
-    # eq 3.7 gives (0.03^2 + 0.02^2 + 0.52^2) / 3 = 0.09057 (paper: 0.09). SPEC.md prints 0.0902,
-    # which its own formula does not give; we follow the formula.
+    # eq 3.7 gives (0.03^2 + 0.02^2 + 0.52^2) / 3 = 0.090567 (paper: 0.09), as SPEC.md now says
+    # (an earlier SPEC.md printed 0.0902, which the formula does not give).
     assert s["ece_variance"] == pytest.approx(0.2717 / 3, abs=1e-9)
     assert round(s["ece_variance"], 2) == 0.09
 
