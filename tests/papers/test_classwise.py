@@ -4,7 +4,7 @@ What reproduces (each test names its table and row):
 
 - Table 3's Contraharmonic ECE, Macro Subset ECE and ECE Variance rows, for all 7 models, from
   Table 1's per-class ECEs and overall ECE (eq 3.4, 3.5, 3.7), to the 4 printed decimals (largest
-  difference to the printed values 4.7e-5, their rounding); Table 3's ECE row is Table 1's last
+  difference to the printed values 4.75e-5, SMOTE's MSECE: their rounding); Table 3's ECE row is Table 1's last
   column rounded.
 - §3.2's worked set A = {0.05, 0.1, 0.6}: CECE 0.49667 (printed 0.497), MSECE 0.25, and with an
   overall ECE of 0.08 an ECE variance of 0.090567 (printed 0.09; SPEC.md once said 0.0902).
