@@ -297,7 +297,7 @@ def test_one_bad_label_is_reported_with_its_value_and_position(n, position, labe
     position %= n
     labels[position] = label
     shown = int(labels[position])  # float64 rounds a big integer: the value the array holds
-    if dtype == np.float64 and abs(float(labels[position])) >= 2.0**63:
+    if dtype == np.float64 and not -(2.0**63) <= float(labels[position]) < 2.0**63:
         pattern = rf"`labels` has the value .* at position {position}, which does not fit in int64"
     else:
         pattern = rf"`labels` must lie in \[0, 3\).*got {shown} at position {position}\b"
