@@ -484,6 +484,64 @@ hit the same bin would otherwise wait on each other's store (a 2-3x slowdown mea
 
 
 @nb.njit(cache=CACHE, inline="always")
+def _round3(x):
+    """``round(x, 3)`` as Python rounds a float: to the nearest multiple of 0.001 of the exact
+    binary value of ``x``, half to even only on exact ties (``fce(variant="authors")``).
+
+    ``rint(x * 1000)`` alone errs when the product rounds onto a half-integer (``0.5825`` is a
+    little above 0.5825 but ``0.5825 * 1000 == 582.5``): the product's exact rounding error,
+    Dekker's two-product with ``1000`` needing no split, says which side the exact value is on.
+    """
+    p = x * 1000.0
+    r = np.rint(p)
+    if abs(p - r) == 0.5:
+        c = 134217729.0 * x  # 2**27 + 1: splits x into two 26-bit halves
+        hi = c - (c - x)
+        err = (hi * 1000.0 - p) + (x - hi) * 1000.0  # x * 1000 - p, exactly
+        if err > 0.0:
+            r = p + 0.5
+        elif err < 0.0:
+            r = p - 0.5
+    return r / 1000.0
+
+
+@nb.njit(cache=CACHE)
+def _authors_corners(n_bins):
+    """The fuzzy-binning authors' trapezoid corners ``a, b, c, d`` of each of ``n_bins`` bins,
+    with their arithmetic (``fuzzy_binning`` in bihani-g/fce ``paper_demo/calibration_metrics.py``):
+    ticks ``i * (1 / M)`` and a last tick of exactly 1.0, so that memberships match theirs bit
+    for bit (the paper variant's formula differs from theirs in the last bits)."""
+    part = 1.0 / n_bins
+    corners = np.empty((n_bins, 4))
+    for m in range(n_bins):
+        t0 = m * part
+        t1 = 1.0 if m == n_bins - 1 else (m + 1) * part
+        mid = (t0 + t1) / 2
+        b = (t0 + mid) / 2
+        c = (mid + t1) / 2
+        corners[m, 0] = 2 * t0 - b
+        corners[m, 1] = b
+        corners[m, 2] = c
+        corners[m, 3] = 2 * t1 - c
+    return corners
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _authors_membership(x, a, b, c, d):
+    """``skfuzzy.trapmf(x, [a, b, c, d])`` for one float64 value, branch for branch (its ramps
+    are open intervals; exactly ``b`` or ``c`` is 1)."""
+    if x <= b:
+        if a < x < b:
+            return (x - a) / (b - a)
+        return 1.0 if x == b else 0.0
+    if x >= c:
+        if c < x < d:
+            return (d - x) / (d - c)
+        return 1.0 if x == c else 0.0
+    return 1.0
+
+
+@nb.njit(cache=CACHE, inline="always")
 def _add_sample(table, lane, k, b, p):
     """A value ``p`` of class ``k`` into cell ``b`` of a (lanes, K, bins, 3) histogram: count and sum."""
     table[lane, k, b, 0] += 1.0
@@ -503,8 +561,9 @@ def _accumulate(mode, args):
               count, sum confidence, sum correct, sum ECD term (``do_rows`` only).
               Binary input bins the positive-class probability with outcome ``y == 1``.
     fuzzy     (LANES, Mf, 6): FCE membership, membership * correct, membership * confidence;
-              then, for the authors' variant, the same with the membership rounded to 3
-              decimals, and rounded membership * correct * confidence (correct ones only).
+              then, for the authors' variant, the same with their membership (their corners,
+              :func:`_authors_membership`) rounded as their ``round(mu, 3)`` (:func:`_round3`), and
+              rounded membership * correct * confidence (correct ones only).
     classwise (LANES, K, Mc, 3): per class column and equal-width bin: count, sum p, sum 1[y = k].
     ace       (LANES, K, ACE_BUCKETS, 3): the same on the fine float-pattern buckets.
     scalars   (N_SCALARS,): n, correct, Brier, NLL, ECD sums, confidence and count of errors.
@@ -543,6 +602,7 @@ def _accumulate(mode, args):
     ace_lanes = ace.shape[0] - 1
     n_specs = top_bins.shape[0]
     n_fuzzy = fuzzy.shape[1]
+    authors_corners = _authors_corners(n_fuzzy)  # n_fuzzy >= 1: a (1, 6) table when FCE is not wanted
     n_cw = classwise.shape[2]
     s_n = 0.0
     s_correct = 0.0
@@ -647,9 +707,11 @@ def _accumulate(mode, args):
                         fuzzy[lane, m, 0] += mu
                         fuzzy[lane, m, 1] += mu * a_top
                         fuzzy[lane, m, 2] += mu * c_top
-                        # The authors' code rounds each membership to 3 decimals and sums the
-                        # confidence of correct predictions only (fce(variant="authors")).
-                        mu_r = np.rint(mu * 1000.0) / 1000.0
+                    # fce(variant="authors"): their membership, with their corners, rounded as
+                    # their round(mu, 3); confidence summed over the correct predictions only.
+                    ac = authors_corners[m]
+                    mu_r = _round3(_authors_membership(c_top, ac[0], ac[1], ac[2], ac[3]))
+                    if mu_r > 0.0:
                         fuzzy[lane, m, 3] += mu_r
                         fuzzy[lane, m, 4] += mu_r * a_top
                         fuzzy[lane, m, 5] += mu_r * a_top * c_top

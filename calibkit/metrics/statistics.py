@@ -414,7 +414,7 @@ def fce_from_table(fuzzy: np.ndarray, variant: str = "paper") -> float:
 
     ``variant="paper"`` (eq 4-6): ``G_m = sum_i mu_m(c_i)``, ``A_m = sum_i mu_m(c_i) a_i``,
     ``C_m = sum_i mu_m(c_i) c_i``. ``variant="authors"`` (their ``calibration_metrics.py``):
-    memberships rounded to 3 decimals, and ``C_m = sum_i mu_m(c_i) a_i c_i``, the confidence of
+    their memberships rounded as their ``round(mu, 3)``, and ``C_m = sum_i mu_m(c_i) a_i c_i``, the confidence of
     the correct predictions only; ``A_m - C_m = sum_i mu_m(c_i) a_i (1 - c_i) >= 0`` then, so no
     over- and under-confidence cancel within a bin.
     """

@@ -144,11 +144,33 @@ def fce(pairs, m):
     return num / den
 
 
+def authors_membership(x, bin_index, bins_total):
+    """Their ``fuzzy_binning`` (bihani-g/fce@10f95e0, paper_demo/calibration_metrics.py) and the
+    ``skfuzzy.trapmf`` it calls, for one float64 value: their ticks, corners and branches."""
+    part = 1 / bins_total
+    ticks = [i * part for i in range(bins_total)] + [1.0]
+    t0, t1 = ticks[bin_index], ticks[bin_index + 1]
+    mid = (t0 + t1) / 2
+    b = (t0 + mid) / 2
+    c = (mid + t1) / 2
+    a = (2 * t0) - b
+    d = (2 * t1) - c
+    y = 1.0
+    if x <= b:  # trimf(x, [a, b, b])
+        y = (x - a) / float(b - a) if a < x < b else (1.0 if x == b else 0.0)
+    if x >= c:  # trimf(x, [c, c, d])
+        y = (d - x) / float(d - c) if c < x < d else (1.0 if x == c else 0.0)
+    if x < a or x > d:
+        y = 0.0
+    return y
+
+
 def fce_authors(pairs, m):
     """The fuzzy-binning authors' ``fuzzy_calibration_error`` (paper_demo/calibration_metrics.py at
-    bihani-g/fce@10f95e0), loop for loop: memberships rounded to 3 decimals, accuracy and
-    confidence sums over the correct predictions only, both divided by the bin's total membership."""
-    mem = [[round(membership(c, b, m), 3) for b in range(m)] for c, _ in pairs]
+    bihani-g/fce@10f95e0), loop for loop: their memberships rounded by Python's ``round(mu, 3)``,
+    accuracy and confidence sums over the correct predictions only, both divided by the bin's
+    total membership."""
+    mem = [[round(authors_membership(c, b, m), 3) for b in range(m)] for c, _ in pairs]
     num = den = 0.0
     for b in range(m):
         g = [row[b] for row in mem]

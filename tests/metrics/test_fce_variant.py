@@ -34,6 +34,24 @@ def test_fce_authors_matches_transcription_of_their_code(seed, kind, n, k, from_
     assert report["fce"] == got
 
 
+@pytest.mark.parametrize("step", [4000, 8000])
+def test_fce_authors_rounds_memberships_as_python_round_on_a_decimal_grid(step):
+    """Confidences k / step: many memberships such as 0.5825 (a little above, in binary) land on a
+    rounding tie once multiplied by 1000; their ``round(mu, 3)`` decides on the exact value, and
+    their corners differ from the paper formula's in the last bits. Every rounded membership must
+    be theirs: the per-bin sums match the transcription of their code, not just the FCE."""
+    conf = np.arange(step // 4, step + 1) / step
+    probs = np.column_stack([conf, *[(1 - conf) / 3] * 3])
+    labels = np.where(np.random.default_rng(step).random(len(conf)) < conf, 0, 1)
+    pairs = ref.top_pairs(*ref.rows_of(probs, labels))
+    for m in (3, 7, 10, 15):
+        sums = CalibrationAccumulator(["fce"], fce_bins=m).update(probs, labels).statistics.fuzzy
+        theirs = [[round(ref.authors_membership(c, b, m), 3) for b in range(m)] for c, _ in pairs]
+        np.testing.assert_allclose(sums[:, 3], np.sum(theirs, axis=0), rtol=1e-14, atol=0)
+        got = calibkit.fce(probs, labels, n_bins=m, variant="authors")
+        assert close(got, ref.fce_authors(pairs, m), tol=1e-12), m
+
+
 def test_fce_default_is_the_paper_formula():
     probs, labels = make_data(4, "multiclass", 300, 4)
     pairs = ref.top_pairs(*ref.rows_of(probs, labels))
