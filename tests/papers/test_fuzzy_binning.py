@@ -15,10 +15,12 @@ What reproduces (each test names its file, rows and column):
   ``round(fce(probs, labels, n_bins=M, variant="authors"), 3)``, the authors' printed rounding
   (largest |unrounded - printed| 0.0004999, every row on the printed side of its rounding tie).
 - Column ``fce_breakdown`` (their per-bin ``|acc_m - conf_m|``, unrounded): within 7.0e-6 of
-  calibkit's per-bin sums. Not closer because their memberships are computed in float32
+  calibkit's per-bin sums. Not closer because their run computed the memberships in float32
   (skfuzzy.trapmf on float32 confidences under numpy < 2 casting) before the rounding to 3
-  decimals, which moves a few rounded memberships by 0.001; emulating that float32 step matches
-  every breakdown bit for bit (checked when this test was written; calibkit computes in float64).
+  decimals, which moves a few rounded memberships by 0.001. With that float32 step emulated, the
+  same sums give every one of the 60 breakdowns bit for bit; and calibkit's rounded memberships
+  are those of their code run in float64 (numpy >= 2), every one. The unrounded FCE differs
+  from their float32 run's by at most 6.9e-8.
 - Column ``ece``: the 56 rows with M = 2..15 equal ``round(ece(probs, labels, n_bins=M - 1), 3)``;
   at M = 1 their edges ``[0]`` leave no bin and their ECE is 0.
 - Column ``of``: calibkit's ``overconfidence`` (eq 7) to 1e-7 (the column is printed in float32).
@@ -94,6 +96,61 @@ def test_fuzzy_eval_csv_fce_breakdown_column(agnews, size):
         g, a, c = sums[:, 3], sums[:, 4], sums[:, 5]  # the authors' variant's sums
         gaps = np.divide(np.abs(a - c), g, out=np.zeros(m), where=g > 0)  # their 0 for an empty bin
         np.testing.assert_allclose(gaps, printed, rtol=0, atol=1e-5, err_msg=f"{size}, M = {m}")
+
+
+def _their_memberships(conf, m, f=np.float32):
+    """Their ``fuzzy_binning`` of float32 confidences as their run computed it (numpy < 2): the
+    corners reach ``skfuzzy.trapmf`` as float64 numpy scalars, which value-based casting made
+    float32 against a float32 array, so its comparisons and ramps are float32 arithmetic; then
+    ``round(float(mu), 3)``. ``f=np.float64``: as numpy >= 2 computes them (and calibkit)."""
+    conf = conf.astype(f)
+    part = 1 / m
+    ticks = [i * part for i in range(m)] + [1.0]
+    out = np.zeros((len(conf), m))
+    for i in range(m):
+        t0, t1 = ticks[i], ticks[i + 1]
+        mid = (t0 + t1) / 2
+        b, c = (t0 + mid) / 2, (mid + t1) / 2
+        a, d = 2 * t0 - b, 2 * t1 - c
+        left = np.where((f(a) < conf) & (conf < f(b)), (conf - f(a)) / f(b - a), conf == f(b))
+        right = np.where((f(c) < conf) & (conf < f(d)), (f(d) - conf) / f(d - c), conf == f(c))
+        mu = np.where(conf <= f(b), left, np.where(conf >= f(c), right, 1.0)).astype(f)
+        mu[(conf < f(a)) | (conf > f(d))] = 0
+        out[:, i] = [round(float(v), 3) for v in mu]
+    return out
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_fuzzy_eval_csv_fce_breakdown_column_with_their_float32_memberships(agnews, size):
+    """fuzzy_eval.csv, rows agnews/``size``/M = 1..15, column ``fce_breakdown``, bit for bit: the 7e-6
+    left above is all float32 memberships; with them the sums calibkit keeps give their values."""
+    d = agnews[size]
+    conf = d["probs"].max(axis=1)
+    correct = d["probs"].argmax(axis=1) == d["labels"]
+    for m in range(1, 16):
+        g = _their_memberships(conf, m)
+        # their Python sums, in order (cumsum is sequential), and their abs(acc / G - conf / G)
+        total = np.cumsum(g, axis=0)[-1]
+        acc = np.cumsum(g[correct], axis=0)[-1]
+        conf_sum = np.cumsum(g[correct] * conf[correct, None].astype(float), axis=0)[-1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            gaps = np.where(total != 0, np.abs(acc / total - conf_sum / total), 0.0)
+        printed = np.array(ast.literal_eval(ROWS[size, m]["fce_breakdown"]), dtype=float)
+        np.testing.assert_array_equal(gaps, printed, err_msg=f"{size}, M = {m}")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_calibkit_memberships_are_their_code_in_float64(agnews, size):
+    """fuzzy_eval.csv's inputs, rows agnews/``size``/M = 1..15: calibkit's rounded memberships are
+    those of their code run in float64 (numpy >= 2), every one; the sums agree to rounding."""
+    d = agnews[size]
+    conf = d["probs"].max(axis=1)
+    correct = d["probs"].argmax(axis=1) == d["labels"]
+    for m in range(1, 16):
+        g = _their_memberships(conf, m, np.float64)
+        sums = CalibrationAccumulator(["fce"], fce_bins=m).update(d["probs"], d["labels"]).statistics.fuzzy
+        np.testing.assert_allclose(sums[:, 3], g.sum(0), rtol=1e-13, atol=0, err_msg=f"{size}, M = {m}")
+        np.testing.assert_allclose(sums[:, 4], g[correct].sum(0), rtol=1e-13, atol=0, err_msg=f"{size}, M = {m}")
 
 
 @pytest.mark.parametrize("size", SIZES)
