@@ -17,6 +17,13 @@ import numpy as np
 from calibkit.metrics._validation import _prepare_labels, check_ignore_index, to_numpy
 
 
+def check_num_classes(value: Any, name: str = "num_classes") -> int:
+    """A class count: an integer >= 2 (every calibrator maps rows of at least two logits)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 2:
+        raise ValueError(f"`{name}` must be an integer >= 2, got {value!r}")
+    return int(value)
+
+
 @dataclass(frozen=True)
 class FitInput:
     """Logits as rows ``(R, K)`` (a view: never copied) and labels ``(R,)``; ``ignore_index`` rows stay in."""
@@ -92,25 +99,38 @@ class Calibrator:
     logit_based: bool = True
 
     def __init__(self, *, ignore_index: int = -100) -> None:
-        # Settings are checked here (and again at fit, after set_params), not at first use.
+        # Settings are checked here and by set_params, not at first use (and again at fit, in case
+        # an attribute was assigned directly).
         self.ignore_index = check_ignore_index(ignore_index)
 
     # -- scikit-learn conventions ------------------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's arguments and their current values (scikit-learn convention)."""
-        names = [
+    @classmethod
+    def param_names(cls) -> list[str]:
+        """The constructor's argument names."""
+        return [
             p.name
-            for p in inspect.signature(type(self).__init__).parameters.values()
+            for p in inspect.signature(cls.__init__).parameters.values()
             if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
         ]
-        return {name: getattr(self, name) for name in names}
+
+    @classmethod
+    def check_param_names(cls, params: dict[str, Any]) -> None:
+        """``ValueError`` naming the first argument that the constructor does not take."""
+        valid = cls.param_names()
+        for name in params:
+            if name not in valid:
+                raise ValueError(f"`{name}` is not a parameter of {cls.__name__}; valid: {sorted(valid)}")
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments and their current values (scikit-learn convention)."""
+        return {name: getattr(self, name) for name in self.param_names()}
 
     def set_params(self, **params: Any) -> Calibrator:
-        valid = self.get_params()
-        for name, value in params.items():
-            if name not in valid:
-                raise ValueError(f"`{name}` is not a parameter of {type(self).__name__}; valid: {sorted(valid)}")
-            setattr(self, name, value)
+        """Change settings; each is checked as the constructor checks it, before any is set."""
+        self.check_param_names(params)
+        checked = type(self)(**{**self.get_params(), **params})
+        for name in params:
+            setattr(self, name, getattr(checked, name))
         return self
 
     def __repr__(self) -> str:

@@ -8,6 +8,7 @@ class's probability one-vs-rest and renormalise the rows; they may change the ar
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,20 @@ import numpy as np
 from calibkit.calibrators import _kernels as K
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, softmax_rows
 from calibkit.metrics._validation import check_bins, check_positive_int
+
+
+def _unit_scale(z: np.ndarray) -> float:
+    """A power of two ``s`` with ``max |z / s|`` in [4, 8), or 1 for logits of ordinary size.
+
+    L-BFGS started at the identity stalls or overflows on logits far from unit scale (matrix
+    scaling stopped at a uniform map at 1e8, vector scaling at NaN parameters at 1e100). VS and
+    MS are equivariant to rescaling the logits, so they are fitted on ``z / s`` (exact: a power
+    of two) and the scale or weight is divided by ``s`` afterwards.
+    """
+    top = float(np.max(np.abs(z))) if z.size else 0.0
+    if top == 0.0 or 2.0**-6 <= top <= 2.0**8:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(top)[1] - 3)
 
 
 class _AffineScaling(Calibrator):
@@ -36,7 +51,8 @@ class _AffineScaling(Calibrator):
         max_iter = check_positive_int(self.max_iter, "max_iter")
         z_np, y_np = data.kept()
         check_finite(z_np)
-        z = torch.from_numpy(z_np.astype(np.float64, copy=False))
+        unit = _unit_scale(z_np)
+        z = torch.from_numpy(z_np.astype(np.float64, copy=False) / unit)
         y = torch.from_numpy(y_np.astype(np.int64, copy=False))
         params = [torch.tensor(p, dtype=torch.float64, requires_grad=True) for p in self._initial(data.num_classes)]
         optimiser = torch.optim.LBFGS(
@@ -56,7 +72,14 @@ class _AffineScaling(Calibrator):
             return loss
 
         optimiser.step(closure)
-        self._store([p.detach().numpy().copy() for p in params])
+        fitted = [p.detach().numpy().copy() for p in params]
+        fitted[0] = fitted[0] / unit  # back to the user's logits: the scale or weight multiplies z
+        if not all(np.isfinite(p).all() for p in fitted):
+            raise ValueError(
+                f"`logits`: the {type(self).__name__} fit diverged (non-finite parameters; largest |logit| "
+                f"{float(np.max(np.abs(z_np))):.3g}); check the logits' scale"
+            )
+        self._store(fitted)
         self.n_iter_ = int(optimiser.state[optimiser._params[0]].get("n_iter", 0))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoModelForTokenClassification
 
-from calibkit.calibrators.base import Calibrator, prepare_fit
+from calibkit.calibrators.base import Calibrator, logits_rows, prepare_fit
 from calibkit.calibrators.baselines import HistogramBinning, IsotonicCalibration, MatrixScaling, VectorScaling
 from calibkit.calibrators.modeling_calibkit import (
     CalibratedConfig,
@@ -28,6 +28,7 @@ from calibkit.calibrators.temperature import (
     TemperatureScaling,
     WeightedTemperatureScaling,
 )
+from calibkit.metrics._validation import check_bool, check_positive_int
 
 # With calibkit imported, the Auto classes load calibrated checkpoints without remote code.
 AutoConfig.register(CalibratedConfig.model_type, CalibratedConfig, exist_ok=True)
@@ -70,6 +71,7 @@ def make_calibrator(method: str, **params: Any) -> Calibrator:
     key = {"rdts": "rd-ts", "temperature": "ts"}.get(key, key)
     if key not in CALIBRATORS:
         raise ValueError(f"`method` must be one of {sorted(CALIBRATORS)}, got {method!r}")
+    CALIBRATORS[key].check_param_names(params)  # a ValueError naming it, not the constructor's TypeError
     return CALIBRATORS[key](**params)
 
 
@@ -123,6 +125,12 @@ def collect_logits(
     from tqdm.auto import tqdm
     from transformers import default_data_collator
 
+    if not all(hasattr(dataset, name) for name in ("column_names", "select_columns", "rename_column")):
+        raise ValueError(f"`dataset` must be a tokenised datasets.Dataset, got {type(dataset).__name__}")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    check_bool(progress, "progress")
+    if not isinstance(label_column, str):
+        raise ValueError(f"`label_column` must be a column name, got {label_column!r}")
     if label_column not in dataset.column_names:
         candidates = [c for c in ("labels", "label", "ner_tags") if c in dataset.column_names]
         if not candidates:
@@ -133,7 +141,23 @@ def collect_logits(
     data = dataset.select_columns(keep)
     if label_column != "labels":
         data = data.rename_column(label_column, "labels")
-    loader = DataLoader(data, batch_size=batch_size, collate_fn=data_collator or default_data_collator)
+    collator = data_collator or default_data_collator
+
+    def collate(rows):
+        # Rows of unequal length without a padding collator end in a torch error deep in the
+        # collator: say what to pass instead.
+        try:
+            batch = collator(rows)
+        except (ValueError, RuntimeError, TypeError) as exc:
+            raise ValueError(
+                f"`dataset` rows could not be collated into a batch ({exc}); pass a padding `data_collator`, "
+                "e.g. DataCollatorWithPadding(tokenizer)"
+            ) from exc
+        if "labels" not in batch or not isinstance(batch["labels"], torch.Tensor):
+            raise ValueError(f"`dataset` column {label_column!r} did not collate into a tensor of integer labels")
+        return batch
+
+    loader = DataLoader(data, batch_size=batch_size, collate_fn=collate)
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -150,6 +174,8 @@ def collect_logits(
                 label_chunks.append(labels.numpy())
     finally:
         model.train(was_training)
+    if not chunks:
+        raise ValueError("`dataset` has no rows: there is nothing to calibrate on")
     return np.concatenate(chunks), np.concatenate(label_chunks)
 
 
@@ -178,29 +204,51 @@ def calibrate(
     :class:`CalibratedModelForTokenClassification` holding ``model`` itself (not a copy).
     """
     task = _task_of(model)
+    check_bool(report, "report")
+    check_bool(progress, "progress")
+    batch_size = check_positive_int(batch_size, "batch_size")
     if calibrator is None:
         if method is None:
             raise ValueError("pass a fitted `calibrator`, or a `method` with `logits`/`labels` or a `dataset`")
         calibrator = make_calibrator(method)
     elif method is not None:
         raise ValueError("pass either `calibrator` or `method`, not both")
+    elif not isinstance(calibrator, Calibrator):
+        hint = f"; for a method name pass method={calibrator!r}" if isinstance(calibrator, str) else ""
+        raise ValueError(f"`calibrator` must be a Calibrator (e.g. TemperatureScaling()), got {calibrator!r}{hint}")
+    if dataset is not None and (logits is not None or labels is not None):
+        raise ValueError("pass either `dataset` or `logits`/`labels`, not both")
+    if (logits is None) != (labels is None):  # one without the other would be silently unused
+        raise ValueError("pass `logits` and `labels` together")
+    num_labels = model.config.num_labels
     if dataset is not None:
-        if logits is not None or labels is not None:
-            raise ValueError("pass either `dataset` or `logits`/`labels`, not both")
         logits, labels = collect_logits(
             model, dataset, batch_size=batch_size, data_collator=data_collator, progress=progress
         )
+    if logits is not None:
+        # The class count first: fitting 4-class logits for a 3-label model would fail later, or
+        # with a less telling message. The rows are a view, reused below (no second conversion).
+        rows, shape = logits_rows(logits)
+        if shape[-1] != num_labels:
+            raise ValueError(f"`logits` has {shape[-1]} classes but the model has num_labels={num_labels}")
+        logits = rows.reshape(shape)
     fitted = hasattr(calibrator, "num_classes_")
     if not fitted:
-        if logits is None or labels is None:
+        if logits is None:
             raise ValueError(f"{type(calibrator).__name__} is not fitted: pass `logits` and `labels`, or a `dataset`")
         calibrator.fit(logits, labels)
-    num_labels = model.config.num_labels
     if calibrator.num_classes_ != num_labels:
         raise ValueError(f"the calibrator has {calibrator.num_classes_} classes, the model {num_labels} labels")
     block = calibrator.calibration_block()
-    if report and logits is not None and labels is not None:
-        prepare_fit(logits, labels, calibrator.ignore_index)  # same checks as a fit, before the metrics
+    if report and logits is not None:
+        data = prepare_fit(logits, labels, calibrator.ignore_index)  # same checks as a fit, before the metrics
+        kept = data.kept()[0]
+        if not np.isfinite(kept).all():
+            row = int(np.flatnonzero(~np.isfinite(kept).all(axis=1))[0])
+            raise ValueError(
+                f"`logits` contains NaN or inf (row {row} of the kept rows): the report's metrics need finite "
+                "logits; pass report=False to wrap the model without them"
+            )
         block["metrics"] = calibration_metrics(logits, labels, calibrator, calibrator.ignore_index)
     config = CalibratedConfig(
         base_config=model.config.to_dict(),

@@ -48,18 +48,25 @@ def _number(block: dict, key: str) -> float:
     return float(value)
 
 
+# Parameters are kept in float64 and cast to the logits' dtype when used: float64 logits get the
+# fitted values exactly, and a vector-scaling scale of 1e-100 (fitted on logits of 1e100) does
+# not underflow to 0.
 def _cpu(value: float) -> torch.Tensor:
     # An explicit device: from_pretrained builds the model under a meta-device context.
-    return torch.tensor(value, dtype=torch.float32, device="cpu")
+    return torch.tensor(value, dtype=torch.float64, device="cpu")
+
+
+def _as_tensor(value, key: str) -> torch.Tensor:
+    try:
+        return torch.tensor(value, dtype=torch.float64, device="cpu")
+    except (TypeError, ValueError, RuntimeError, OverflowError) as exc:  # strings, None, ragged, 2**1100
+        raise ValueError(f"calibration block: `{key}` is not a numeric array ({exc})") from exc
 
 
 def _tensor(block: dict, key: str, shape: tuple[int, ...]) -> torch.Tensor:
     if key not in block:
         raise ValueError(f"calibration block for method {block.get('method')!r} needs `{key}`")
-    try:
-        value = torch.tensor(block[key], dtype=torch.float32, device="cpu")
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"calibration block: `{key}` is not a numeric array ({exc})") from exc
+    value = _as_tensor(block[key], key)
     if tuple(value.shape) != shape:
         raise ValueError(f"calibration block: `{key}` must have shape {shape}, got {tuple(value.shape)}")
     if not torch.isfinite(value).all():
@@ -73,11 +80,24 @@ def _ragged(block: dict, key: str, num_labels: int) -> list[torch.Tensor]:
         raise ValueError(f"calibration block: `{key}` must be a list of {num_labels} per-class lists")
     out = []
     for row in rows:
-        t = torch.tensor(row, dtype=torch.float64, device="cpu")
+        t = _as_tensor(row, key)
         if t.ndim != 1 or t.numel() == 0 or not torch.isfinite(t).all():
             raise ValueError(f"calibration block: every row of `{key}` must be a non-empty finite list")
         out.append(t)
     return out
+
+
+def _check_probabilities(values: torch.Tensor, key: str) -> None:
+    # IR and HB map to frequencies: a value outside [0, 1] would give negative "probabilities"
+    # (NaN after the log) or a row renormalised into something meaningless.
+    if ((values < 0) | (values > 1)).any():
+        raise ValueError(f"calibration block: every value of `{key}` must lie in [0, 1]")
+
+
+def _check_num_labels(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise ValueError(f"`num_labels` must be an integer >= 2, got {value!r}")
+    return value
 
 
 class CalibrationHead(nn.Module):
@@ -100,8 +120,7 @@ class CalibrationHead(nn.Module):
         if method not in METHODS:
             raise ValueError(f"calibration block: unknown method {method!r}; expected one of {METHODS}")
         self.method = method
-        self.num_labels = num_labels
-        k = num_labels
+        self.num_labels = k = _check_num_labels(num_labels)
         if method in ("ts", "wts"):
             temperature = _number(calibration, "temperature")
             if temperature <= 0:
@@ -123,6 +142,8 @@ class CalibrationHead(nn.Module):
                 raise ValueError("calibration block: `thresholds` and `values` rows must have equal lengths")
             if any((x[1:] < x[:-1]).any() for x in xs):
                 raise ValueError("calibration block: every row of `thresholds` must be sorted")
+            for y in ys:
+                _check_probabilities(y, "values")
             # Pad every class to one length by repeating its last point, so one batched
             # searchsorted serves all classes.
             width = max(x.numel() for x in xs)
@@ -134,12 +155,23 @@ class CalibrationHead(nn.Module):
             n_bins = len(rows[0]) if isinstance(rows, list) and rows and isinstance(rows[0], list) else 0
             if n_bins < 1:
                 raise ValueError("calibration block: histogram binning `values` must be K lists of >= 1 bin value")
-            self.params = {"values": _tensor(calibration, "values", (k, n_bins)).double()}
+            self.params = {"values": _tensor(calibration, "values", (k, n_bins))}
+            _check_probabilities(self.params["values"], "values")
 
     def _get(self, name: str, like: torch.Tensor) -> torch.Tensor:
         return self.params[name].to(device=like.device, dtype=like.dtype)
 
     def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        # Checked, not broadcast: 4-class logits through a 3-class VS head would raise a torch
+        # error, through a TS head give a silently meaningless answer; integer logits would cast
+        # the parameters to integers.
+        if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+            raise ValueError(f"`logits` must be a floating-point tensor, got {getattr(logits, 'dtype', type(logits))}")
+        if logits.ndim == 0 or logits.shape[-1] != self.num_labels:
+            raise ValueError(
+                f"`logits` must have shape (..., {self.num_labels}) for this {self.num_labels}-label head, "
+                f"got {tuple(logits.shape)}"
+            )
         method = self.method
         if method in ("ts", "wts"):
             return logits / self._get("temperature", logits)
@@ -342,9 +374,38 @@ class _CalibratedModel(PreTrainedModel):
         output.logits = logits
         if labels is not None:  # the loss of the calibrated scores, not the base model's
             output.loss = nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1).to(logits.device), ignore_index=-100
+                logits.reshape(-1, logits.shape[-1]).float(), _loss_labels(labels, logits), ignore_index=-100
             )
         return output
+
+
+def _loss_labels(labels, logits: torch.Tensor) -> torch.Tensor:
+    """``labels`` as a flat int64 tensor on the logits' device, checked first: cross_entropy raises
+    an IndexError (CPU) or a device-side assert (CUDA) on a label out of range, a RuntimeError on
+    float labels, and a cast would wrap a uint64 2**64 - 100 to -100 (silently ignored)."""
+    if not isinstance(labels, torch.Tensor):
+        try:
+            labels = torch.as_tensor(labels)
+        except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
+            raise ValueError(f"`labels` could not be read as a tensor ({exc})") from exc
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise ValueError(f"`labels` must be an integer tensor, got {labels.dtype}")
+    k = logits.shape[-1]
+    rows = logits.numel() // k
+    if labels.numel() != rows:  # same leniency as transformers' heads: any shape of that many labels
+        raise ValueError(
+            f"`labels` has shape {tuple(labels.shape)} but logits of shape {tuple(logits.shape)} need "
+            f"{rows} labels, shape {tuple(logits.shape[:-1])}"
+        )
+    if labels.dtype == getattr(torch, "uint64", None) and labels.numel():
+        top = int(labels.cpu().numpy().max())  # torch has no comparison for uint64
+        if top > torch.iinfo(torch.int64).max:
+            raise ValueError(f"`labels` has the value {top}, which does not fit in int64")
+    flat = labels.reshape(-1).to(device=logits.device, dtype=torch.long)
+    bad = (flat != -100) & ((flat < 0) | (flat >= k))
+    if bad.any():
+        raise ValueError(f"`labels` must lie in [0, {k}) or equal -100, got {int(flat[bad][0])}")
+    return flat
 
 
 class CalibratedModelForSequenceClassification(_CalibratedModel):

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.calibrators import _kernels as K
-from calibkit.calibrators.base import Calibrator, FitInput, check_finite
+from calibkit.calibrators.base import Calibrator, FitInput, check_finite, check_num_classes
 from calibkit.metrics._validation import check_num_threads
 from calibkit.metrics.statistics import _map, _row_ranges
 
@@ -109,7 +109,10 @@ def minimise_1d(
             candidate = x - g / hess if hess > 0 else math.nan
         if not (lower < candidate < upper):
             candidate = 0.5 * (lower + upper)
-        if abs(candidate - x) <= rtol * max(abs(x), 1e-12) or upper - lower <= rtol * max(abs(x), 1e-12):
+        # Relative steps on a scale parameter (x > 0): an absolute floor would stop a beta of 1e-20
+        # (logits of 1e20) at its first step. A slope may be 0: keep the floor there.
+        size = abs(x) if log_scale else max(abs(x), 1e-12)
+        if abs(candidate - x) <= rtol * size or upper - lower <= rtol * size:
             return candidate, it
         x = candidate
     return x, max_iter  # pragma: no cover - Newton with bisection converges long before
@@ -123,31 +126,40 @@ def fit_inverse_temperature(derivatives: Callable[[float], tuple[float, ...]], s
     finishes inside it.
     """
     lower, beta, growing = 0.0, start, None
-    while True:
+    _, g, hess, g0 = derivatives(beta)
+    # At beta = 0 the slope is mean_k(z) - z_y on average: if it is not negative the logits
+    # point away from the labels and no positive temperature lowers the NLL.
+    if not g0 < 0:
+        raise ValueError(
+            "cannot fit a temperature: the logits do not favour the labels (the NLL does not decrease "
+            "for any T > 0); check that `labels` match `logits`"
+        )
+    # -g0 is the logits' mean margin over the class average: their scale. Far from 1/beta (logits
+    # of 1e20 or 1e-12), the steps below would take hundreds of passes (a log-scale Newton step
+    # shrinks beta by at most e): restart where the scaled margin is 1. The cap on beta scales with
+    # tiny logits likewise (it stays 1e6 for margins >= 1).
+    if not 1e-3 <= beta * -g0 <= 1e3:
+        beta = 1.0 / -g0
         _, g, hess, g0 = derivatives(beta)
-        # At beta = 0 the slope is mean_k(z) - z_y on average: if it is not negative the logits
-        # point away from the labels and no positive temperature lowers the NLL.
-        if not g0 < 0:
-            raise ValueError(
-                "cannot fit a temperature: the logits do not favour the labels (the NLL does not decrease "
-                "for any T > 0); check that `labels` match `logits`"
-            )
+    beta_max = _BETA_MAX / min(1.0, -g0)
+    while True:
         if g > 0:
             upper = beta
             break
         lower = beta
-        if beta >= _BETA_MAX:
+        if beta >= beta_max:
             warnings.warn(
-                f"the NLL keeps decreasing as T -> 0 (separable data); stopping at T = {1 / _BETA_MAX:g}",
+                f"the NLL keeps decreasing as T -> 0 (separable data); stopping at T = {1 / beta_max:g}",
                 RuntimeWarning,
                 stacklevel=4,
             )
-            return _BETA_MAX
+            return beta_max
         # A log-scale Newton step towards the minimum (from a warm start it lands next to it);
         # after the first, grow at least 1.5x so that a far-off start still brackets quickly.
         newton = beta * math.exp(min(-g / (beta * hess + g), math.log(64.0))) if beta * hess + g > 0 else 4.0 * beta
         beta = newton if growing is None else max(newton, 1.5 * beta)
         growing = True
+        _, g, hess, g0 = derivatives(beta)
     # Start from the (log-scale) Newton step of the last evaluation when it lands inside the bracket.
     x0 = beta * math.exp(-g / (beta * hess + g)) if beta * hess + g > 0 else 0.5 * (lower + upper)
     if not lower < x0 < upper:
@@ -212,12 +224,13 @@ class TemperatureScaling(Calibrator):
         return _uniform_weights(data)
 
     def _fit(self, data: FitInput) -> None:
+        num_threads = check_num_threads(self.num_threads)
         weight = self._class_weight(data)
         calls = []
 
         def counted(beta: float):
             calls.append(beta)
-            return nll_pass(data, weight, beta=beta, num_threads=self.num_threads)
+            return nll_pass(data, weight, beta=beta, num_threads=num_threads)
 
         beta = fit_inverse_temperature(counted, start=self._warm_start(data, weight))
         self.temperature_ = float(1.0 / beta)
@@ -246,9 +259,12 @@ class TemperatureScaling(Calibrator):
     @classmethod
     def from_temperature(cls, temperature: float, num_classes: int, **params: Any) -> TemperatureScaling:
         """A calibrator with a known temperature (e.g. a published one), without data."""
+        temperature = _check_temperature(temperature, "temperature")
+        num_classes = check_num_classes(num_classes)
+        cls.check_param_names(params)
         model = cls(**params)
-        model.temperature_ = _check_temperature(temperature, "temperature")
-        model.num_classes_ = int(num_classes)
+        model.temperature_ = temperature
+        model.num_classes_ = num_classes
         model.n_iter_ = 0
         return model
 
@@ -298,9 +314,13 @@ def paper_slope(temperature: float) -> float:
     return (temperature - 0.9) / 0.89
 
 
-def _check_slope(slope: float) -> float:
+def _check_slope(slope: Any, name: str | None = None) -> float:
+    """A slope ``m > -1``; ``name`` is the user's argument when the slope was passed, not derived."""
+    what = f"`{name}`" if name else "RD-TS slope m"
+    if isinstance(slope, (bool, np.bool_)) or not isinstance(slope, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{what} must be a number > -1, got {slope!r}")
     if not math.isfinite(slope) or slope <= -1:
-        raise ValueError(f"RD-TS slope m must be a finite number > -1 so that T(h) = m h + 1 > 0, got {slope!r}")
+        raise ValueError(f"{what} must be a finite number > -1 so that T(h) = m h + 1 > 0, got {slope!r}")
     return float(slope)
 
 
@@ -403,17 +423,29 @@ class RegionDependentTemperatureScaling(Calibrator):
     @classmethod
     def from_temperature(cls, temperature: float, num_classes: int, **params: Any) -> RegionDependentTemperatureScaling:
         """RD-TS from a published TS temperature, with the paper's rule ``m = (T - 0.9)/0.89`` (no data)."""
+        temperature = _check_temperature(temperature, "temperature")
+        slope = paper_slope(temperature)
+        if not slope > -1:  # T <= 0.01
+            raise ValueError(
+                f"`temperature` must be > 0.01 for RD-TS: the paper's rule m = (T - 0.9)/0.89 gives the slope "
+                f"m = {slope:.4g} <= -1 for T = {temperature!r}, and T(h) = m h + 1 would not stay positive"
+            )
+        num_classes = check_num_classes(num_classes)
+        cls.check_param_names(params)
         model = cls(**params)
-        model.temperature_ = _check_temperature(temperature, "temperature")
-        model.slope_ = _check_slope(paper_slope(model.temperature_))
-        model.num_classes_ = int(num_classes)
+        model.temperature_ = temperature
+        model.slope_ = slope
+        model.num_classes_ = num_classes
         return model
 
     @classmethod
     def from_slope(cls, slope: float, num_classes: int, **params: Any) -> RegionDependentTemperatureScaling:
         """RD-TS with a given slope ``m > -1``."""
+        slope = _check_slope(slope, "slope")
+        num_classes = check_num_classes(num_classes)
+        cls.check_param_names(params)
         model = cls(**params)
-        model.slope_ = _check_slope(float(slope))
+        model.slope_ = slope
         model.temperature_ = math.nan
-        model.num_classes_ = int(num_classes)
+        model.num_classes_ = num_classes
         return model
