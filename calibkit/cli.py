@@ -138,11 +138,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         values, labels = synthetic_example()
         from_logits, names = True, list(EXAMPLE_CLASSES)
         source = "embedded SYNTHETIC example (an over-confident 4-class model on 70/15/10/5 % data)"
+    if args.fce_variant != "paper":  # the label says which FCE the number is
+        source += f"; fce as the fuzzy-binning authors' code computes it (--fce-variant {args.fce_variant})"
     settings = {
         "from_logits": from_logits,
         "ignore_index": args.ignore_index,
         "n_bins": args.n_bins,
         "theta": args.theta,
+        "fce_variant": args.fce_variant,
     }
     report = calibration_report(values, labels, **settings)
     ci = (
@@ -158,12 +161,12 @@ def cmd_report(args: argparse.Namespace) -> int:
             logits = np.stack([np.zeros_like(logits), logits if from_logits else logits - np.log1p(-np.exp(logits))], 1)
         comparison = compare_calibrators(
             logits, labels, logits, labels, methods=("uncalibrated",), class_names=names,
-            ignore_index=args.ignore_index, n_bins=args.n_bins, theta=args.theta, bootstrap=args.bootstrap,
-            seed=args.seed,
+            ignore_index=args.ignore_index, n_bins=args.n_bins, theta=args.theta, fce_variant=args.fce_variant,
+            bootstrap=args.bootstrap, seed=args.seed,
         )  # fmt: skip
         paths = write_report(comparison, args.output, f"calibkit report: {source}")
     if args.json:
-        out = {"source": source, **_jsonable(report)}
+        out = {"source": source, "fce_variant": args.fce_variant, **_jsonable(report)}
         if ci is not None:
             out["intervals"] = {k: list(v) for k, v in ci["intervals"].items()}
             if "subset_ece" in ci:
@@ -330,7 +333,8 @@ def cmd_report_model(args: argparse.Namespace) -> int:
     names = [str(model.config.id2label.get(k, k)) for k in range(num_labels)]
     comparison = compare_calibrators(
         logits[order[:half]], labels[order[:half]], logits[order[half:]], labels[order[half:]],
-        class_names=names, n_bins=args.n_bins, theta=args.theta, bootstrap=args.bootstrap, seed=args.seed,
+        class_names=names, n_bins=args.n_bins, theta=args.theta, fce_variant=args.fce_variant,
+        bootstrap=args.bootstrap, seed=args.seed,
     )  # fmt: skip
     resplit = None
     if args.resplits:
@@ -338,12 +342,15 @@ def cmd_report_model(args: argparse.Namespace) -> int:
 
         resplit = resplit_comparison(
             logits[order[:half]], labels[order[:half]], logits[order[half:]], labels[order[half:]],
-            resplits=args.resplits, class_names=names, n_bins=args.n_bins, theta=args.theta, seed=args.seed,
+            resplits=args.resplits, class_names=names, n_bins=args.n_bins, theta=args.theta,
+            fce_variant=args.fce_variant, seed=args.seed,
         )  # fmt: skip
     title = f"calibkit report: {args.model} on {args.dataset} (calibrated on one half, evaluated on the other)"
+    if args.fce_variant != "paper":
+        title += f"; fce as the fuzzy-binning authors' code computes it (--fce-variant {args.fce_variant})"
     paths = write_report(comparison, args.output, title, resplits=resplit) if args.output else {}
     if args.json:
-        out = {"model": args.model, "dataset": args.dataset, **to_json(comparison)}
+        out = {"model": args.model, "dataset": args.dataset, "fce_variant": args.fce_variant, **to_json(comparison)}
         if resplit is not None:
             from calibkit.resplits import to_json as resplit_json
             from calibkit.resplits import verdicts
@@ -441,6 +448,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--output", help="folder for the table (Markdown, CSV, JSON) and the figures")
     report.add_argument("--n-bins", type=int, default=15, help="bins for ECE, MCE and the class-wise ECEs")
     report.add_argument("--theta", type=float, default=40, help="RBECE: minimum samples for a bin to count")
+    report.add_argument(
+        "--fce-variant",
+        choices=("paper", "authors"),
+        default="paper",
+        help="FCE by the paper's formula, or as the fuzzy-binning authors' published code computes it",
+    )
     report.add_argument("--ignore-index", type=int, default=-100, help="label of positions to skip")
     report.add_argument("--json", action="store_true", help="print JSON instead of a table")
     report.set_defaults(func=cmd_report)

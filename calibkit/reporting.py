@@ -96,6 +96,7 @@ def compare_calibrators(
     n_bins: int = 15,
     rbece_bins: int = 20,
     theta: float = 40,
+    fce_variant: str = "paper",
     bootstrap: int = 0,
     seed: int = 0,
 ) -> Comparison:
@@ -105,6 +106,7 @@ def compare_calibrators(
     ``errors`` and left out of the table. ``best`` is the calibrated method with the lowest
     ``select`` metric on test. With ``bootstrap > 0``, percentile 95% intervals (Poisson
     bootstrap, :func:`calibkit.metrics.bootstrap.bootstrap_intervals`) for every cell.
+    ``fce_variant`` as in :func:`calibkit.fce` (``"authors"``: their published code's FCE).
     """
     from calibkit.calibrators import make_calibrator
     from calibkit.calibrators.base import softmax_rows
@@ -123,7 +125,7 @@ def compare_calibrators(
         raise ValueError(f"`methods` has unknown names {unknown}; known: {list(METHODS)}")
     if select not in TABLE_METRICS:
         raise ValueError(f"`select` must be one of {list(TABLE_METRICS)}, got {select!r}")
-    settings = {"n_bins": n_bins, "rbece_bins": rbece_bins, "theta": theta}
+    settings = {"n_bins": n_bins, "rbece_bins": rbece_bins, "theta": theta, "fce_variant": fce_variant}
     out = Comparison({}, {}, {}, {}, names, "uncalibrated", select, n_bins, rbece_bins, theta, len(y_val), len(y_test))
     for method in methods:
         if method == "uncalibrated":

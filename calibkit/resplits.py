@@ -127,6 +127,7 @@ def resplit_comparison(
     n_bins: int = 15,
     rbece_bins: int = 20,
     theta: float = 40,
+    fce_variant: str = "paper",
     seed: int = 0,
 ) -> Resplits:
     """Fit on one part, evaluate on the other, over ``resplits`` random re-splits of the pooled data.
@@ -139,7 +140,7 @@ def resplit_comparison(
     resplits : int, default 20
         Number of re-splits ``R``. Each keeps the original sizes: as many examples calibrate
         as the validation set had, the rest evaluate.
-    methods, class_names, ignore_index, n_bins, rbece_bins, theta
+    methods, class_names, ignore_index, n_bins, rbece_bins, theta, fce_variant
         As in :func:`calibkit.reporting.compare_calibrators`.
     seed : int, default 0
 
@@ -169,7 +170,7 @@ def resplit_comparison(
     errors: dict[str, int] = {}
     messages: dict[str, str] = {}
     rng = np.random.default_rng(seed)
-    settings = {"n_bins": n_bins, "rbece_bins": rbece_bins, "theta": theta}
+    settings = {"n_bins": n_bins, "rbece_bins": rbece_bins, "theta": theta, "fce_variant": fce_variant}
     for r in range(resplits):  # a loop over re-splits; each fit and metric inside is vectorised
         calibrate = np.zeros(examples, dtype=bool)
         calibrate[rng.permutation(examples)[:n_val]] = True

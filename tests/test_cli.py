@@ -31,6 +31,31 @@ def test_report_on_predictions_file_matches_functional_api(tmp_path, capsys):
     assert got["subset_ece"] == expected["subset_ece"].tolist()
 
 
+def test_fce_variant_reaches_every_number_and_is_named(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(400, 3)) * 2
+    labels = rng.integers(0, 3, 400)
+    path = tmp_path / "preds.npz"
+    np.savez(path, logits=logits, labels=labels)
+    args = ["report", "--predictions", str(path), "--json", "--bootstrap", "20"]
+    assert main([*args, "--fce-variant", "authors"]) == 0
+    authors = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    paper = json.loads(capsys.readouterr().out)
+    assert (authors["fce_variant"], paper["fce_variant"]) == ("authors", "paper")
+    expected = calibkit.fce(logits, labels, from_logits=True, variant="authors")
+    assert abs(authors["fce"] - expected) < 1e-12
+    assert abs(paper["fce"] - calibkit.fce(logits, labels, from_logits=True)) < 1e-12
+    assert abs(authors["fce"] - paper["fce"]) > 1e-3  # the option changed the number
+    low, high = authors["intervals"]["fce"]
+    assert low <= expected <= high and (low, high) != tuple(paper["intervals"]["fce"])
+    out = tmp_path / "out"
+    assert main(["report", "--predictions", str(path), "--fce-variant", "authors", "--output", str(out)]) == 0
+    assert "--fce-variant authors" in capsys.readouterr().out
+    table = (out / "table.md").read_text()
+    assert "--fce-variant authors" in table and f"{expected:.4f}" in table
+
+
 def test_bad_input_exits_non_zero_with_one_line(tmp_path):
     path = tmp_path / "bad.npz"
     np.savez(path, probs=np.array([[0.6, 0.6]]), labels=np.array([0]))
