@@ -128,6 +128,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     _check_report_options(args)
     if args.model or args.dataset:
         return cmd_report_model(args)
+    from calibkit.shards import is_shard_location
+
+    if args.predictions and is_shard_location(args.predictions):
+        return cmd_report_shards(args)
     from calibkit.metrics import calibration_report
     from calibkit.metrics.bootstrap import bootstrap_intervals
 
@@ -180,6 +184,37 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(_interval_lines(ci, names))
         if args.output:
             print("\n".join(f"{name}: {path}" for name, path in paths.items()))
+    return 0
+
+
+def cmd_report_shards(args: argparse.Namespace) -> int:
+    """``--predictions`` is a folder or a glob: stream the shards (bounded memory, exact ACE)."""
+    from calibkit.shards import stream_report
+
+    if args.bootstrap:
+        raise ValueError(
+            "--bootstrap resamples predictions held in memory; with shards (a folder or glob) it is not available"
+        )
+    report = stream_report(
+        args.predictions, ignore_index=args.ignore_index, n_bins=args.n_bins, theta=args.theta,
+        fce_variant=args.fce_variant, progress=not args.quiet,
+    )  # fmt: skip
+    passes, shards = report.pop("passes"), report.pop("shards")
+    source = f"{args.predictions} ({shards} shards, {report['n']} labelled predictions, read {passes} times)"
+    if args.fce_variant != "paper":
+        source += f"; fce as the fuzzy-binning authors' code computes it (--fce-variant {args.fce_variant})"
+    out = {"source": source, "fce_variant": args.fce_variant, "passes": passes, "shards": shards, **_jsonable(report)}
+    table = f"calibkit report: {source}\n{format_table(report)}"
+    if args.output:
+        folder = writable_folder(args.output)
+        (folder / "report.json").write_text(json.dumps(out, indent=2) + "\n")
+        (folder / "table.md").write_text(f"# {table}\n")
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(table)
+        if args.output:
+            print(f"json: {Path(args.output) / 'report.json'}\nmarkdown: {Path(args.output) / 'table.md'}")
     return 0
 
 
@@ -429,8 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="calibration metrics for saved predictions, or a model on a dataset")
     report.add_argument(
         "--predictions",
-        help="file with probs (or logits) and labels: .npz, .parquet, .csv, .json; without it and without "
-        "--model, an embedded synthetic example",
+        help="file with probs (or logits) and labels: .npz, .parquet, .csv, .json; or a folder or a quoted glob "
+        "of .parquet/.npz/.jsonl shards, streamed in bounded memory; without it and without --model, an embedded "
+        "synthetic example",
     )
     report.add_argument("--model", help="model folder (or Hub id) of a sequence or token classifier")
     report.add_argument("--dataset", help="saved dataset folder, data file, or Hub id")
@@ -455,6 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="FCE by the paper's formula, or as the fuzzy-binning authors' published code computes it",
     )
     report.add_argument("--ignore-index", type=int, default=-100, help="label of positions to skip")
+    report.add_argument("--quiet", action="store_true", help="no progress bar (shards)")
     report.add_argument("--json", action="store_true", help="print JSON instead of a table")
     report.set_defaults(func=cmd_report)
     install = sub.add_parser(

@@ -72,7 +72,7 @@ def _one_shot(
         if derive:
             stats.classwise = classwise
     acc._add(stats)
-    return acc.compute(_ace_partials=partials), stats
+    return acc.compute(ace_partials=partials), stats
 
 
 def _bins(stats: CalibrationStatistics, n_bins: int) -> dict[str, np.ndarray]:

@@ -520,6 +520,60 @@ def classwise_bins_of_buckets(num_buckets: int, n_bins: int) -> tuple[np.ndarray
     return first, first != last
 
 
+def gather_bucket_samples(
+    prep: PreparedInput,
+    parts: list[CalibrationStatistics],
+    keys: np.ndarray,
+    *,
+    ignore_index: int,
+    num_threads: int | None = None,
+    row_softmax: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The samples of ACE buckets ``keys`` (rows ``(class, bucket)``, unique) in ``prep``.
+
+    ``parts`` are the per-thread statistics of a pass over ``prep`` with the ``ace`` group
+    (``bin_statistics(..., keep_parts=True)``, same ``num_threads``): their bucket counts say
+    where each thread writes. Returns the samples packed as :func:`calibkit.metrics._kernels._packed_sample`
+    (value and outcome in one int64), slot ``s`` (``keys[s]``) at ``[slot_start[s], slot_start[s] +
+    slot_count[s])``, and ``slot_of`` (class, bucket) -> slot or -1.
+    """
+    n_classes, n_buckets = parts[0].ace.shape[:2]
+    slot_of = np.full((n_classes, n_buckets), -1, dtype=np.int32)  # int32: half the cache
+    slot_of[keys[:, 0], keys[:, 1]] = np.arange(len(keys))
+    per_part = np.stack([p.ace[keys[:, 0], keys[:, 1], 0] for p in parts]).astype(np.int64)  # (T, S)
+    slot_count = per_part.sum(axis=0)
+    slot_start = np.concatenate([[0], np.cumsum(slot_count)[:-1]]).astype(np.int64)
+    write_at = slot_start[None, :] + np.concatenate([np.zeros((1, len(keys)), np.int64), np.cumsum(per_part, 0)[:-1]])
+    samples = np.empty(int(slot_count.sum()), dtype=np.int64)  # value and outcome packed (_packed_sample)
+    ranges = _row_ranges(prep.values.shape[0], num_threads)
+    assert len(ranges) == len(parts), "gather must split rows as the accumulation did"
+    ends = write_at + per_part
+
+    def run(t: int) -> bool:
+        start, stop = ranges[t]
+        cursor = write_at[t].copy()
+        K.GATHER_ACE[prep.mode](
+            (
+                prep.values,
+                prep.labels,
+                start,
+                stop,
+                ignore_index,
+                prep.num_classes,
+                slot_of,
+                cursor,
+                samples,
+                row_softmax if row_softmax is not None else np.empty((0, 2)),
+            )
+        )
+        return bool(np.array_equal(cursor, ends[t]))
+
+    # every value must land in the bucket it was counted in (the same arithmetic, bit for bit)
+    if not all(_map(run, [(t,) for t in range(len(ranges))])):
+        raise RuntimeError("calibkit: the exact-ACE pass rebuilt different probabilities; please report this")
+    return samples, slot_start, slot_count, slot_of
+
+
 def exact_ace_partials(
     prep: PreparedInput,
     parts: list[CalibrationStatistics],
@@ -559,41 +613,10 @@ def exact_ace_partials(
     part_o = np.full(inside.shape, np.nan)
     if keys.size == 0:
         return (part_p, part_o), table
-    n_classes, n_buckets = parts[0].ace.shape[:2]
-    slot_of = np.full((n_classes, n_buckets), -1, dtype=np.int32)  # int32: half the cache
-    slot_of[keys[:, 0], keys[:, 1]] = np.arange(len(keys))
-    per_part = np.stack([p.ace[keys[:, 0], keys[:, 1], 0] for p in parts]).astype(np.int64)  # (T, S)
-    slot_count = per_part.sum(axis=0)
-    slot_start = np.concatenate([[0], np.cumsum(slot_count)[:-1]])
-    write_at = slot_start[None, :] + np.concatenate([np.zeros((1, len(keys)), np.int64), np.cumsum(per_part, 0)[:-1]])
-    samples = np.empty(int(slot_count.sum()), dtype=np.int64)  # value and outcome packed (_packed_sample)
+    samples, slot_start, slot_count, slot_of = gather_bucket_samples(
+        prep, parts, keys, ignore_index=ignore_index, num_threads=num_threads, row_softmax=row_softmax
+    )
     ranges = _row_ranges(prep.values.shape[0], num_threads)
-    assert len(ranges) == len(parts), "gather must split rows as the accumulation did"
-
-    ends = write_at + per_part
-
-    def run(t: int) -> bool:
-        start, stop = ranges[t]
-        cursor = write_at[t].copy()
-        K.GATHER_ACE[prep.mode](
-            (
-                prep.values,
-                prep.labels,
-                start,
-                stop,
-                ignore_index,
-                prep.num_classes,
-                slot_of,
-                cursor,
-                samples,
-                row_softmax if row_softmax is not None else np.empty((0, 2)),
-            )
-        )
-        return bool(np.array_equal(cursor, ends[t]))
-
-    # every value must land in the bucket it was counted in (the same arithmetic, bit for bit)
-    if not all(_map(run, [(t,) for t in range(len(ranges))])):
-        raise RuntimeError("calibkit: the exact-ACE pass rebuilt different probabilities; please report this")
     if table is not None:
         edge_slots = np.nonzero(edge_cut[keys[:, 1]])[0]
         K.classwise_of_samples(samples, slot_start, slot_count, keys[:, 0], edge_slots, classwise_bins, table)
@@ -782,8 +805,13 @@ class CalibrationAccumulator:
         with self._lock:
             self.statistics = None
 
-    def compute(self, *, _ace_partials: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
-        """Every requested metric from the accumulated sums (see :func:`calibkit.calibration_report`)."""
+    def compute(self, *, ace_partials: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+        """Every requested metric from the accumulated sums (see :func:`calibkit.calibration_report`).
+
+        ``ace_partials``: the exact sums where a range boundary cuts an ACE bucket, from
+        :meth:`calibkit.metrics.exact_ace.ExactACE.partials` (further passes over the same data)
+        or the one-shot functions; ACE is then exact and ``ace_error_bound`` 0.
+        """
         stats = self.statistics
         if stats is None or stats.n == 0:
             raise ValueError(
@@ -797,7 +825,7 @@ class CalibrationAccumulator:
             rbece_bins=self.rbece_bins,
             theta=self.theta,
             esce_bins=self.esce_bins,
-            ace_partials=_ace_partials,
+            ace_partials=ace_partials,
             fce_variant=self.fce_variant,
         )
 

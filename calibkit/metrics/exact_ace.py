@@ -1,0 +1,330 @@
+"""Exact ACE over data read in several passes: shards on disk, partitions of a Dask cluster.
+
+ACE's equal-mass ranges need the order of every class column's probabilities over the whole data
+set. A :class:`~calibkit.metrics.statistics.CalibrationAccumulator` keeps each column in fine
+buckets (16 an octave) and splits a bucket that a range boundary cuts in proportion: close, with
+a guaranteed bound, but not exact. The one-shot functions hold the data and resolve every cut
+bucket from its samples (:func:`~calibkit.metrics.statistics.exact_ace_partials`). Here the data
+has to be read again, and a cut bucket may hold a large share of a peaked column, so each further
+pass narrows the value range (a *cell*) that holds each boundary:
+
+- while the cells that hold a boundary together hold more than ``max_samples`` values, a pass
+  histograms every cell over up to 4,096 sub-ranges of its float64 bit patterns (which order
+  non-negative floats), with count, sum of p, sum of outcomes, smallest and largest pattern; the
+  sub-range holding the boundary becomes the next cell, and a sub-range whose values are all
+  equal is resolved from its sums (tied values share their mean outcome, as in the one-shot
+  functions);
+- once they fit, a last pass gathers the cells' values and sorts them.
+
+On ordinary data the first extra pass already gathers (2 passes in all); a peaked column adds one
+histogram pass (3). Memory: ``8 * max_samples`` bytes of gathered values (32 MB by default), or
+about 40 bytes per sub-range of a histogram pass (at most 64 MB), whatever the data size.
+
+Each pass's work on a batch is a :class:`PassContribution`; contributions add (histograms sum,
+gathered values concatenate), so batches, shards and workers can be processed anywhere and
+combined in any order (:mod:`calibkit.dask` does that on a cluster).
+
+Usage (``read_batches`` yields the same data on every call)::
+
+    acc = CalibrationAccumulator(metrics)
+    for probs, labels in read_batches():
+        acc.update(probs, labels)
+    exact = ExactACE(acc)
+    while not exact.done:
+        for probs, labels in read_batches():
+            exact.update(probs, labels)
+        exact.end_pass()
+    report = acc.compute(ace_partials=exact.partials())
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from calibkit.metrics import _kernels as kernels
+from calibkit.metrics._validation import check_positive_int, prepare
+from calibkit.metrics.statistics import CalibrationAccumulator, ace_points, bin_statistics, gather_bucket_samples
+
+_MAGNITUDE = np.int64(2**63 - 1)
+_SUB_BITS = 12
+_HISTOGRAM_BYTES = 64 * 2**20
+_ENTRY_BYTES = 40  # count, sum p, sum outcome, smallest and largest pattern
+
+
+def _bucket_range(bucket: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Smallest and largest float64 bit pattern of ACE buckets (``_kernels._ace_bucket``'s inverse)."""
+    lo = (bucket.astype(np.int64) + kernels.ACE_OFFSET) << 48
+    hi = lo + (np.int64(1) << 48) - 1
+    return np.where(bucket == 0, 0, lo), hi
+
+
+@dataclass
+class PassContribution:
+    """One batch's share of a pass: per cell, a histogram (``counts``, ``sums_p``, ``sums_o``,
+    ``lows``, ``highs``, each ``(cells, sub-ranges)``) or the gathered ``samples`` (packed as
+    ``_kernels._packed_sample``) with their ``cell`` index. Contributions of the same pass add."""
+
+    histogram: bool
+    counts: np.ndarray
+    sums_p: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    sums_o: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    lows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    highs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    samples: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cell: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def __add__(self, other: PassContribution) -> PassContribution:
+        if self.histogram != other.histogram or self.counts.shape != other.counts.shape:
+            raise ValueError("contributions of different passes cannot be added")
+        if self.histogram:
+            return PassContribution(
+                True,
+                self.counts + other.counts,
+                self.sums_p + other.sums_p,
+                self.sums_o + other.sums_o,
+                np.minimum(self.lows, other.lows),
+                np.maximum(self.highs, other.highs),
+            )
+        return PassContribution(
+            False,
+            self.counts + other.counts,
+            samples=np.concatenate([self.samples, other.samples]),
+            cell=np.concatenate([self.cell, other.cell]),
+        )
+
+
+class ExactACE:
+    """The extra passes that make a streamed ACE exact (see the module docstring).
+
+    Parameters
+    ----------
+    accumulator : CalibrationAccumulator
+        Updated with all the data (the first pass), with ``"ace"`` among its metrics. Its
+        settings (``from_logits``, ``ignore_index``, ``num_threads``) are used for the batches.
+    max_samples : int, default 4,000,000
+        The most values a pass gathers; beyond, it narrows the cells first.
+
+    Attributes
+    ----------
+    done : bool
+        No pass left: :meth:`partials` is ready.
+    passes : int
+        Extra passes run so far.
+    """
+
+    def __init__(self, accumulator: CalibrationAccumulator, *, max_samples: int = 4_000_000) -> None:
+        if not isinstance(accumulator, CalibrationAccumulator):
+            raise ValueError(f"`accumulator` must be a CalibrationAccumulator, got {type(accumulator).__name__}")
+        if "ace" not in accumulator.metrics:
+            raise ValueError("`accumulator` does not compute ACE: nothing to make exact")
+        stats = accumulator.statistics
+        if stats is None or stats.n == 0:
+            raise ValueError("`accumulator` has no data: update it with every batch first")
+        self.max_samples = check_positive_int(max_samples, "max_samples")
+        self.from_logits = accumulator.from_logits
+        self.ignore_index = accumulator.ignore_index
+        self.num_threads = accumulator.num_threads
+        self.num_classes = stats.num_classes
+        points = ace_points(stats.ace, accumulator.ace_ranges)
+        inside, bucket = points["inside"], points["bucket"]
+        total = np.take_along_axis(stats.ace[:, :, 0], bucket, axis=1)
+        cut = (inside > 0) & (inside < total)
+        self._shape = inside.shape
+        self._rows, self._cols = np.nonzero(cut)
+        self._bucket = bucket[cut].astype(np.int64)
+        self._need = np.rint(inside[cut]).astype(np.int64)  # values of the cell below the boundary
+        self._count = np.rint(total[cut]).astype(np.int64)  # values in the cell
+        self._lo, self._hi = _bucket_range(self._bucket)
+        self._sum_p = np.zeros(self._need.size)  # exact sums of what lies below the cell
+        self._sum_o = np.zeros(self._need.size)
+        self._open = np.ones(self._need.size, dtype=bool)
+        self.passes = 0
+        self._begin_pass()
+
+    # -- a pass ----------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return not self._open.any()
+
+    def _begin_pass(self) -> None:
+        self._pending: PassContribution | None = None
+        if self.done:
+            return
+        open_ = np.flatnonzero(self._open)
+        # A cell is (class, bucket, lo, hi); several boundaries may share one.
+        keys = np.stack([self._rows[open_], self._bucket[open_], self._lo[open_], self._hi[open_]], axis=1)
+        cells, point_cell = np.unique(keys, axis=0, return_inverse=True)
+        self._cells = cells
+        self._point_cell = np.full(self._need.size, -1, dtype=np.int64)
+        self._point_cell[open_] = point_cell.reshape(-1)
+        counts = np.zeros(len(cells), dtype=np.int64)
+        counts[point_cell.reshape(-1)] = self._count[open_]
+        self._cell_count = counts
+        self._histogram = int(counts.sum()) > self.max_samples
+        if self._histogram:
+            per_cell = max(16, _HISTOGRAM_BYTES // (_ENTRY_BYTES * len(cells)))
+            bits = min(_SUB_BITS, int(per_cell).bit_length() - 1)
+            span = cells[:, 3] - cells[:, 2]
+            shift = np.zeros(len(cells), dtype=np.int64)
+            for c in range(len(cells)):  # a loop over cells (at most K x R), not samples
+                shift[c] = max(0, int(span[c]).bit_length() - bits)
+            self._shift = shift
+            self._n_sub = 1 << bits
+        # the (class, bucket) slots a batch gathers from
+        self._slots, self._cell_slot = np.unique(cells[:, :2], axis=0, return_inverse=True)
+        self._cell_slot = self._cell_slot.reshape(-1)
+
+    def empty_contribution(self) -> PassContribution:
+        """The neutral element of this pass's contributions."""
+        n = len(self._cells)
+        if self._histogram:
+            m = self._n_sub
+            return PassContribution(
+                True,
+                np.zeros((n, m), np.int64),
+                np.zeros((n, m)),
+                np.zeros((n, m)),
+                np.full((n, m), np.iinfo(np.int64).max),
+                np.full((n, m), -1, np.int64),
+            )
+        return PassContribution(False, np.zeros((n, 1), np.int64))
+
+    def contribution(self, probs: Any, labels: Any) -> PassContribution:
+        """This pass's work on one batch (validated as ``CalibrationAccumulator.update`` does)."""
+        if self.done:
+            raise ValueError("no pass is left: ACE is already exact")
+        prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
+        out = self.empty_contribution()
+        if prep.values.shape[0] == 0:
+            return out
+        if prep.num_classes != self.num_classes:
+            raise ValueError(f"`probs` has {prep.num_classes} classes but the first pass had {self.num_classes}")
+        long_logits = prep.mode == kernels.MODE_LOGITS and prep.num_classes >= kernels.LONG_ROW
+        row_softmax = np.empty((prep.values.shape[0], 2)) if long_logits else None
+        _, parts = bin_statistics(
+            prep,
+            ignore_index=self.ignore_index,
+            top_bins=(),
+            fuzzy_bins=1,
+            classwise_bins=1,
+            groups=("ace",),
+            eps=1e-12,
+            num_threads=self.num_threads,
+            keep_parts=True,
+            row_softmax=row_softmax,
+        )
+        samples, start, count, _ = gather_bucket_samples(
+            prep,
+            parts,
+            self._slots,
+            ignore_index=self.ignore_index,
+            num_threads=self.num_threads,
+            row_softmax=row_softmax,
+        )
+        kept_samples, kept_cells = [], []
+        for c, (_, _, lo, hi) in enumerate(self._cells):  # a loop over cells, vectorised inside
+            s = self._cell_slot[c]
+            packed = samples[start[s] : start[s] + count[s]]
+            bits = packed & _MAGNITUDE
+            inside = (bits >= lo) & (bits <= hi)
+            if not inside.any():
+                continue
+            packed, bits = packed[inside], bits[inside]
+            if not self._histogram:
+                kept_samples.append(packed)
+                kept_cells.append(np.full(packed.size, c, dtype=np.int64))
+                out.counts[c, 0] += packed.size
+                continue
+            sub = (bits - lo) >> self._shift[c]
+            m = self._n_sub
+            out.counts[c] += np.bincount(sub, minlength=m)
+            out.sums_p[c] += np.bincount(sub, weights=bits.view(np.float64), minlength=m)
+            out.sums_o[c] += np.bincount(sub, weights=(packed < 0).astype(np.float64), minlength=m)
+            np.minimum.at(out.lows[c], sub, bits)
+            np.maximum.at(out.highs[c], sub, bits)
+        if kept_samples:
+            out.samples = np.concatenate(kept_samples)
+            out.cell = np.concatenate(kept_cells)
+        return out
+
+    def add(self, contribution: PassContribution) -> None:
+        """Add a batch's (or a sum of batches') contribution to the current pass."""
+        self._pending = contribution if self._pending is None else self._pending + contribution
+
+    def update(self, probs: Any, labels: Any) -> ExactACE:
+        """``add(contribution(probs, labels))``: one batch of the current pass."""
+        self.add(self.contribution(probs, labels))
+        return self
+
+    def end_pass(self) -> None:
+        """Resolve what the pass's data settles, and prepare the next pass (if any)."""
+        total = self._pending if self._pending is not None else self.empty_contribution()
+        seen = total.counts.sum(axis=1)
+        if not np.array_equal(seen, self._cell_count):
+            raise ValueError(
+                "the data read in this pass differs from the first pass (a cell that held "
+                f"{int(self._cell_count[seen != self._cell_count][0])} values now holds "
+                f"{int(seen[seen != self._cell_count][0])}): every pass must read the same data"
+            )
+        if self._histogram:
+            self._resolve_histogram(total)
+        else:
+            self._resolve_gathered(total)
+        self.passes += 1
+        self._begin_pass()
+
+    def _resolve_histogram(self, total: PassContribution) -> None:
+        cum_n = np.concatenate([np.zeros((len(self._cells), 1), np.int64), np.cumsum(total.counts, axis=1)], axis=1)
+        cum_p = np.concatenate([np.zeros((len(self._cells), 1)), np.cumsum(total.sums_p, axis=1)], axis=1)
+        cum_o = np.concatenate([np.zeros((len(self._cells), 1)), np.cumsum(total.sums_o, axis=1)], axis=1)
+        for q in np.flatnonzero(self._open):  # a loop over boundaries (at most K x R)
+            c = self._point_cell[q]
+            need = self._need[q]
+            j = int(np.searchsorted(cum_n[c], need, side="left")) - 1  # cum_n[j] < need <= cum_n[j + 1]
+            if cum_n[c, j + 1] == need:  # the boundary falls between sub-ranges
+                self._settle(q, cum_p[c, j + 1], cum_o[c, j + 1])
+            elif total.lows[c, j] == total.highs[c, j]:  # one value, tied: the group's mean outcome
+                take = need - cum_n[c, j]
+                value = float(np.int64(total.lows[c, j]).view(np.float64))
+                mean_o = total.sums_o[c, j] / total.counts[c, j]
+                self._settle(q, cum_p[c, j] + take * value, cum_o[c, j] + take * mean_o)
+            else:  # narrow: the sub-range's own values are the next cell
+                self._sum_p[q] += cum_p[c, j]
+                self._sum_o[q] += cum_o[c, j]
+                self._need[q] = need - cum_n[c, j]
+                self._count[q] = total.counts[c, j]
+                self._lo[q] = total.lows[c, j]
+                self._hi[q] = total.highs[c, j]
+
+    def _resolve_gathered(self, total: PassContribution) -> None:
+        order = np.argsort(total.cell, kind="stable")
+        cells = total.cell[order]
+        samples = total.samples[order]
+        starts = np.searchsorted(cells, np.arange(len(self._cells) + 1))
+        for q in np.flatnonzero(self._open):  # a loop over boundaries (at most K x R)
+            c = self._point_cell[q]
+            packed = samples[starts[c] : starts[c + 1]]
+            values = (packed & _MAGNITUDE).view(np.float64)
+            outcomes = (packed < 0).astype(np.float64)
+            part_p, part_o = kernels._prefix_of_sorted(values, outcomes, self._need[q])
+            self._settle(q, part_p, part_o)
+
+    def _settle(self, q: int, part_p: float, part_o: float) -> None:
+        self._sum_p[q] += part_p
+        self._sum_o[q] += part_o
+        self._open[q] = False
+
+    def partials(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per class and range boundary: the exact sums of p and outcome over the values of the
+        boundary's bucket below it (NaN where no boundary cuts a bucket), for
+        :meth:`CalibrationAccumulator.compute`'s ``ace_partials``."""
+        if not self.done:
+            raise ValueError("passes are left: run them (ExactACE.done) before asking for the sums")
+        part_p = np.full(self._shape, np.nan)
+        part_o = np.full(self._shape, np.nan)
+        part_p[self._rows, self._cols] = self._sum_p
+        part_o[self._rows, self._cols] = self._sum_o
+        return part_p, part_o

@@ -1,0 +1,239 @@
+"""Predictions that do not fit in memory: stream shards through the accumulator.
+
+``calibkit report --predictions DIR_OR_GLOB`` and :func:`stream_report` read a folder (searched
+recursively) or a glob of ``.parquet``, ``.npz`` and ``.jsonl`` shards, in sorted order, a record
+batch at a time, through a :class:`~calibkit.metrics.statistics.CalibrationAccumulator`: memory
+holds one batch and the per-bin sums, whatever the total size. Every metric but ACE needs one
+pass; ACE's equal-mass ranges need the order of each class column over all the data, so it reads
+the shards again (:class:`~calibkit.metrics.exact_ace.ExactACE`: one more pass on ordinary
+data, two on a peaked column) and is then exact. The result equals
+:func:`calibkit.calibration_report` on the concatenated shards (to rounding, ~1e-14).
+
+Each shard has the schema of a single ``--predictions`` file (:mod:`calibkit.prediction_files`):
+a ``labels`` column and a ``probs`` or ``logits`` list column (one vector per row, or a list of
+per-token vectors per row with a list of labels, ``-100`` for padding), or the wide columns
+``probs_0 .. probs_{K-1}``. Parquet shards are read a record batch at a time (about
+``batch_bytes`` of uncompressed data); ``.jsonl`` shards a block at a time; an ``.npz`` shard is
+read whole (its arrays cannot be read in parts from the zip), one shard at a time.
+"""
+
+from __future__ import annotations
+
+import glob
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibkit.prediction_files import _from_table, _npz_header, _one_line, _read_npz
+
+SHARD_SUFFIXES = (".parquet", ".npz", ".jsonl")
+BATCH_BYTES = 32 * 2**20
+
+
+def is_shard_location(location: str) -> bool:
+    """A folder or a glob pattern (not a single file): the streaming path."""
+    return Path(location).is_dir() or glob.has_magic(location)
+
+
+def shard_files(location: str) -> list[Path]:
+    """The shards of a folder (recursively) or a glob, sorted; ``ValueError`` if there are none."""
+    path = Path(location)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SHARD_SUFFIXES)
+    elif glob.has_magic(location):
+        files = sorted(Path(p) for p in glob.glob(location, recursive=True) if Path(p).is_file())
+        other = [f for f in files if f.suffix.lower() not in SHARD_SUFFIXES]
+        if other:
+            raise ValueError(
+                f"--predictions: {other[0]} matches {location!r} but is not a .parquet, .npz or .jsonl shard"
+            )
+    elif path.is_file():
+        files = [path]
+    else:
+        raise ValueError(f"--predictions: no such file, folder or glob match: {location}")
+    if not files:
+        raise ValueError(f"--predictions: no .parquet, .npz or .jsonl shard in {location}")
+    return files
+
+
+def _parquet_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(file)
+        meta = parquet.metadata
+        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        rows = max(1, int(batch_bytes * max(meta.num_rows, 1) // max(size, 1)))
+        offset = 0
+        for batch in parquet.iter_batches(batch_size=rows):
+            yield pa.Table.from_batches([batch]), offset
+            offset += batch.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"--predictions: {file} cannot be read as Parquet: {_one_line(exc)}") from None
+
+
+def _jsonl_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    try:
+        if file.stat().st_size == 0:
+            raise ValueError("the file is empty")
+        reader = pj.open_json(file, read_options=pj.ReadOptions(block_size=min(batch_bytes, 2**30)))
+        offset = 0
+        for batch in reader:
+            yield pa.Table.from_batches([batch]), offset
+            offset += batch.num_rows
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise ValueError(f"--predictions: {file} cannot be read as JSON Lines: {_one_line(exc)}") from None
+
+
+def _table_rows(file: Path) -> int | None:
+    """Rows of a shard from its metadata, without reading it (None if unknown: JSON Lines)."""
+    suffix = file.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return pq.ParquetFile(file).metadata.num_rows
+        if suffix == ".npz":
+            import zipfile
+
+            with zipfile.ZipFile(file) as archive:
+                members = {name.removesuffix(".npy"): name for name in archive.namelist()}
+                return _npz_header(archive, members["labels"])[0][0]
+    except Exception:  # noqa: BLE001 - an unreadable shard is reported, with its name, when it is read
+        return None
+    return None
+
+
+def iter_batches(
+    files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress: Any = None
+) -> Iterator[tuple[np.ndarray, np.ndarray, bool]]:
+    """``(values, labels, from_logits)`` batch by batch over the shards (token rows flattened).
+
+    Every shard must hold the same kind (``probs`` or ``logits``); a ``ValueError`` names the
+    shard, and for Parquet and JSON Lines the first row of the batch, otherwise.
+    """
+    kind = None
+    for index, file in enumerate(files):
+        suffix = file.suffix.lower()
+        if suffix == ".npz":
+            values, labels, logits = _read_npz(file)
+            batches = [((values, labels, logits), None)]
+        else:
+            reader = _parquet_batches if suffix == ".parquet" else _jsonl_batches
+            batches = ((table, offset) for table, offset in reader(file, batch_bytes))
+        for item, offset in batches:
+            if offset is None:
+                values, labels, logits = item
+                rows = labels.shape[0] if labels.ndim else 0
+            else:
+                rows = item.num_rows
+                if rows == 0:  # an empty shard or row group: nothing to check or count
+                    continue
+                values, labels, logits = _from_table(item, f"{file} (batch from row {offset})")
+            if kind is None:
+                kind = logits
+            elif logits != kind:
+                names = ("probs", "logits")
+                raise ValueError(
+                    f"--predictions: {file} holds {names[logits]} but {files[0]} holds {names[kind]}; "
+                    "every shard must hold the same kind"
+                )
+            yield values, labels, logits
+            if progress is not None:
+                progress.update(rows)
+        if progress is not None:
+            progress.set_postfix_str(f"shard {index + 1}/{len(files)}")
+
+
+def stream_report(
+    location: str,
+    *,
+    metrics: Any = None,
+    ignore_index: int = -100,
+    n_bins: int = 15,
+    ace_ranges: int = 15,
+    sce_bins: int = 15,
+    rbece_bins: int = 20,
+    theta: float = 40,
+    fce_bins: int = 15,
+    esce_bins: int = 10,
+    fce_variant: str = "paper",
+    num_threads: int | None = None,
+    batch_bytes: int = BATCH_BYTES,
+    max_samples: int = 4_000_000,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Every metric of :func:`calibkit.calibration_report` over shards, in bounded memory.
+
+    Parameters
+    ----------
+    location : str
+        A folder (searched recursively), a glob (``'preds/*.parquet'``) or one shard.
+    metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins
+        As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`.
+    fce_variant, num_threads
+        As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`. Probabilities or
+        logits are told apart by the column name (``probs``/``logits``).
+    batch_bytes : int, default 32 MiB
+        Uncompressed bytes a Parquet batch (or JSON block) holds.
+    max_samples : int, default 4,000,000
+        :class:`~calibkit.metrics.exact_ace.ExactACE`'s gather budget.
+    progress : bool, default True
+        A tqdm bar on stderr per pass: rows and shards done.
+
+    Returns
+    -------
+    dict
+        The report (as :func:`calibkit.calibration_report`, ``ace_error_bound`` 0) and
+        ``"passes"``: how many times the shards were read; ``"shards"``: how many.
+    """
+    from tqdm.auto import tqdm
+
+    from calibkit.metrics._validation import check_positive_int
+    from calibkit.metrics.exact_ace import ExactACE
+    from calibkit.metrics.statistics import CalibrationAccumulator, _metric_names
+
+    batch_bytes = check_positive_int(batch_bytes, "batch_bytes")
+    files = shard_files(location)
+    counts = [_table_rows(f) for f in files]
+    total = None if any(c is None for c in counts) else sum(counts)
+    wanted = _metric_names(metrics)
+    settings = dict(
+        ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins, rbece_bins=rbece_bins,
+        theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, fce_variant=fce_variant, num_threads=num_threads,
+    )  # fmt: skip
+
+    def bar(name: str):
+        return tqdm(total=total, unit=" rows", unit_scale=True, desc=name, disable=not progress, file=sys.stderr)
+
+    accumulators: dict[bool, CalibrationAccumulator] = {}
+    with bar("pass 1 (all metrics)") as seen:
+        for values, labels, logits in iter_batches(files, batch_bytes=batch_bytes, progress=seen):
+            if logits not in accumulators:  # the kind is fixed by the first shard
+                accumulators[logits] = CalibrationAccumulator(wanted, from_logits=logits, **settings)
+            accumulators[logits].update(values, labels)
+    acc = next(iter(accumulators.values()))
+    stats = acc.statistics
+    if stats is None or stats.n == 0:
+        raise ValueError(
+            f"--predictions: {location}: no labelled prediction (empty shards, or every label equals "
+            f"ignore_index={ignore_index})"
+        )
+    passes, partials = 1, None
+    if "ace" in wanted:
+        exact = ExactACE(acc, max_samples=max_samples)
+        while not exact.done:
+            passes += 1
+            with bar(f"pass {passes} (exact ACE)") as seen:
+                for values, labels, _ in iter_batches(files, batch_bytes=batch_bytes, progress=seen):
+                    exact.update(values, labels)
+            exact.end_pass()
+        partials = exact.partials()
+    return {**acc.compute(ace_partials=partials), "passes": passes, "shards": len(files)}
