@@ -1,0 +1,255 @@
+"""Streaming shards (calibkit.shards) and the extra passes that make ACE exact (ExactACE):
+the same numbers as one-shot calibration_report on the concatenation, whatever the sharding."""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import calibkit
+from calibkit.cli import main
+from calibkit.metrics import CalibrationAccumulator
+from calibkit.metrics.exact_ace import ExactACE
+from calibkit.shards import shard_files, stream_report
+
+FLOATS = ("ece", "mce", "ace", "sce", "cece", "msece", "wsece", "ece_variance", "rbece", "fce")
+FLOATS += ("overconfidence", "ecd", "esce", "brier", "nll", "accuracy")
+
+
+def assert_same_report(got, expected, tol=1e-12):
+    assert got["n"] == expected["n"]
+    for key in FLOATS:
+        assert abs(got[key] - expected[key]) <= tol * max(1.0, abs(expected[key])), key
+    np.testing.assert_allclose(got["subset_ece"], expected["subset_ece"], rtol=tol, atol=tol)
+    assert got["ace_error_bound"] == 0.0
+
+
+def exact_stream(values, labels, from_logits, pieces, max_samples):
+    """Pass 1 and the exact-ACE passes over the same batches."""
+    acc = CalibrationAccumulator(from_logits=from_logits)
+    batches = np.array_split(np.arange(len(labels)), pieces)
+    for rows in batches:
+        acc.update(values[rows], labels[rows])
+    exact = ExactACE(acc, max_samples=max_samples)
+    while not exact.done:
+        for rows in batches:
+            exact.update(values[rows], labels[rows])
+        exact.end_pass()
+    return acc.compute(ace_partials=exact.partials()), exact.passes
+
+
+def data(kind, n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 2.5
+    y = rng.integers(0, k, n)
+    y[::11] = -100
+    if kind == "logits":
+        return z, y, True
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    if kind == "ties":  # many equal probabilities: a boundary inside a tie
+        p[: n // 2] = np.round(p[: n // 2], 1) + 1e-3
+        p /= p.sum(1, keepdims=True)
+    return p, y, False
+
+
+@pytest.mark.parametrize("max_samples", [10**9, 200, 1])
+@pytest.mark.parametrize("kind, k", [("probs", 4), ("logits", 4), ("logits", 20), ("ties", 3), ("probs", 2)])
+def test_exact_ace_passes_equal_one_shot(kind, k, max_samples):
+    values, labels, logits = data(kind, 6000, k)
+    expected = calibkit.calibration_report(values, labels, from_logits=logits)
+    got, passes = exact_stream(values, labels, logits, 5, max_samples)
+    assert_same_report(got, expected)
+    # the gather budget decides how many passes: a small one narrows with a histogram first
+    assert passes == 1 if max_samples == 10**9 else passes >= 1
+
+
+def test_a_peaked_column_is_narrowed_then_gathered():
+    values, labels, _ = data("probs", 20000, 3, seed=3)
+    expected = calibkit.calibration_report(values, labels)
+    got, passes = exact_stream(values, labels, False, 4, 50)
+    assert passes >= 2  # histogram pass(es), then the gather
+    assert_same_report(got, expected)
+    # without the extra passes the streamed ACE is only within its bound
+    acc = CalibrationAccumulator().update(values, labels)
+    assert acc.compute()["ace"] != expected["ace"]
+
+
+def test_binary_and_token_input():
+    rng = np.random.default_rng(5)
+    p1 = rng.uniform(size=3000)
+    y1 = (rng.uniform(size=3000) < p1).astype(int)
+    got, _ = exact_stream(p1, y1, False, 3, 100)
+    assert_same_report(got, calibkit.calibration_report(p1, y1))
+    z = rng.normal(size=(200, 12, 5))
+    y = rng.integers(0, 5, (200, 12))
+    y[:, 9:] = -100
+    expected = calibkit.calibration_report(z, y, from_logits=True)
+    got, _ = exact_stream(z, y, True, 4, 100)
+    assert_same_report(got, expected)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(2, 400),
+    k=st.integers(2, 6),
+    pieces=st.integers(1, 6),
+    max_samples=st.sampled_from([1, 7, 10**9]),
+    seed=st.integers(0, 2**16),
+)
+def test_any_batching_gives_the_one_shot_numbers(n, k, pieces, max_samples, seed):
+    values, labels, logits = data("probs", n, k, seed)
+    labels[0] = 0  # at least one labelled row
+    expected = calibkit.calibration_report(values, labels, from_logits=logits, metrics=["ace", "ece"])
+    acc = CalibrationAccumulator(["ace", "ece"])
+    order = np.random.default_rng(seed).permutation(n)  # batches in any order
+    batches = np.array_split(order, pieces)
+    for rows in batches:
+        acc.update(values[rows], labels[rows])
+    exact = ExactACE(acc, max_samples=max_samples)
+    while not exact.done:
+        for rows in batches[::-1]:  # a later pass may read the batches in another order
+            exact.update(values[rows], labels[rows])
+        exact.end_pass()
+    got = acc.compute(ace_partials=exact.partials())
+    assert abs(got["ace"] - expected["ace"]) <= 1e-12
+
+
+def test_contributions_add_in_any_grouping():
+    values, labels, _ = data("probs", 5000, 4, seed=9)
+    acc = CalibrationAccumulator(["ace"]).update(values, labels)
+    one, two = ExactACE(acc, max_samples=10), ExactACE(acc, max_samples=10)
+    while not one.done:
+        parts = [one.contribution(values[i::3], labels[i::3]) for i in range(3)]
+        one.add(parts[0] + (parts[1] + parts[2]))
+        one.end_pass()
+        for i in (2, 0, 1):
+            two.update(values[i::3], labels[i::3])
+        two.end_pass()
+    np.testing.assert_array_equal(one.partials()[0], two.partials()[0])
+
+
+def test_data_that_changed_between_passes_is_refused():
+    values, labels, _ = data("probs", 3000, 4)
+    acc = CalibrationAccumulator(["ace"]).update(values, labels)
+    exact = ExactACE(acc)
+    exact.update(values[:2000], labels[:2000])  # a shard went missing
+    with pytest.raises(ValueError, match="differs from the first pass"):
+        exact.end_pass()
+    with pytest.raises(ValueError, match="does not compute ACE"):
+        ExactACE(CalibrationAccumulator(["ece"]).update(values, labels))
+    with pytest.raises(ValueError, match="no data"):
+        ExactACE(CalibrationAccumulator(["ace"]))
+    with pytest.raises(ValueError, match="passes are left"):
+        ExactACE(acc).partials()
+
+
+# ----------------------------------------------------------------------------------------------
+# Shards on disk
+
+
+def write_parquet(path, values, labels, name, row_group_size=None):
+    column = pa.array(list(values), type=pa.list_(pa.from_numpy_dtype(values.dtype)))
+    pq.write_table(pa.table({name: column, "labels": labels}), path, row_group_size=row_group_size)
+
+
+def token_table(values, labels, name):
+    """Token rows as a dataset would hold them: a list of per-token vectors, a list of labels."""
+    width = labels.shape[1]
+    lengths = np.random.default_rng(0).integers(1, width + 1, len(labels))
+    vectors = [[list(map(float, v)) for v in row[:m]] for row, m in zip(values, lengths)]
+    tags = [row[:m].tolist() for row, m in zip(labels, lengths)]
+    flat_v = np.concatenate([row[:m] for row, m in zip(values, lengths)])
+    flat_y = np.concatenate([row[:m] for row, m in zip(labels, lengths)])
+    return pa.table({name: vectors, "labels": tags}), flat_v, flat_y
+
+
+def test_parquet_shards_of_any_size_equal_one_shot(tmp_path):
+    values, labels, _ = data("logits", 9000, 4, seed=2)
+    values = values.astype(np.float32)
+    cuts = [0, 1, 1, 2500, 8000, 9000]  # an empty shard, a one-row shard, uneven sizes
+    for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        write_parquet(tmp_path / f"part-{i}.parquet", values[a:b], labels[a:b], "logits", row_group_size=700)
+    expected = calibkit.calibration_report(values, labels, from_logits=True)
+    got = stream_report(str(tmp_path), batch_bytes=10_000, max_samples=300, progress=False)
+    assert got["shards"] == 5 and got["passes"] >= 2
+    assert_same_report(got, expected)
+    glob_got = stream_report(str(tmp_path / "part-*.parquet"), progress=False)
+    assert_same_report(glob_got, expected)
+
+
+def test_token_shards_in_every_format(tmp_path):
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(300, 10, 5)) * 2
+    y = rng.integers(0, 5, (300, 10))
+    y[rng.uniform(size=y.shape) < 0.2] = -100
+    table, flat_z, flat_y = token_table(z[:200], y[:200], "logits")
+    pq.write_table(table.slice(0, 120), tmp_path / "a.parquet", row_group_size=50)
+    with open(tmp_path / "b.jsonl", "w") as fh:
+        for row in table.slice(120).to_pylist():
+            fh.write(json.dumps(row) + "\n")
+    np.savez(tmp_path / "c.npz", logits=z[200:], labels=y[200:])  # (N, L, K) with -100 padding
+    values = np.concatenate([flat_z, z[200:].reshape(-1, 5)])
+    labels = np.concatenate([flat_y, y[200:].reshape(-1)])
+    expected = calibkit.calibration_report(values, labels, from_logits=True)
+    got = stream_report(str(tmp_path), batch_bytes=4000, max_samples=50, progress=False)
+    assert got["shards"] == 3
+    assert_same_report(got, expected)
+
+
+def test_probabilities_with_a_shard_of_only_padding(tmp_path):
+    values, labels, _ = data("probs", 4000, 3, seed=8)
+    write_parquet(tmp_path / "0.parquet", values[:3000], labels[:3000], "probs")
+    padding = np.full(1000, -100)
+    write_parquet(tmp_path / "1.parquet", values[3000:], padding, "probs")
+    expected = calibkit.calibration_report(values[:3000], labels[:3000])
+    assert_same_report(stream_report(str(tmp_path), progress=False), expected)
+
+
+def test_shard_errors_name_the_shard(tmp_path):
+    values, labels, _ = data("probs", 100, 3)
+    write_parquet(tmp_path / "0.parquet", values, labels, "probs")
+    write_parquet(tmp_path / "1.parquet", np.log(values), labels, "logits")
+    with pytest.raises(ValueError, match=r"1\.parquet holds logits but .*0\.parquet holds probs"):
+        stream_report(str(tmp_path), progress=False)
+    (tmp_path / "1.parquet").unlink()
+    ragged = pa.table({"probs": [[0.5, 0.5, 0.0]] * 5 + [[0.5, 0.5]], "labels": [0] * 6})
+    pq.write_table(ragged, tmp_path / "2.parquet")
+    with pytest.raises(ValueError, match=r"2\.parquet \(batch from row 0\): `probs` has 2 values in row 5"):
+        stream_report(str(tmp_path), progress=False)
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(ValueError, match="notes.txt matches"):
+        shard_files(str(tmp_path / "*"))
+    with pytest.raises(ValueError, match="no .parquet, .npz or .jsonl shard"):
+        shard_files(str(tmp_path / "none-*.parquet"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="no .parquet"):
+        shard_files(str(empty))
+    only_padding = tmp_path / "padding"
+    only_padding.mkdir()
+    write_parquet(only_padding / "0.parquet", values, np.full(100, -100), "probs")
+    with pytest.raises(ValueError, match="no labelled prediction"):
+        stream_report(str(only_padding), progress=False)
+
+
+def test_cli_streams_a_folder(tmp_path, capsys):
+    values, labels, _ = data("logits", 5000, 4, seed=6)
+    for i in range(3):
+        write_parquet(tmp_path / f"{i}.parquet", values[i::3], labels[i::3], "logits")
+    assert main(["report", "--predictions", str(tmp_path), "--json", "--quiet", "--theta", "5"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    order = np.concatenate([np.arange(i, 5000, 3) for i in range(3)])
+    expected = calibkit.calibration_report(values[order], labels[order], from_logits=True, theta=5)
+    assert got["shards"] == 3 and got["passes"] == 2
+    for key in FLOATS:
+        assert abs(got[key] - expected[key]) <= 1e-12
+    out = tmp_path / "out"
+    assert main(["report", "--predictions", str(tmp_path / "*.parquet"), "--quiet", "--output", str(out)]) == 0
+    assert "3 shards" in capsys.readouterr().out
+    assert json.loads((out / "report.json").read_text())["n"] == expected["n"]
+    assert main(["report", "--predictions", str(tmp_path), "--bootstrap", "10"]) == 2
+    assert "--bootstrap" in capsys.readouterr().err
