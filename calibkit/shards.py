@@ -198,17 +198,17 @@ def stream_report(
 
     from calibkit.metrics._validation import check_positive_int
     from calibkit.metrics.exact_ace import ExactACE
-    from calibkit.metrics.statistics import CalibrationAccumulator, _metric_names
+    from calibkit.metrics.statistics import CalibrationAccumulator
 
     batch_bytes = check_positive_int(batch_bytes, "batch_bytes")
     files = shard_files(location)
     counts = [_table_rows(f) for f in files]
     total = None if any(c is None for c in counts) else sum(counts)
-    wanted = _metric_names(metrics)
     settings = dict(
         ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins, rbece_bins=rbece_bins,
         theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, fce_variant=fce_variant, num_threads=num_threads,
     )  # fmt: skip
+    wanted = CalibrationAccumulator(metrics, **settings).metrics  # settings checked before any shard is read
 
     def bar(name: str):
         return tqdm(total=total, unit=" rows", unit_scale=True, desc=name, disable=not progress, file=sys.stderr)

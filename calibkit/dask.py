@@ -1,0 +1,257 @@
+"""Every metric of :func:`calibkit.calibration_report` on a Dask cluster, predictions never moved.
+
+``pip install 'calibkit[dask]'``. Each partition becomes per-bin statistics on the worker that
+holds it (a :class:`~calibkit.metrics.statistics.CalibrationAccumulator`, O(bins x classes),
+a few hundred kB); the statistics are tree-reduced; then exact ACE's further passes
+(:class:`~calibkit.metrics.exact_ace.ExactACE`) run on the workers too, each sending back only a
+histogram of a few cells or the few values next to a range boundary. The result equals
+:func:`calibkit.calibration_report` on all the data, whatever the partitioning (to rounding,
+~1e-14).
+
+The data is read once per pass (usually 2, see :mod:`calibkit.metrics.exact_ace`): a collection
+read from Parquet is read again; one that fits the cluster's memory can be ``persist()``-ed
+first. It runs on the current Dask scheduler (a ``distributed.Client`` if one is active).
+
+Examples
+--------
+>>> import dask.array as da
+>>> import numpy as np
+>>> from calibkit.dask import calibration_report
+>>> rng = np.random.default_rng(0)
+>>> probs = da.from_array(rng.dirichlet([1, 1, 1], 1000), chunks=(300, 3))
+>>> labels = da.from_array(rng.integers(0, 3, 1000), chunks=300)
+>>> report = calibration_report(probs, labels, scheduler="sync")
+>>> report["n"], round(report["ace_error_bound"], 12)
+(1000, 0.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from calibkit.metrics.exact_ace import ExactACE, PassContribution
+from calibkit.metrics.statistics import CalibrationAccumulator
+
+SPLIT_EVERY = 8
+
+
+def _accumulate(batch: tuple[np.ndarray, np.ndarray, bool] | None, settings: dict[str, Any]):
+    if batch is None:
+        return None
+    values, labels, logits = batch
+    acc = CalibrationAccumulator(from_logits=logits, **settings)
+    acc.update(values, labels)
+    return acc
+
+
+def _merge_accumulators(*accs: CalibrationAccumulator | None) -> CalibrationAccumulator | None:
+    present = [a for a in accs if a is not None]
+    if not present:
+        return None
+    first = present[0]
+    for other in present[1:]:
+        if other.from_logits != first.from_logits:
+            raise ValueError("some partitions hold probabilities and others logits: every partition must hold one kind")
+        first.merge(other)  # a task's inputs are its own (deserialised, or made by the task before)
+    return first
+
+
+def _contribution(batch: tuple[np.ndarray, np.ndarray, bool] | None, exact: ExactACE) -> PassContribution:
+    if batch is None:
+        return exact.empty_contribution()
+    values, labels, _ = batch
+    return exact.contribution(values, labels)
+
+
+def _add_contributions(*parts: PassContribution) -> PassContribution:
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+def _tree(items: list, combine: Callable, split_every: int):
+    """A reduction tree of delayed ``combine`` calls, ``split_every`` inputs each."""
+    import dask
+
+    items = list(items)
+    while len(items) > 1:
+        items = [
+            dask.delayed(combine, pure=True)(*items[i : i + split_every]) for i in range(0, len(items), split_every)
+        ]
+    return items[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Partitions: (values, labels, from_logits), or None for an empty one
+
+
+def _array_batch(values: np.ndarray, labels: np.ndarray, from_logits: bool):
+    values, labels = np.asarray(values), np.asarray(labels)
+    if labels.shape[0] == 0:
+        return None
+    return values, labels, from_logits
+
+
+def _frame_batch(frame, where: str):
+    import pyarrow as pa
+
+    from calibkit.prediction_files import _from_table
+
+    if len(frame) == 0:
+        return None
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    for name in ("probs", "logits"):
+        if (
+            name in table.column_names
+            and pa.types.is_string(table.column(name).type)
+            or (name in table.column_names and pa.types.is_large_string(table.column(name).type))
+        ):
+            raise ValueError(
+                f"{where}: `{name}` holds strings: Dask turns object columns into strings (dataframe.convert-string); "
+                "give it an Arrow list type, e.g. pd.ArrowDtype(pa.list_(pa.float32())), or read Parquet with "
+                "dtype_backend='pyarrow'"
+            )
+    return _from_table(table, where)
+
+
+def _array_partitions(probs, labels, from_logits: bool) -> list:
+    import dask
+    import dask.array as da
+
+    if not isinstance(labels, da.Array):
+        raise ValueError(f"`labels` must be a Dask array with `probs`, got {type(labels).__name__}")
+    if probs.ndim not in (1, 2, 3) or labels.ndim != max(1, probs.ndim - 1):
+        raise ValueError(
+            f"`probs` of shape {probs.shape} needs `labels` of shape {probs.shape[: max(1, probs.ndim - 1)]}, "
+            f"got {labels.shape}"
+        )
+    if probs.shape[: labels.ndim] != labels.shape:
+        raise ValueError(f"`probs` has shape {probs.shape} but `labels` {labels.shape}")
+    # Whole rows in every block (classes and tokens are never split), labels chunked like probs.
+    probs = probs.rechunk({axis: -1 for axis in range(1, probs.ndim)})
+    labels = labels.rechunk((probs.chunks[0], *[-1] * (labels.ndim - 1)))
+    blocks = probs.to_delayed().reshape(-1)
+    label_blocks = labels.to_delayed().reshape(-1)
+    return [dask.delayed(_array_batch, pure=True)(p, y, from_logits) for p, y in zip(blocks, label_blocks)]
+
+
+def _frame_partitions(frame) -> list:
+    import dask
+
+    return [dask.delayed(_frame_batch, pure=True)(part, f"partition {i}") for i, part in enumerate(frame.to_delayed())]
+
+
+def partitions(data: Any, labels: Any = None, *, from_logits: bool = False) -> list:
+    """Delayed ``(values, labels, from_logits)`` per partition (``None`` for an empty one).
+
+    ``data``: a Dask array of probabilities or logits (with ``labels``, a Dask array), a Dask
+    DataFrame with a ``labels`` column and a ``probs``/``logits`` list column (or the wide
+    ``probs_0 .. probs_{K-1}`` columns), or a path or glob of Parquet shards (read with
+    ``dask.dataframe.read_parquet``, Arrow types kept). Token rows are flattened per partition.
+    """
+    import dask.array as da
+    import dask.dataframe as dd
+
+    if isinstance(data, da.Array):
+        return _array_partitions(data, labels, from_logits)
+    if not isinstance(data, (str, bytes, dd.DataFrame)) and not hasattr(data, "__fspath__"):
+        raise ValueError(
+            f"`data` must be a Dask array, a Dask DataFrame or a Parquet path/glob, got {type(data).__name__} "
+            "(for arrays in memory use calibkit.calibration_report)"
+        )
+    if labels is not None:
+        raise ValueError("`labels` goes with a Dask array; a DataFrame or Parquet path holds its own `labels` column")
+    if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+        data = dd.read_parquet(data, dtype_backend="pyarrow")
+    if isinstance(data, dd.DataFrame):
+        return _frame_partitions(data)
+    raise ValueError(f"`data` must be a Dask array, a Dask DataFrame or a Parquet path/glob, got {type(data).__name__}")
+
+
+def calibration_report(
+    data: Any,
+    labels: Any = None,
+    *,
+    metrics: Iterable[str] | str | None = None,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    n_bins: int = 15,
+    ace_ranges: int = 15,
+    sce_bins: int = 15,
+    rbece_bins: int = 20,
+    theta: float = 40,
+    fce_bins: int = 15,
+    esce_bins: int = 10,
+    fce_variant: str = "paper",
+    max_samples: int = 4_000_000,
+    split_every: int = SPLIT_EVERY,
+    scheduler: str | None = None,
+) -> dict[str, Any]:
+    """:func:`calibkit.calibration_report` over a Dask collection, computed where the data is.
+
+    Parameters
+    ----------
+    data : dask.array.Array, dask.dataframe.DataFrame or str
+        Probabilities or logits ``(N, K)``, ``(N,)`` (binary) or ``(N, L, K)`` (tokens) as a
+        Dask array, with ``labels``; or a Dask DataFrame, or a path/glob of Parquet shards, with
+        the schema of ``calibkit report --predictions`` (see :func:`partitions`).
+    labels : dask.array.Array, optional
+        ``(N,)`` or ``(N, L)`` integer labels, ``ignore_index`` for positions to skip.
+    metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins
+        As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`.
+    from_logits : bool, default False
+        For a Dask array: the values are logits. A DataFrame says it by its column name.
+    fce_variant : {"paper", "authors"}, default "paper"
+        As in :func:`calibkit.fce`.
+    max_samples : int, default 4,000,000
+        Exact ACE's gather budget (:class:`~calibkit.metrics.exact_ace.ExactACE`).
+    split_every : int, default 8
+        Inputs per node of the reduction trees.
+    scheduler : str, optional
+        Passed to ``dask.compute`` (default: the active one).
+
+    Returns
+    -------
+    dict
+        As :func:`calibkit.calibration_report` (``ace_error_bound`` 0: ACE is exact), plus
+        ``"passes"`` (how often the data was read) and ``"partitions"``.
+    """
+    import dask
+
+    from calibkit.metrics._validation import check_positive_int
+
+    split_every = check_positive_int(split_every, "split_every")
+    if split_every < 2:
+        raise ValueError(f"`split_every` must be at least 2, got {split_every}")
+    settings = dict(
+        metrics=metrics, ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins,
+        rbece_bins=rbece_bins, theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, fce_variant=fce_variant,
+    )  # fmt: skip
+    wanted = CalibrationAccumulator(**settings).metrics  # every setting checked here, before the cluster works
+    settings["metrics"] = wanted
+    parts = partitions(data, labels, from_logits=from_logits)
+    if not parts:
+        raise ValueError("`data` has no partition")
+    accumulate = [dask.delayed(_accumulate, pure=True)(p, settings) for p in parts]
+    (acc,) = dask.compute(_tree(accumulate, _merge_accumulators, split_every), scheduler=scheduler)
+    if acc is None or acc.statistics is None or acc.statistics.n == 0:
+        raise ValueError(
+            f"`labels`: no labelled prediction in any partition (every label equals ignore_index={ignore_index}, "
+            "or the partitions are empty)"
+        )
+    passes, partials = 1, None
+    if "ace" in wanted:
+        exact = ExactACE(acc, max_samples=max_samples)
+        while not exact.done:
+            shared = dask.delayed(exact, pure=True)  # one copy in the graph, not one per task
+            tasks = [dask.delayed(_contribution, pure=True)(p, shared) for p in parts]
+            (total,) = dask.compute(_tree(tasks, _add_contributions, split_every), scheduler=scheduler)
+            exact.add(total)
+            exact.end_pass()
+            passes += 1
+        partials = exact.partials()
+    return {**acc.compute(ace_partials=partials), "passes": passes, "partitions": len(parts)}

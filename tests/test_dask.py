@@ -1,0 +1,111 @@
+"""calibkit.dask on a distributed.LocalCluster with 2 worker processes (loopback only): the
+one-shot numbers, whatever the partitioning, with uneven, padding-only and empty partitions."""
+
+import numpy as np
+import pytest
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import calibkit  # noqa: E402
+from calibkit.dask import calibration_report  # noqa: E402
+
+FLOATS = ("ece", "mce", "ace", "sce", "cece", "msece", "wsece", "ece_variance", "rbece", "fce")
+FLOATS += ("overconfidence", "ecd", "esce", "brier", "nll", "accuracy")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def assert_same(got, expected, tol=1e-12):
+    assert got["n"] == expected["n"]
+    for key in FLOATS:
+        assert abs(got[key] - expected[key]) <= tol * max(1.0, abs(expected[key])), key
+    np.testing.assert_allclose(got["subset_ece"], expected["subset_ece"], rtol=tol, atol=tol)
+    assert got["ace_error_bound"] == 0.0
+
+
+def make(n=20000, k=4, seed=0):
+    rng = np.random.default_rng(seed)
+    z = (rng.normal(size=(n, k)) * 2.5).astype(np.float32)
+    y = rng.integers(0, k, n)
+    y[::7] = -100
+    return z, y
+
+
+def test_arrays_with_uneven_empty_and_padding_partitions(client):
+    z, y = make()
+    y[5000:9000] = -100  # the second partition holds only padding
+    chunks = ((5000, 4000, 0, 10000, 1000),)  # uneven, one empty
+    logits = da.from_array(z, chunks=(chunks[0], (4,)))
+    labels = da.from_array(y, chunks=chunks)
+    expected = calibkit.calibration_report(z, y, from_logits=True)
+    got = calibration_report(logits, labels, from_logits=True, max_samples=500)
+    assert got["partitions"] == 5 and got["passes"] >= 2
+    assert_same(got, expected)
+    # the partitioning does not matter
+    again = calibration_report(
+        da.from_array(z, chunks=(3333, 2)), da.from_array(y, chunks=777), from_logits=True, split_every=2
+    )
+    assert_same(again, expected)
+
+
+def test_token_arrays(client):
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(400, 12, 5))
+    y = rng.integers(0, 5, (400, 12))
+    y[:, 8:] = -100
+    expected = calibkit.calibration_report(z, y, from_logits=True)
+    got = calibration_report(da.from_array(z, chunks=(90, 6, 5)), da.from_array(y, chunks=(90, 12)), from_logits=True)
+    assert_same(got, expected)
+
+
+def test_parquet_shards_and_dataframes(client, tmp_path):
+    z, y = make(n=9000, k=3, seed=2)
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    cuts = [0, 4000, 4000, 4100, 9000]  # an empty file, a small one
+    for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        column = pa.array(list(p[a:b]), type=pa.list_(pa.float32()))
+        pq.write_table(pa.table({"probs": column, "labels": y[a:b]}), tmp_path / f"part-{i}.parquet")
+    expected = calibkit.calibration_report(p, y)
+    got = calibration_report(str(tmp_path / "part-*.parquet"), max_samples=100)
+    assert got["partitions"] == 4
+    assert_same(got, expected)
+    lists = pd.array(list(p), dtype=pd.ArrowDtype(pa.list_(pa.float64())))
+    frame = dd.from_pandas(pd.DataFrame({"probs": lists, "labels": y}), npartitions=3)
+    assert_same(calibration_report(frame), expected)
+    # an object column of arrays, which Dask turns into strings: said, not misread
+    strings = dd.from_pandas(pd.DataFrame({"probs": list(p), "labels": y}), npartitions=2)
+    with pytest.raises(ValueError, match="holds strings"):
+        calibration_report(strings)
+
+
+def test_bad_input_is_a_clear_error(client, tmp_path):
+    z, y = make(n=100)
+    with pytest.raises(ValueError, match="no labelled prediction"):
+        calibration_report(da.from_array(z, chunks=50), da.from_array(np.full(100, -100), chunks=50))
+    with pytest.raises(ValueError, match="`labels` must be a Dask array"):
+        calibration_report(da.from_array(z, chunks=50), y)
+    with pytest.raises(ValueError, match="needs `labels` of shape"):
+        calibration_report(da.from_array(z, chunks=50), da.from_array(y[:, None], chunks=50))
+    with pytest.raises(ValueError, match="n_bins"):
+        calibration_report(da.from_array(z, chunks=50), da.from_array(y, chunks=50), n_bins=0)
+    with pytest.raises(ValueError, match="`data` must be"):
+        calibration_report(z, y)
+    bad = np.abs(z[:, :3]) / np.abs(z[:, :3]).sum(1, keepdims=True)
+    bad[60, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        calibration_report(da.from_array(bad, chunks=50), da.from_array(y % 3, chunks=50))
