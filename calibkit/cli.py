@@ -197,10 +197,12 @@ def cmd_report_shards(args: argparse.Namespace) -> int:
         )
     report = stream_report(
         args.predictions, ignore_index=args.ignore_index, n_bins=args.n_bins, theta=args.theta,
-        fce_variant=args.fce_variant, progress=not args.quiet,
+        fce_variant=args.fce_variant, exact_ace=not args.approximate_ace, progress=not args.quiet,
     )  # fmt: skip
     passes, shards = report.pop("passes"), report.pop("shards")
     source = f"{args.predictions} ({shards} shards, {report['n']} labelled predictions, read {passes} times)"
+    if args.approximate_ace:
+        source += f"; ace within {report['ace_error_bound']:.2g} (--approximate-ace: one pass)"
     if args.fce_variant != "paper":
         source += f"; fce as the fuzzy-binning authors' code computes it (--fce-variant {args.fce_variant})"
     out = {"source": source, "fce_variant": args.fce_variant, "passes": passes, "shards": shards, **_jsonable(report)}
@@ -492,6 +494,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--ignore-index", type=int, default=-100, help="label of positions to skip")
     report.add_argument("--quiet", action="store_true", help="no progress bar (shards)")
+    report.add_argument(
+        "--approximate-ace",
+        action="store_true",
+        help="shards: read them once; ACE within its reported error bound instead of exact (one more pass)",
+    )
     report.add_argument("--json", action="store_true", help="print JSON instead of a table")
     report.set_defaults(func=cmd_report)
     install = sub.add_parser(

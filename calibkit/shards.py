@@ -168,6 +168,7 @@ def stream_report(
     num_threads: int | None = None,
     batch_bytes: int = BATCH_BYTES,
     max_samples: int = 4_000_000,
+    exact_ace: bool = True,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Every metric of :func:`calibkit.calibration_report` over shards, in bounded memory.
@@ -185,18 +186,21 @@ def stream_report(
         Uncompressed bytes a Parquet batch (or JSON block) holds.
     max_samples : int, default 4,000,000
         :class:`~calibkit.metrics.exact_ace.ExactACE`'s gather budget.
+    exact_ace : bool, default True
+        Read the shards again until ACE is exact (``ace_error_bound`` 0). False: one pass, and
+        ACE within its reported ``ace_error_bound`` (the accumulator's proportional split).
     progress : bool, default True
         A tqdm bar on stderr per pass: rows and shards done.
 
     Returns
     -------
     dict
-        The report (as :func:`calibkit.calibration_report`, ``ace_error_bound`` 0) and
+        The report (as :func:`calibkit.calibration_report`; ``ace_error_bound`` 0 when exact) and
         ``"passes"``: how many times the shards were read; ``"shards"``: how many.
     """
     from tqdm.auto import tqdm
 
-    from calibkit.metrics._validation import check_positive_int
+    from calibkit.metrics._validation import check_bool, check_positive_int
     from calibkit.metrics.exact_ace import ExactACE
     from calibkit.metrics.statistics import CalibrationAccumulator
 
@@ -227,7 +231,7 @@ def stream_report(
             f"ignore_index={ignore_index})"
         )
     passes, partials = 1, None
-    if "ace" in wanted:
+    if "ace" in wanted and check_bool(exact_ace, "exact_ace"):
         exact = ExactACE(acc, max_samples=max_samples)
         while not exact.done:
             passes += 1

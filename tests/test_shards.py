@@ -251,5 +251,12 @@ def test_cli_streams_a_folder(tmp_path, capsys):
     assert main(["report", "--predictions", str(tmp_path / "*.parquet"), "--quiet", "--output", str(out)]) == 0
     assert "3 shards" in capsys.readouterr().out
     assert json.loads((out / "report.json").read_text())["n"] == expected["n"]
+    assert (
+        main(["report", "--predictions", str(tmp_path), "--json", "--quiet", "--theta", "5", "--approximate-ace"]) == 0
+    )
+    once = json.loads(capsys.readouterr().out)
+    assert once["passes"] == 1 and once["ace_error_bound"] > 0
+    assert abs(once["ace"] - expected["ace"]) <= once["ace_error_bound"]
+    assert all(once[key] == got[key] for key in FLOATS if key != "ace")
     assert main(["report", "--predictions", str(tmp_path), "--bootstrap", "10"]) == 2
     assert "--bootstrap" in capsys.readouterr().err
