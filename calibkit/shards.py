@@ -30,7 +30,7 @@ import numpy as np
 from calibkit.prediction_files import _from_table, _npz_header, _one_line, _read_npz
 
 SHARD_SUFFIXES = (".parquet", ".npz", ".jsonl")
-BATCH_BYTES = 32 * 2**20
+BATCH_BYTES = 8 * 2**20  # per-batch working memory is about 30x this (Arrow buffers, conversions, kernel blocks)
 
 
 def is_shard_location(location: str) -> bool:
@@ -182,7 +182,7 @@ def stream_report(
     fce_variant, num_threads
         As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`. Probabilities or
         logits are told apart by the column name (``probs``/``logits``).
-    batch_bytes : int, default 32 MiB
+    batch_bytes : int, default 8 MiB
         Uncompressed bytes a Parquet batch (or JSON block) holds.
     max_samples : int, default 4,000,000
         :class:`~calibkit.metrics.exact_ace.ExactACE`'s gather budget.
