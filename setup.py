@@ -39,6 +39,8 @@ setup(
             "matplotlib>=3.5",
             "dask[array,dataframe]>=2024.1",
             "distributed>=2024.1",
+            # Kumar et al.'s reference code of the debiased L2 calibration error (import name `calibration`).
+            "uncertainty-calibration>=0.1.4",
         ],
         # calibkit.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],

@@ -56,12 +56,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import peak_rss_above_now  # noqa: E402
 
+from calibkit.metrics.registry import LOGGED as DEFAULT_METRICS  # noqa: E402
+
 SEQ_CLASSES = 5
 TOKEN_CLASSES = 9
 MAX_LENGTH = 128
 EVAL_BATCH = 64
 TINY = dict(vocab_size=1000, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37)
-DEFAULT_METRICS = ("cece", "rbece", "fce", "ecd", "esce", "ece")
 VARIANTS = ("bare", "accuracy", "callback default", "callback all")
 
 

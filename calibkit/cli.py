@@ -44,11 +44,11 @@ def _format(value: Any) -> str:
 
 
 def format_table(report: dict[str, Any], class_names: list[str] | None = None) -> str:
-    from calibkit.metrics import METRICS
+    from calibkit.metrics.registry import METRICS, metric
 
     lines = ["| metric | value |", "|---|---|"]
     for name in (*METRICS, "accuracy"):
-        if name == "subset_ece":
+        if metric(name).per_class:  # subset_ece: one row per class, below
             continue
         lines.append(f"| {name} | {_format(report[name])} |")
     names = class_names or [str(k) for k in range(report["num_classes"])]

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.exact_ace import ExactACE, PassContribution
-from calibkit.metrics.statistics import CalibrationAccumulator
 
 SPLIT_EVERY = 8
 

@@ -18,25 +18,17 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.calibrators import registry as calibrator_registry
 from calibkit.metrics import calibration_report
-from calibkit.metrics.statistics import METRICS, CalibrationAccumulator, CalibrationStatistics
+from calibkit.metrics import registry as metric_registry
+from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.statistics import CalibrationStatistics
 
-METHODS = ("uncalibrated", "ts", "wts", "rd-ts", "vs", "ms", "ir", "hb")
-METHOD_LABELS = {
-    "uncalibrated": "Uncalibrated",
-    "ts": "TS",
-    "wts": "WTS",
-    "rd-ts": "RD-TS",
-    "vs": "VS",
-    "ms": "MS",
-    "ir": "IR",
-    "hb": "HB",
-}
-# The papers' table: every metric of the report but MCE (one bin's worst case) and the
-# per-class vector (its own table), after the two task scores.
-TABLE_METRICS = ("accuracy", "macro_f1", *(m for m in METRICS if m not in ("mce", "subset_ece")))
-HIGHER_IS_BETTER = ("accuracy", "macro_f1")
-SIGNED = ("ecd", "esce")  # 0 is calibrated
+METHODS = (calibrator_registry.UNCALIBRATED, *calibrator_registry.NAMES)
+METHOD_LABELS = calibrator_registry.LABELS
+TABLE_METRICS = metric_registry.TABLE_METRICS
+HIGHER_IS_BETTER = tuple(m for m in TABLE_METRICS if metric_registry.higher_is_better(m))
+SIGNED = tuple(m for m in TABLE_METRICS if metric_registry.signed(m))  # 0 is calibrated
 
 
 @dataclass

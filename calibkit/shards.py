@@ -201,8 +201,8 @@ def stream_report(
     from tqdm.auto import tqdm
 
     from calibkit.metrics._validation import check_bool, check_positive_int
+    from calibkit.metrics.accumulator import CalibrationAccumulator
     from calibkit.metrics.exact_ace import ExactACE
-    from calibkit.metrics.statistics import CalibrationAccumulator
 
     batch_bytes = check_positive_int(batch_bytes, "batch_bytes")
     files = shard_files(location)

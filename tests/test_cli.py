@@ -43,7 +43,7 @@ def test_fce_variant_reaches_every_number_and_is_named(tmp_path, capsys):
     assert main(args) == 0
     paper = json.loads(capsys.readouterr().out)
     assert (authors["fce_variant"], paper["fce_variant"]) == ("authors", "paper")
-    expected = calibkit.fce(logits, labels, from_logits=True, variant="authors")
+    expected = calibkit.fce(logits, labels, from_logits=True, fce_variant="authors")
     assert abs(authors["fce"] - expected) < 1e-12
     assert abs(paper["fce"] - calibkit.fce(logits, labels, from_logits=True)) < 1e-12
     assert abs(authors["fce"] - paper["fce"]) > 1e-3  # the option changed the number

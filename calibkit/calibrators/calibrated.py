@@ -15,20 +15,17 @@ from typing import Any
 import numpy as np
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoModelForTokenClassification
 
+from calibkit.calibrators import registry as calibrator_registry
 from calibkit.calibrators.base import Calibrator, logits_rows, prepare_fit
-from calibkit.calibrators.baselines import HistogramBinning, IsotonicCalibration, MatrixScaling, VectorScaling
 from calibkit.calibrators.modeling_calibkit import (
     CalibratedConfig,
     CalibratedModelForSequenceClassification,
     CalibratedModelForTokenClassification,
     CalibrationHead,
 )
-from calibkit.calibrators.temperature import (
-    RegionDependentTemperatureScaling,
-    TemperatureScaling,
-    WeightedTemperatureScaling,
-)
 from calibkit.metrics._validation import check_bool, check_positive_int
+from calibkit.metrics.registry import METRICS
+from calibkit.metrics.registry import metric as metric_entry
 
 # With calibkit imported, the Auto classes load calibrated checkpoints without remote code.
 AutoConfig.register(CalibratedConfig.model_type, CalibratedConfig, exist_ok=True)
@@ -49,20 +46,11 @@ __all__ = [
     "make_calibrator",
 ]
 
-CALIBRATORS: dict[str, type[Calibrator]] = {
-    "ts": TemperatureScaling,
-    "wts": WeightedTemperatureScaling,
-    "rd-ts": RegionDependentTemperatureScaling,
-    "vs": VectorScaling,
-    "ms": MatrixScaling,
-    "ir": IsotonicCalibration,
-    "hb": HistogramBinning,
-}
-"""Method name (as in a model's ``calibration`` block) -> calibrator class."""
+CALIBRATORS: dict[str, type[Calibrator]] = calibrator_registry.classes()
+"""Method name (as in a model's ``calibration`` block) -> calibrator class (from the registry)."""
 
 # Scalar metrics reported before/after in the calibration block and the model card.
-CARD_METRICS = ("accuracy", "ece", "mce", "ace", "sce", "cece", "msece", "wsece", "ece_variance", "rbece", "fce")
-CARD_METRICS += ("overconfidence", "ecd", "esce", "brier", "nll")
+CARD_METRICS = ("accuracy", *(name for name in METRICS if not metric_entry(name).per_class))
 
 
 def make_calibrator(method: str, **params: Any) -> Calibrator:

@@ -32,11 +32,13 @@ from typing import Any
 import numpy as np
 from transformers import TrainerCallback
 
-from calibkit.metrics import METRICS
 from calibkit.metrics._validation import check_bool
-from calibkit.metrics.statistics import CalibrationAccumulator
+from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.registry import LOGGED, METRICS, metric_names
+from calibkit.metrics.settings import CalibrationSettings, either
 
-DEFAULT_METRICS = ("cece", "rbece", "fce", "ecd", "esce", "ece")
+DEFAULT_METRICS = LOGGED
+"""The metrics logged by default: the registry's ``logged`` ones (ece, cece, rbece, fce, ecd, esce)."""
 
 
 def _label_key(name: Any) -> str:
@@ -49,7 +51,7 @@ class CalibrationCallback(TrainerCallback):
 
     Parameters
     ----------
-    metrics : iterable of str, default ("cece", "rbece", "fce", "ecd", "esce", "ece")
+    metrics : iterable of str, default :data:`DEFAULT_METRICS`
         Names from :data:`calibkit.METRICS` (or ``"all"``); each is logged as ``eval_<name>``.
     per_class : bool, default True
         Also log each class's subset ECE as ``eval_ece_class_<label name>`` (names from
@@ -64,8 +66,12 @@ class CalibrationCallback(TrainerCallback):
         larger sets are subsampled uniformly at random (seeded by ``args.seed``); with it, the
         first ``max_fit_rows`` labelled predictions of the evaluation are copied.
     ignore_index : int, default -100
-    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins
-        Metric settings, as in :func:`calibkit.calibration_report`.
+        Label of the positions to skip.
+    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, fce_variant, esce_bins, eps
+        Metric settings, as in :class:`calibkit.CalibrationSettings`.
+    settings : CalibrationSettings, optional
+        All the settings in one object, instead of the keywords above (``from_logits`` is
+        always True here: the Trainer hands over logits).
 
     Examples
     --------
@@ -88,20 +94,22 @@ class CalibrationCallback(TrainerCallback):
         rbece_bins: int = 20,
         theta: float = 40,
         fce_bins: int = 15,
+        fce_variant: str = "paper",
         esce_bins: int = 10,
+        eps: float = 1e-12,
+        settings: CalibrationSettings | None = None,
     ) -> None:
         from calibkit.calibrators.calibrated import make_calibrator
 
-        if isinstance(metrics, str):  # one name (or "all"), not its letters
-            names = tuple(METRICS) if metrics == "all" else (metrics,)
+        if isinstance(metrics, str) and metrics == "all":
+            names = METRICS
         else:
             try:
-                names = tuple(metrics)
-            except TypeError:
-                raise ValueError(f"`metrics` must be names from {list(METRICS)} or 'all', got {metrics!r}") from None
-        unknown = [m for m in names if m not in METRICS]
-        if unknown or not names:
-            raise ValueError(f"`metrics` must be names from {list(METRICS)} or 'all', got {list(names)}")
+                names = metric_names(metrics)
+            except ValueError:
+                names = ("accuracy",)  # refused just below, with the message of this door
+            if "accuracy" in names:  # eval_accuracy is always logged; naming it is a mistake
+                raise ValueError(f"`metrics` must be names from {list(METRICS)} or 'all', got {metrics!r}")
         self.metric_names = names
         self.per_class = check_bool(per_class, "per_class")
         fit = (fit,) if isinstance(fit, str) else fit
@@ -109,20 +117,23 @@ class CalibrationCallback(TrainerCallback):
         if isinstance(max_fit_rows, bool) or not isinstance(max_fit_rows, int) or max_fit_rows < 1:
             raise ValueError(f"`max_fit_rows` must be an integer >= 1, got {max_fit_rows!r}")
         self.max_fit_rows = max_fit_rows
-        self.ignore_index = ignore_index
-        self.settings = {
-            "n_bins": n_bins,
-            "ace_ranges": ace_ranges,
-            "sce_bins": sce_bins,
-            "rbece_bins": rbece_bins,
-            "theta": theta,
-            "fce_bins": fce_bins,
-            "esce_bins": esce_bins,
-        }
+        keywords = CalibrationSettings(
+            n_bins=n_bins,
+            ace_ranges=ace_ranges,
+            sce_bins=sce_bins,
+            rbece_bins=rbece_bins,
+            theta=theta,
+            fce_bins=fce_bins,
+            fce_variant=fce_variant,
+            esce_bins=esce_bins,
+            eps=eps,
+            ignore_index=ignore_index,
+        )
+        # Built and checked once, here, not at the first evaluation.
+        self.settings = either(settings, keywords).replace(from_logits=True)
+        self.ignore_index = self.settings.ignore_index
         # Computed metrics: the requested ones, plus subset_ece for the per-class keys.
         self._computed = names + (("subset_ece",) if self.per_class and "subset_ece" not in names else ())
-        # Every setting checked now, by the accumulator that will use them, not at the first evaluation.
-        CalibrationAccumulator(self._computed, from_logits=True, ignore_index=ignore_index, **self.settings)
         self.trainer = None
         self.user_compute_metrics: Callable | None = None
         self.user_preprocess: Callable | None = None
@@ -264,15 +275,11 @@ class CalibrationCallback(TrainerCallback):
     def _report(self, logits, labels) -> dict[str, Any]:
         from calibkit.metrics import calibration_report
 
-        return calibration_report(
-            logits, labels, metrics=self._computed, from_logits=True, ignore_index=self.ignore_index, **self.settings
-        )
+        return calibration_report(logits, labels, metrics=self._computed, settings=self.settings)
 
     def _stream(self, logits, labels, compute_result: bool, num_classes: int | None) -> dict[str, float]:
         if self._accumulator is None:
-            self._accumulator = CalibrationAccumulator(
-                self._computed, from_logits=True, ignore_index=self.ignore_index, **self.settings
-            )
+            self._accumulator = CalibrationAccumulator(self._computed, settings=self.settings)
             self._stream_error: str | None = None
             self._fit_rows: list[tuple[np.ndarray, np.ndarray]] = []
             self._fit_budget = self.max_fit_rows if self.fit_methods else 0

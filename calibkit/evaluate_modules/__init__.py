@@ -23,36 +23,13 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-MODULE_NAMES = (
-    "ece",
-    "ace",
-    "sce",
-    "cece",
-    "rbece",
-    "fce",
-    "overconfidence",
-    "ecd",
-    "esce",
-    "brier",
-    "nll",
-    "calibration_report",
-)
-"""Every module folder; ``calibration_report`` returns every metric in one pass."""
+from calibkit.metrics.registry import PAPERS, module_metrics
 
-CORE_METRICS = {
-    "ece": ("ece", "mce"),
-    "ace": ("ace",),
-    "sce": ("sce",),
-    "cece": ("cece", "msece", "wsece", "ece_variance", "subset_ece"),
-    "rbece": ("rbece",),
-    "fce": ("fce",),
-    "overconfidence": ("overconfidence",),
-    "ecd": ("ecd",),
-    "esce": ("esce",),
-    "brier": ("brier",),
-    "nll": ("nll",),
-}
-"""Which metrics of :data:`calibkit.METRICS` each single-purpose module returns."""
+MODULE_NAMES = (*module_metrics(), "calibration_report")
+"""Every module folder, from the metric registry; ``calibration_report`` returns every metric in one pass."""
+
+CORE_METRICS = module_metrics()
+"""Which metrics of :data:`calibkit.METRICS` each single-purpose module returns (from the registry)."""
 
 NAMESPACES = ("evaluate-metric", "calibkit")
 """Cache namespaces written by :func:`install_evaluate_modules`: bare names and ``calibkit/<name>``."""
@@ -74,65 +51,8 @@ Args:
 
 MODULE_FILES = ("{name}.py", "README.md", "app.py", "requirements.txt")
 
-CITATIONS = {
-    "guo2017": """@inproceedings{guo2017calibration,
-  title     = {On Calibration of Modern Neural Networks},
-  author    = {Guo, Chuan and Pleiss, Geoff and Sun, Yu and Weinberger, Kilian Q.},
-  booktitle = {Proceedings of the 34th International Conference on Machine Learning},
-  pages     = {1321--1330},
-  year      = {2017}
-}""",
-    "naeini2015": """@inproceedings{naeini2015obtaining,
-  title     = {Obtaining Well Calibrated Probabilities Using {Bayesian} Binning},
-  author    = {Naeini, Mahdi Pakdaman and Cooper, Gregory F. and Hauskrecht, Milos},
-  booktitle = {Proceedings of the Twenty-Ninth AAAI Conference on Artificial Intelligence},
-  pages     = {2901--2907},
-  year      = {2015}
-}""",
-    "nixon2019": """@inproceedings{nixon2019measuring,
-  title     = {Measuring Calibration in Deep Learning},
-  author    = {Nixon, Jeremy and Dusenberry, Michael W. and Zhang, Linchuan and Jerfel, Ghassen and Tran, Dustin},
-  booktitle = {CVPR Workshops},
-  year      = {2019}
-}""",
-    "obadinma2021": """@inproceedings{obadinma2021classwise,
-  title     = {Class-wise Calibration: A Case Study on {COVID}-19 Hate Speech},
-  author    = {Obadinma, Stephen and Guo, Hongyu and Zhu, Xiaodan},
-  booktitle = {Proceedings of the Canadian Conference on Artificial Intelligence},
-  year      = {2021}
-}""",
-    "dawkins2022": """@inproceedings{dawkins2022region,
-  title     = {Region-dependent temperature scaling for certainty calibration and application to
-               class-imbalanced token classification},
-  author    = {Dawkins, Hillary and Nejadgholi, Isar},
-  booktitle = {Proceedings of the 60th Annual Meeting of the Association for Computational Linguistics},
-  year      = {2022}
-}""",
-    "bihani2023": """@misc{bihani2023fuzzy,
-  title  = {Calibration Error Estimation Using Fuzzy Binning},
-  author = {Bihani, Geetanjali and Rayz, Julia Taylor},
-  year   = {2023},
-  note   = {Code: https://github.com/bihani-g/fce}
-}""",
-    "sumler2025": """@misc{sumler2025entropic,
-  title  = {An Entropic Metric for Measuring Calibration of Machine Learning Models},
-  author = {Sumler, Daniel James and Devlin, Lee and Maskell, Simon and Lane, Richard O.},
-  year   = {2025}
-}""",
-    "brier1950": """@article{brier1950verification,
-  title   = {Verification of Forecasts Expressed in Terms of Probability},
-  author  = {Brier, Glenn W.},
-  journal = {Monthly Weather Review},
-  volume  = {78},
-  number  = {1},
-  pages   = {1--3},
-  year    = {1950}
-}""",
-    "galdran": """@misc{galdran2023calibration,
-  title  = {Part {III}: Model Calibration (tutorial slides)},
-  author = {Galdran, Adrian and Riera i Marin, Meritxell}
-}""",
-}
+CITATIONS = PAPERS
+"""BibTeX of every paper a module cites (:data:`calibkit.metrics.registry.PAPERS`)."""
 
 
 def bibtex(*keys: str) -> str:

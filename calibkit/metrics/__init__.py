@@ -4,6 +4,7 @@ See SPEC.md (shipped in the repository) for the conventions; each function's doc
 gives its formula and paper.
 """
 
+from calibkit.metrics.accumulator import CalibrationAccumulator, compute_statistics
 from calibkit.metrics.functional import (
     ace,
     brier,
@@ -11,6 +12,8 @@ from calibkit.metrics.functional import (
     cece,
     ecd,
     ece,
+    ece_l2,
+    ece_l2_debiased,
     ece_variance,
     esce,
     fce,
@@ -24,9 +27,9 @@ from calibkit.metrics.functional import (
     subset_ece,
     wsece,
 )
+from calibkit.metrics.registry import METRICS, REGISTRY, report_from_statistics
+from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import (
-    METRICS,
-    CalibrationAccumulator,
     CalibrationStatistics,
     EmptyRegionWarning,
     MissingClassWarning,
@@ -35,7 +38,9 @@ from calibkit.metrics.statistics import (
 
 __all__ = [
     "METRICS",
+    "REGISTRY",
     "CalibrationAccumulator",
+    "CalibrationSettings",
     "CalibrationStatistics",
     "EmptyRegionWarning",
     "MissingClassWarning",
@@ -44,7 +49,10 @@ __all__ = [
     "calibration_report",
     "cece",
     "class_wise_summary",
+    "compute_statistics",
     "ece",
+    "ece_l2",
+    "ece_l2_debiased",
     "ece_variance",
     "ecd",
     "esce",
@@ -55,6 +63,7 @@ __all__ = [
     "overconfidence",
     "rbece",
     "reliability_bins",
+    "report_from_statistics",
     "sce",
     "subset_ece",
     "wsece",

@@ -707,7 +707,7 @@ def _accumulate(mode, args):
                         fuzzy[lane, m, 0] += mu
                         fuzzy[lane, m, 1] += mu * a_top
                         fuzzy[lane, m, 2] += mu * c_top
-                    # fce(variant="authors"): their membership, with their corners, rounded as
+                    # fce(fce_variant="authors"): their membership, with their corners, rounded as
                     # their round(mu, 3); confidence summed over the correct predictions only.
                     ac = authors_corners[m]
                     mu_r = _round3(_authors_membership(c_top, ac[0], ac[1], ac[2], ac[3]))

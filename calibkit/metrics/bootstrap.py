@@ -21,13 +21,9 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics._validation import PreparedInput, check_positive_int, prepare
-from calibkit.metrics.statistics import (
-    METRICS,
-    CalibrationAccumulator,
-    CalibrationStatistics,
-    bin_statistics,
-    report_from_statistics,
-)
+from calibkit.metrics.registry import METRICS, metric, metric_names, plan, report_from_statistics
+from calibkit.metrics.settings import CalibrationSettings, either
+from calibkit.metrics.statistics import CalibrationStatistics, bin_statistics
 
 _FIELDS = ("top", "fuzzy", "classwise", "ace", "scalars")
 _BLOCK_MEMORY = 256 * 2**20  # bytes of per-block statistics held at once
@@ -57,12 +53,13 @@ def bootstrap_intervals(
     esce_bins: int = 10,
     eps: float = 1e-12,
     fce_variant: str = "paper",
+    settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
     """Percentile bootstrap intervals of every metric (and of each class's ECE).
 
     Parameters
     ----------
-    probs, labels, from_logits, ignore_index, n_bins, ..., fce_variant :
+    probs, labels, metrics, from_logits, ignore_index, n_bins, ..., fce_variant, settings :
         As in :func:`calibkit.calibration_report` (``fce_variant="authors"``: FCE as the
         fuzzy-binning authors' code computes it, see :func:`calibkit.fce`).
     n_boot : int, default 1000
@@ -98,26 +95,28 @@ def bootstrap_intervals(
         raise ValueError(f"`confidence` must lie in (0, 1), got {confidence!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"`seed` must be an integer >= 0, got {seed!r}")
-    acc = CalibrationAccumulator(
-        metrics,
-        from_logits=from_logits,
-        ignore_index=ignore_index,
+    keywords = CalibrationSettings(
         n_bins=n_bins,
         ace_ranges=ace_ranges,
         sce_bins=sce_bins,
         rbece_bins=rbece_bins,
         theta=theta,
         fce_bins=fce_bins,
+        fce_variant=fce_variant,
         esce_bins=esce_bins,
         eps=eps,
-        fce_variant=fce_variant,
+        from_logits=from_logits,
+        ignore_index=ignore_index,
     )
-    prep = prepare(probs, labels, from_logits=from_logits, ignore_index=ignore_index)
+    settings = either(settings, keywords)
+    wanted = metric_names(metrics)
+    sums = plan(wanted, settings)
+    prep = prepare(probs, labels, from_logits=settings.from_logits, ignore_index=settings.ignore_index)
     rng = np.random.default_rng(seed)
     rows = prep.values.shape[0]
     binary = prep.mode >= 2
     probe = CalibrationStatistics.zeros(
-        prep.num_classes, binary, acc._top_bins, acc.fce_bins, acc.sce_bins, acc._groups
+        prep.num_classes, binary, sums.top_bins, sums.fuzzy_bins, sums.classwise_bins, sums.groups
     )
     block_bytes = sum(getattr(probe, name).nbytes for name in _FIELDS)
     blocks = max(1, min(rows, max_blocks, _BLOCK_MEMORY // block_bytes))
@@ -127,23 +126,23 @@ def bootstrap_intervals(
     edges = np.linspace(0, rows, blocks + 1).astype(np.int64)
     _, parts = bin_statistics(
         prep,
-        ignore_index=ignore_index,
-        top_bins=acc._top_bins,
-        fuzzy_bins=acc.fce_bins,
-        classwise_bins=acc.sce_bins,
-        groups=acc._groups,
-        eps=acc.eps,
+        ignore_index=settings.ignore_index,
+        top_bins=sums.top_bins,
+        fuzzy_bins=sums.fuzzy_bins,
+        classwise_bins=sums.classwise_bins,
+        groups=sums.groups,
+        eps=sums.eps,
         keep_parts=True,
         ranges=[(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])],
     )
     if sum(p.n for p in parts) == 0:  # as calibration_report: no interval of nothing
         raise ValueError(
-            f"`labels`: no sample to evaluate (empty input, or every label equals ignore_index={ignore_index})"
+            f"`labels`: no sample to evaluate (empty input, or every label equals ignore_index={settings.ignore_index})"
         )
     stacked = {name: np.stack([getattr(p, name) for p in parts]) for name in _FIELDS}
     del parts
-    wanted = acc.metrics
-    scalars = [m for m in wanted if m != "subset_ece"] + ["accuracy"]
+    scalars = [m for m in wanted if m == "accuracy" or not metric(m).per_class]
+    scalars += [] if "accuracy" in scalars else ["accuracy"]
     values = {m: np.full(n_boot, np.nan) for m in scalars}
     per_class = np.full((n_boot, prep.num_classes), np.nan)
     for start in range(0, n_boot, _REPLICATE_CHUNK):
@@ -162,16 +161,7 @@ def bootstrap_intervals(
                 continue
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                report = report_from_statistics(
-                    stats,
-                    wanted,
-                    n_bins=acc.n_bins,
-                    ace_ranges=acc.ace_ranges,
-                    rbece_bins=acc.rbece_bins,
-                    theta=acc.theta,
-                    esce_bins=acc.esce_bins,
-                    fce_variant=acc.fce_variant,
-                )
+                report = report_from_statistics(stats, wanted, settings)
             for m in scalars:
                 if m in report:
                     values[m][start + j] = report[m]

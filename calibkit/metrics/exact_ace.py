@@ -1,7 +1,7 @@
 """Exact ACE over data read in several passes: shards on disk, partitions of a Dask cluster.
 
 ACE's equal-mass ranges need the order of every class column's probabilities over the whole data
-set. A :class:`~calibkit.metrics.statistics.CalibrationAccumulator` keeps each column in fine
+set. A :class:`~calibkit.metrics.accumulator.CalibrationAccumulator` keeps each column in fine
 buckets (16 an octave) and splits a bucket that a range boundary cuts in proportion: close, with
 a guaranteed bound, but not exact. The one-shot functions hold the data and resolve every cut
 bucket from its samples (:func:`~calibkit.metrics.statistics.exact_ace_partials`). Here the data
@@ -46,7 +46,8 @@ import numpy as np
 
 from calibkit.metrics import _kernels as kernels
 from calibkit.metrics._validation import check_positive_int, prepare
-from calibkit.metrics.statistics import CalibrationAccumulator, ace_points, bin_statistics, gather_bucket_samples
+from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.statistics import ace_points, bin_statistics, gather_bucket_samples
 
 _MAGNITUDE = np.int64(2**63 - 1)
 _SUB_BITS = 12

@@ -15,64 +15,28 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics._kernels import LONG_ROW, MODE_LOGITS
-from calibkit.metrics._validation import check_bins, check_choice, prepare
-from calibkit.metrics.statistics import (
-    CLASSWISE_FROM_ACE_MAX_BINS,
-    FCE_VARIANTS,
-    CalibrationAccumulator,
-    CalibrationStatistics,
-    _metric_names,
-    ace_points,
-    binned_gaps,
-    exact_ace_partials,
-)
+from calibkit.metrics._validation import check_num_threads, prepare
+from calibkit.metrics.accumulator import exact_report
+from calibkit.metrics.registry import metric_names
+from calibkit.metrics.settings import CalibrationSettings, either, renamed
+from calibkit.metrics.statistics import CalibrationStatistics, binned_gaps
 
 ArrayLike = Any
 
+NORMS = ("l1", "l2", "max")
+"""``ece(..., norm=)``: the mean absolute gap (ECE), the root mean squared gap, the largest gap (MCE)."""
 
-def _one_shot(
+
+def _report(
     probs: ArrayLike,
     labels: ArrayLike,
     metrics: tuple[str, ...],
-    *,
-    from_logits: bool,
-    ignore_index: int,
+    settings: CalibrationSettings,
     num_threads: int | None = None,
-    **settings: Any,
 ) -> tuple[dict[str, Any], CalibrationStatistics]:
-    acc = CalibrationAccumulator(
-        metrics, from_logits=from_logits, ignore_index=ignore_index, num_threads=num_threads, **settings
-    )
-    prep = prepare(probs, labels, from_logits=from_logits, ignore_index=ignore_index)
-    # Long logit rows keep their maximum and inverse softmax sum (16 bytes a row) for the
-    # exact-ACE pass, which then takes one exp an entry instead of a whole softmax.
-    keep = "ace" in metrics and prep.mode == MODE_LOGITS and prep.num_classes >= LONG_ROW
-    row_softmax = np.empty((prep.values.shape[0], 2)) if keep else None
-    # With ACE's fine buckets at hand, long rows' class-wise bins come from them and the exact
-    # pass (exact_ace_partials) instead of a second per-entry scatter in the first pass.
-    derive = "ace" in metrics and "sce" in metrics and prep.num_classes >= LONG_ROW
-    derive = derive and acc.sce_bins <= CLASSWISE_FROM_ACE_MAX_BINS
-    stats, parts = acc._statistics_of(
-        prep, keep_parts="ace" in metrics, row_softmax=row_softmax, classwise_from_ace=derive
-    )
-    partials = None
-    if "ace" in metrics and stats.n > 0:
-        # The data is still here: resolve the buckets a range boundary cuts exactly.
-        points = ace_points(stats.ace, acc.ace_ranges)
-        partials, classwise = exact_ace_partials(
-            prep,
-            parts,
-            points,
-            ignore_index=ignore_index,
-            num_threads=num_threads,
-            row_softmax=row_softmax,
-            classwise_bins=acc.sce_bins if derive else None,
-        )
-        if derive:
-            stats.classwise = classwise
-    acc._add(stats)
-    return acc.compute(ace_partials=partials), stats
+    num_threads = check_num_threads(num_threads)
+    prep = prepare(probs, labels, from_logits=settings.from_logits, ignore_index=settings.ignore_index)
+    return exact_report(prep, settings, metrics, num_threads=num_threads)
 
 
 def _bins(stats: CalibrationStatistics, n_bins: int) -> dict[str, np.ndarray]:
@@ -107,11 +71,9 @@ def reliability_bins(
     >>> b["count"].tolist(), b["gap"][4].round(2)
     ([0.0, 0.0, 0.0, 1.0, 1.0], np.float64(0.1))
     """
-    n_bins = check_bins(n_bins, "n_bins")
-    _, stats = _one_shot(
-        probs, labels, ("ece", "ecd"), from_logits=from_logits, ignore_index=ignore_index, n_bins=n_bins
-    )
-    return _bins(stats, n_bins)
+    settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+    _, stats = _report(probs, labels, ("ece", "ecd"), settings)
+    return _bins(stats, settings.n_bins)
 
 
 def ece(
@@ -119,6 +81,8 @@ def ece(
     labels: ArrayLike,
     *,
     n_bins: int = 15,
+    norm: str = "l1",
+    debias: bool = False,
     from_logits: bool = False,
     ignore_index: int = -100,
     return_bins: bool = False,
@@ -127,20 +91,52 @@ def ece(
 
     Top-label confidence ``max_k p_k`` in ``n_bins`` equal-width bins ``((m-1)/M, m/M]``;
     for 1-D binary input the class-1 probability against the fraction of positives (the
-    entropic paper's convention). ``return_bins=True`` also returns :func:`reliability_bins`.
+    entropic paper's convention).
 
+    Parameters
+    ----------
+    probs, labels, from_logits, ignore_index
+        As every metric (module docstring).
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins.
+    norm : {"l1", "l2", "max"}, default "l1"
+        As torchmetrics' ``CalibrationError``: ``"l1"`` the ECE above; ``"l2"`` the L2
+        calibration error ``sqrt(sum_b n_b/N (acc_b - conf_b)^2)``; ``"max"`` the largest gap
+        of a non-empty bin, :func:`mce`.
+    debias : bool, default False
+        With ``norm="l2"``: the debiased estimate of Kumar et al. 2019 (their
+        ``unbiased_l2_ce``): each bin of ``n_b >= 2`` samples contributes
+        ``n_b/N [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]`` (its squared gap less the
+        variance of ``acc_b``), and the result is the square root of the positive part of the sum.
+    return_bins : bool, default False
+        Also return :func:`reliability_bins`.
+
+    Returns
+    -------
+    float, or (float, dict) with ``return_bins``
+
+    References
+    ----------
+    Guo et al. 2017, On calibration of modern neural networks. Kumar, Liang and Ma 2019,
+    Verified uncertainty calibration.
+
+    Examples
+    --------
     >>> round(ece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
+    >>> round(ece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], norm="l2"), 4)
+    0.3536
     """
-    report, stats = _one_shot(
-        probs,
-        labels,
-        ("ece", "ecd") if return_bins else ("ece",),
-        from_logits=from_logits,
-        ignore_index=ignore_index,
-        n_bins=n_bins,
-    )
-    return (report["ece"], _bins(stats, n_bins)) if return_bins else report["ece"]
+    if norm not in NORMS:
+        raise ValueError(f"`norm` must be one of {list(NORMS)}, got {norm!r}")
+    if not isinstance(debias, bool):
+        raise ValueError(f"`debias` must be True or False, got {debias!r}")
+    if debias and norm != "l2":
+        raise ValueError(f"`debias=True` is defined for norm='l2' only (Kumar et al. 2019), got norm={norm!r}")
+    name = {"l1": "ece", "max": "mce", "l2": "ece_l2_debiased" if debias else "ece_l2"}[norm]
+    settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+    report, stats = _report(probs, labels, (name, "ecd") if return_bins else (name,), settings)
+    return (report[name], _bins(stats, settings.n_bins)) if return_bins else report[name]
 
 
 def mce(
@@ -151,13 +147,61 @@ def mce(
     >>> mce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1])
     0.6
     """
-    return _one_shot(probs, labels, ("mce",), from_logits=from_logits, ignore_index=ignore_index, n_bins=n_bins)[0][
-        "mce"
-    ]
+    settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+    return _report(probs, labels, ("mce",), settings)[0]["mce"]
+
+
+def ece_l2(
+    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """L2 calibration error: ``sqrt(sum_b n_b/N (acc_b - conf_b)^2)``, i.e. ``ece(..., norm="l2")``.
+
+    Parameters
+    ----------
+    probs, labels, n_bins, from_logits, ignore_index
+        As :func:`ece`.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(ece_l2([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
+    0.3536
+    """
+    return ece(probs, labels, n_bins=n_bins, norm="l2", from_logits=from_logits, ignore_index=ignore_index)
+
+
+def ece_l2_debiased(
+    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+) -> float:
+    """Debiased L2 calibration error of Kumar et al. 2019, i.e. ``ece(..., norm="l2", debias=True)``.
+
+    Parameters
+    ----------
+    probs, labels, n_bins, from_logits, ignore_index
+        As :func:`ece`.
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Kumar, Liang and Ma 2019, Verified uncertainty calibration (``unbiased_l2_ce``).
+    """
+    return ece(probs, labels, n_bins=n_bins, norm="l2", debias=True, from_logits=from_logits, ignore_index=ignore_index)
 
 
 def ace(
-    probs: ArrayLike, labels: ArrayLike, *, n_ranges: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    ace_ranges: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    n_ranges: int | None = None,
 ) -> float:
     """Adaptive calibration error (Nixon et al. 2019), class-conditional with equal-mass ranges.
 
@@ -170,31 +214,37 @@ def ace(
     Exact: a fine histogram locates the boundaries and only the samples of the buckets they
     cut are sorted. (:class:`CalibrationAccumulator` gives the streaming estimate with a bound.)
 
-    >>> ace([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], n_ranges=2)
+    ``ace_ranges`` is ``R`` (``n_ranges``, its old name, still works with a FutureWarning).
+
+    >>> ace([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], ace_ranges=2)
     0.25
     """
-    n_ranges = check_bins(n_ranges, "n_ranges")  # checked under the name the caller used
-    report, _ = _one_shot(
-        probs, labels, ("ace",), from_logits=from_logits, ignore_index=ignore_index, ace_ranges=n_ranges
-    )
-    return report["ace"]
+    ace_ranges = renamed("n_ranges", n_ranges, "ace_ranges", ace_ranges, 15, "ace()")
+    settings = CalibrationSettings(ace_ranges=ace_ranges, from_logits=from_logits, ignore_index=ignore_index)
+    return _report(probs, labels, ("ace",), settings)[0]["ace"]
 
 
 def sce(
-    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    sce_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    n_bins: int | None = None,
 ) -> float:
     """Static calibration error, also class-wise ECE (Nixon et al. 2019).
 
     ``1/K sum_k sum_b n_bk/N |acc_bk - conf_bk|`` with equal-width bins on each column ``p_k``
     and outcome ``1[y = k]``; 1-D binary input counts both columns ``1 - p`` and ``p``.
+    ``sce_bins`` is ``M`` (``n_bins``, its old name here, still works with a FutureWarning).
 
     >>> round(sce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
     """
-    n_bins = check_bins(n_bins, "n_bins")
-    return _one_shot(probs, labels, ("sce",), from_logits=from_logits, ignore_index=ignore_index, sce_bins=n_bins)[0][
-        "sce"
-    ]
+    sce_bins = renamed("n_bins", n_bins, "sce_bins", sce_bins, 15, "sce()")
+    settings = CalibrationSettings(sce_bins=sce_bins, from_logits=from_logits, ignore_index=ignore_index)
+    return _report(probs, labels, ("sce",), settings)[0]["sce"]
 
 
 def subset_ece(
@@ -207,13 +257,12 @@ def subset_ece(
     >>> subset_ece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]).round(4).tolist()
     [0.1, 0.3667]
     """
-    return _one_shot(probs, labels, ("subset_ece",), from_logits=from_logits, ignore_index=ignore_index, n_bins=n_bins)[
-        0
-    ]["subset_ece"]
+    return _class_wise("subset_ece", probs, labels, n_bins, from_logits, ignore_index)
 
 
-def _class_wise(name: str, probs, labels, n_bins, from_logits, ignore_index) -> float:
-    return _one_shot(probs, labels, (name,), from_logits=from_logits, ignore_index=ignore_index, n_bins=n_bins)[0][name]
+def _class_wise(name: str, probs, labels, n_bins, from_logits, ignore_index) -> Any:
+    settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+    return _report(probs, labels, (name,), settings)[0][name]
 
 
 def cece(
@@ -269,44 +318,44 @@ def rbece(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 20,
+    rbece_bins: int = 20,
     theta: float = 40,
     from_logits: bool = False,
     ignore_index: int = -100,
+    n_bins: int | None = None,
 ) -> float:
     """Region-balanced ECE (region-balanced paper, eq 2): ``mean_{b : n_b > theta} |acc_b - conf_b|``.
 
     Unweighted, so the rare low-confidence regions count as much as the crowded top bin.
     NaN with an :class:`EmptyRegionWarning` when no bin holds more than ``theta`` samples.
+    ``rbece_bins`` is the number of equal-width bins (``n_bins``, its old name here, still works
+    with a FutureWarning).
 
     >>> round(rbece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], theta=0), 4)
     0.3
     """
-    n_bins = check_bins(n_bins, "n_bins")
-    return _one_shot(
-        probs,
-        labels,
-        ("rbece",),
-        from_logits=from_logits,
-        ignore_index=ignore_index,
-        rbece_bins=n_bins,
-        theta=theta,
-    )[0]["rbece"]
+    rbece_bins = renamed("n_bins", n_bins, "rbece_bins", rbece_bins, 20, "rbece()")
+    settings = CalibrationSettings(
+        rbece_bins=rbece_bins, theta=theta, from_logits=from_logits, ignore_index=ignore_index
+    )
+    return _report(probs, labels, ("rbece",), settings)[0]["rbece"]
 
 
 def fce(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
+    fce_bins: int = 15,
+    fce_variant: str = "paper",
     from_logits: bool = False,
     ignore_index: int = -100,
-    variant: str = "paper",
+    n_bins: int | None = None,
+    variant: str | None = None,
 ) -> float:
     """Fuzzy calibration error (Bihani & Rayz 2023, the fuzzy-binning paper, eq 4-6).
 
     The top-label confidence ``c_i`` (class-1 probability for 1-D binary input) belongs to
-    ``n_bins`` overlapping trapezoid bins: bin ``m`` spans ``[t0, t1]``, width ``w = 1/M``,
+    ``fce_bins`` overlapping trapezoid bins: bin ``m`` spans ``[t0, t1]``, width ``w = 1/M``,
     corners ``t0 -/+ w/4`` and ``t1 -/+ w/4`` (the authors' code), so
     ``mu_m(c) = clip(min((c - t0 + w/4)/(w/2), 1, (t1 + w/4 - c)/(w/2)), 0, 1)``. With
     ``G_m = sum_i mu_m(c_i)``, ``A_m = sum_i mu_m(c_i) a_i`` (``a_i`` = 1 if correct) and ``C_m``:
@@ -317,10 +366,10 @@ def fce(
     ----------
     probs, labels, from_logits, ignore_index
         As every metric (module docstring).
-    n_bins : int, default 15
+    fce_bins : int, default 15
         ``M``, the number of fuzzy bins. The authors' code also uses ``M`` fuzzy bins (only its
-        ECE's ``M`` means ``M - 1`` bins; SPEC.md).
-    variant : {"paper", "authors"}, default "paper"
+        ECE's ``M`` means ``M - 1`` bins; SPEC.md). Old name here: ``n_bins`` (FutureWarning).
+    fce_variant : {"paper", "authors"}, default "paper"
         ``"paper"``: eq 4-6, ``C_m = sum_i mu_m(c_i) c_i``, confidence over all predictions.
         ``"authors"``: what their published code (``paper_demo/calibration_metrics.py``)
         computes, for comparing with their numbers: each membership computed with their
@@ -333,7 +382,8 @@ def fce(
         papers"). Their code rounds the FCE itself to 3 decimals; this returns it unrounded.
         On float64 input the rounded memberships are theirs bit for bit; their published run
         computed memberships of float32 confidences in float32 (numpy < 2), which moves a few by
-        0.001 (their per-bin values differ by up to 7e-6, their FCE by 7e-8).
+        0.001 (their per-bin values differ by up to 7e-6, their FCE by 7e-8). Old name here:
+        ``variant`` (FutureWarning).
 
     Returns
     -------
@@ -344,20 +394,15 @@ def fce(
     --------
     >>> round(fce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
-    >>> round(fce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], variant="authors"), 4)
+    >>> round(fce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], fce_variant="authors"), 4)
     0.15
     """
-    n_bins = check_bins(n_bins, "n_bins")
-    variant = check_choice(variant, "variant", FCE_VARIANTS)
-    return _one_shot(
-        probs,
-        labels,
-        ("fce",),
-        from_logits=from_logits,
-        ignore_index=ignore_index,
-        fce_bins=n_bins,
-        fce_variant=variant,
-    )[0]["fce"]
+    fce_bins = renamed("n_bins", n_bins, "fce_bins", fce_bins, 15, "fce()")
+    fce_variant = renamed("variant", variant, "fce_variant", fce_variant, "paper", "fce()")
+    settings = CalibrationSettings(
+        fce_bins=fce_bins, fce_variant=fce_variant, from_logits=from_logits, ignore_index=ignore_index
+    )
+    return _report(probs, labels, ("fce",), settings)[0]["fce"]
 
 
 def overconfidence(
@@ -370,9 +415,8 @@ def overconfidence(
     >>> overconfidence([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1])
     0.6
     """
-    return _one_shot(probs, labels, ("overconfidence",), from_logits=from_logits, ignore_index=ignore_index)[0][
-        "overconfidence"
-    ]
+    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index)
+    return _report(probs, labels, ("overconfidence",), settings)[0]["overconfidence"]
 
 
 def ecd(
@@ -394,46 +438,35 @@ def ecd(
     >>> ecd([0.5, 0.5, 1.0], [0, 1, 1])
     0.0
     """
-    report, stats = _one_shot(
-        probs,
-        labels,
-        ("ecd", "ece") if return_bins else ("ecd",),
-        from_logits=from_logits,
-        ignore_index=ignore_index,
-        eps=eps,
-        n_bins=n_bins,
-    )
-    return (report["ecd"], _bins(stats, n_bins)) if return_bins else report["ecd"]
+    settings = CalibrationSettings(eps=eps, n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+    report, stats = _report(probs, labels, ("ecd", "ece") if return_bins else ("ecd",), settings)
+    return (report["ecd"], _bins(stats, settings.n_bins)) if return_bins else report["ecd"]
 
 
 def esce(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 10,
+    esce_bins: int = 10,
     from_logits: bool = False,
     ignore_index: int = -100,
     return_bins: bool = False,
+    n_bins: int | None = None,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
     """Expected signed calibration error (entropic paper, eq 6): ``sum_b n_b/N (acc_b - conf_b)``.
 
     Negative means over-confident. 1-D binary input: fraction of positives minus mean
-    class-1 probability per bin. ``return_bins=True`` adds :func:`reliability_bins`.
+    class-1 probability per bin, in ``esce_bins`` equal-width bins (``n_bins``, its old name
+    here, still works with a FutureWarning). ``return_bins=True`` adds :func:`reliability_bins`
+    on the same bins.
 
     >>> round(esce([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     -0.25
     """
-    n_bins = check_bins(n_bins, "n_bins")
-    report, stats = _one_shot(
-        probs,
-        labels,
-        ("esce", "ecd") if return_bins else ("esce",),
-        from_logits=from_logits,
-        ignore_index=ignore_index,
-        esce_bins=n_bins,
-        n_bins=n_bins,
-    )
-    return (report["esce"], _bins(stats, n_bins)) if return_bins else report["esce"]
+    esce_bins = renamed("n_bins", n_bins, "esce_bins", esce_bins, 10, "esce()")
+    settings = CalibrationSettings(esce_bins=esce_bins, from_logits=from_logits, ignore_index=ignore_index)
+    report, stats = _report(probs, labels, ("esce", "ecd") if return_bins else ("esce",), settings)
+    return (report["esce"], _bins(stats, settings.esce_bins)) if return_bins else report["esce"]
 
 
 def brier(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ignore_index: int = -100) -> float:
@@ -442,7 +475,8 @@ def brier(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ign
     >>> round(brier([[0.9, 0.1], [0.2, 0.8]], [0, 1]), 4)
     0.05
     """
-    return _one_shot(probs, labels, ("brier",), from_logits=from_logits, ignore_index=ignore_index)[0]["brier"]
+    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index)
+    return _report(probs, labels, ("brier",), settings)[0]["brier"]
 
 
 def nll(
@@ -453,7 +487,8 @@ def nll(
     >>> round(nll([[0.5, 0.5], [0.2, 0.8]], [0, 1]), 4)
     0.4581
     """
-    return _one_shot(probs, labels, ("nll",), from_logits=from_logits, ignore_index=ignore_index, eps=eps)[0]["nll"]
+    settings = CalibrationSettings(eps=eps, from_logits=from_logits, ignore_index=ignore_index)
+    return _report(probs, labels, ("nll",), settings)[0]["nll"]
 
 
 def calibration_report(
@@ -473,39 +508,58 @@ def calibration_report(
     eps: float = 1e-12,
     num_threads: int | None = None,
     fce_variant: str = "paper",
+    settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
-    """Every metric from one pass over the data; exact ACE adds a second pass that copies
-    only the samples of the fine buckets an equal-mass range boundary cuts (on rows of 16
-    classes or more and up to 32 ``sce_bins``, also those a class-wise bin edge cuts: SCE's
-    bins are then built from the ACE buckets instead of a second histogram in the first pass).
+    """Every metric from one pass over the data, ACE exact.
 
-    Returns a dict with the keys ``ece, mce, ace, sce, subset_ece, cece, msece, wsece,
-    ece_variance, rbece, fce, overconfidence, ecd, esce, brier, nll`` (the functions of the
-    same names, with these settings), then ``ace_error_bound`` (0 here: ACE is exact),
-    ``accuracy``, ``n`` (samples after masking) and ``num_classes``.
-    ``metrics`` restricts the report to some of these names (the pass then skips the sums
-    only the others need, e.g. the per-entry logs of ECD/NLL/Brier). ``fce_variant`` is
-    :func:`fce`'s ``variant``: ``"authors"`` reports FCE as the fuzzy-binning authors' code
-    computes it.
+    Exact ACE adds a second pass that copies only the samples of the fine buckets an
+    equal-mass range boundary cuts (on rows of 16 classes or more and up to 32 ``sce_bins``,
+    also those a class-wise bin edge cuts: SCE's bins are then built from the ACE buckets
+    instead of a second histogram in the first pass).
 
+    Parameters
+    ----------
+    probs, labels, from_logits, ignore_index
+        As every metric (module docstring).
+    metrics : iterable of str, optional
+        Names from :data:`calibkit.METRICS` (default: all); the pass then skips the sums only
+        the others need (e.g. the per-entry logs of ECD, NLL and Brier).
+    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant
+        The settings of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's
+        defaults); ``fce_variant="authors"`` reports FCE as the fuzzy-binning authors' code
+        computes it (see :func:`fce`).
+    num_threads : int, optional
+        Threads of the pass (default: the CPUs available).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the keywords (not both).
+
+    Returns
+    -------
+    dict
+        The keys of :data:`calibkit.METRICS` (``ece, mce, ece_l2, ece_l2_debiased, ace, sce,
+        subset_ece, cece, msece, wsece, ece_variance, rbece, fce, overconfidence, ecd, esce,
+        brier, nll``: the functions of the same names, with these settings) or those asked for,
+        then ``ace_error_bound`` (0 here: ACE is exact), ``accuracy``, ``n`` (samples after
+        masking) and ``num_classes``.
+
+    Examples
+    --------
     >>> r = calibration_report([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], theta=0)
     >>> round(r["ece"], 4), r["accuracy"], r["n"], r["num_classes"]
     (0.3, 0.75, 4, 2)
     """
-    return _one_shot(
-        probs,
-        labels,
-        _metric_names(metrics),
-        from_logits=from_logits,
-        ignore_index=ignore_index,
-        num_threads=num_threads,
+    given = CalibrationSettings(
         n_bins=n_bins,
         ace_ranges=ace_ranges,
         sce_bins=sce_bins,
         rbece_bins=rbece_bins,
         theta=theta,
         fce_bins=fce_bins,
+        fce_variant=fce_variant,
         esce_bins=esce_bins,
         eps=eps,
-        fce_variant=fce_variant,
-    )[0]
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+    )
+    names = metric_names(metrics)
+    return _report(probs, labels, names, either(settings, given), num_threads=num_threads)[0]

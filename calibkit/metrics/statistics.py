@@ -4,7 +4,8 @@ One pass over the predictions (:func:`bin_statistics`, a compiled kernel run on 
 threads) fills a :class:`CalibrationStatistics`: per-bin sums that add across batches,
 threads and processes. Every metric of SPEC.md is then a small numpy function of those sums,
 so asking for all metrics costs one pass, and a 100M-token evaluation never holds its
-predictions (:class:`CalibrationAccumulator`).
+predictions (:class:`~calibkit.metrics.accumulator.CalibrationAccumulator`). Which metric
+needs which sums, and its formula's entry point, is :mod:`calibkit.metrics.registry`.
 """
 
 from __future__ import annotations
@@ -22,41 +23,9 @@ import numpy as np
 from calibkit.metrics import _kernels as K
 from calibkit.metrics._validation import (
     PreparedInput,
-    check_bins,
-    check_bool,
-    check_choice,
-    check_eps,
-    check_ignore_index,
-    check_non_negative,
-    check_num_threads,
-    prepare,
 )
 
-METRICS = (
-    "ece",
-    "mce",
-    "ace",
-    "sce",
-    "subset_ece",
-    "cece",
-    "msece",
-    "wsece",
-    "ece_variance",
-    "rbece",
-    "fce",
-    "overconfidence",
-    "ecd",
-    "esce",
-    "brier",
-    "nll",
-)
-"""Every metric :func:`calibkit.calibration_report` returns, in its order."""
-
-CLASS_WISE = ("subset_ece", "cece", "msece", "wsece", "ece_variance")
-FCE_VARIANTS = ("paper", "authors")
-"""``fce(..., variant=)``: the paper's formula (default), or what the authors' published code computes."""
 FUZZY_COLUMNS = 6  # see CalibrationStatistics.fuzzy
-_ROW_METRICS = ("ecd", "brier", "nll")
 _MIN_ROWS_PER_THREAD = 65_536
 
 
@@ -66,23 +35,6 @@ class MissingClassWarning(UserWarning):
 
 class EmptyRegionWarning(UserWarning):
     """No bin holds more than ``theta`` samples, so RBECE is undefined (NaN)."""
-
-
-def _metric_names(metrics: Iterable[str] | str | None) -> tuple[str, ...]:
-    """``None`` means every metric; a string names one metric (not its letters)."""
-    if metrics is None:
-        return METRICS
-    names = (metrics,) if isinstance(metrics, str) else metrics
-    try:
-        names = tuple(names)
-    except TypeError:
-        raise ValueError(f"`metrics` must be a metric name or an iterable of names, got {metrics!r}") from None
-    if not names:
-        raise ValueError("`metrics` is empty: name at least one metric")
-    unknown = [m for m in names if not isinstance(m, str) or m not in (*METRICS, "accuracy")]
-    if unknown:
-        raise ValueError(f"`metrics` has unknown names {unknown}; known: {list(METRICS)}")
-    return names
 
 
 def _default_threads() -> int:
@@ -428,6 +380,39 @@ def sce_from_table(classwise: np.ndarray, n: float) -> float:
     return float(np.abs(classwise[:, :, 2] - classwise[:, :, 1]).sum() / (classwise.shape[0] * n))
 
 
+def ece_l2_from_table(table: np.ndarray) -> float:
+    """L2 calibration error ``sqrt(sum_b n_b/N (acc_b - conf_b)^2)`` over one table (M, 4).
+
+    torchmetrics' ``norm="l2"`` (Kumar et al. 2019's plug-in estimate).
+    """
+    count = table[:, 0]
+    n = count.sum()
+    if n <= 0:
+        return float("nan")
+    nonempty = count > 0
+    gap = (table[nonempty, 2] - table[nonempty, 1]) / count[nonempty]
+    return float(np.sqrt(np.sum(count[nonempty] * gap**2) / n))
+
+
+def ece_l2_debiased_from_table(table: np.ndarray) -> float:
+    """Debiased L2 calibration error (Kumar et al. 2019, their ``unbiased_l2_ce``) over one table (M, 4).
+
+    Per bin with ``n_b >= 2``: ``(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)``, the
+    squared gap less the variance of ``acc_b`` (bins of one sample count 0); these are weighted
+    by ``n_b / N``, and the result is the square root of the positive part of the sum.
+    """
+    count = table[:, 0]
+    n = count.sum()
+    if n <= 0:
+        return float("nan")
+    used = count >= 2
+    m = count[used]
+    accuracy = table[used, 2] / m
+    gap = accuracy - table[used, 1] / m
+    square = np.sum(m * (gap**2 - accuracy * (1.0 - accuracy) / (m - 1.0))) / n
+    return float(np.sqrt(max(square, 0.0)))
+
+
 def _ace_bucket_bounds(num_buckets: int) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper probability of every ACE bucket (the inverse of ``_ace_bucket``)."""
     keys = np.arange(num_buckets, dtype=np.int64)
@@ -640,249 +625,3 @@ def exact_ace_partials(
     part_p[rows, cols] = found_p
     part_o[rows, cols] = found_o
     return (part_p, part_o), table
-
-
-# --------------------------------------------------------------------------------------------
-# The accumulator
-
-
-class CalibrationAccumulator:
-    """Streaming calibration metrics in memory O(bins x classes), whatever the number of samples.
-
-    ``update(probs, labels)`` adds a batch, ``merge(other)`` adds another accumulator (another
-    process or shard), ``compute()`` returns every metric of :data:`METRICS` plus ``accuracy``,
-    ``n`` and ``num_classes``. Results equal one pass over all the data, except ACE, which is
-    exact only in the one-shot functions (they still hold the data): here it splits the fine
-    buckets cut by a range boundary in proportion, and ``compute()`` also returns
-    ``ace_error_bound``, a guaranteed bound on ``|ACE_stream - ACE_exact|`` (see
-    :func:`ace_from_points`). Measured on 5-class data of 1e4 to 1e6 samples: actual error
-    5e-7 to 7e-5, bound about 0.03 (the bound assumes the worst arrangement of outcomes inside
-    every cut bucket, 16 buckets an octave).
-
-    Parameters
-    ----------
-    metrics : iterable of str, optional
-        The metrics to compute (default: all). Fewer metrics skip the costlier sums.
-    from_logits : bool
-        Inputs are logits (softmax, or sigmoid for 1-D binary input), not probabilities.
-    ignore_index : int
-        Label of positions to skip (token padding); default -100 as in ``transformers``.
-    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps
-        The SPEC.md defaults: 15, 15, 15, 20, 40, 15, 10, 1e-12.
-    fce_variant : {"paper", "authors"}
-        FCE by the paper's formula (default) or as the authors' code computes it (see
-        :func:`calibkit.fce`). The sums of both are always kept: only ``compute`` differs.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> acc = CalibrationAccumulator(metrics=["ece", "cece"])
-    >>> probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
-    >>> _ = acc.update(probs[:2], [0, 1]).update(probs[2:], [1, 1])
-    >>> round(acc.compute()["ece"], 4)
-    0.3
-    """
-
-    def __init__(
-        self,
-        metrics: Iterable[str] | None = None,
-        *,
-        from_logits: bool = False,
-        ignore_index: int = -100,
-        n_bins: int = 15,
-        ace_ranges: int = 15,
-        sce_bins: int = 15,
-        rbece_bins: int = 20,
-        theta: float = 40,
-        fce_bins: int = 15,
-        esce_bins: int = 10,
-        eps: float = 1e-12,
-        num_threads: int | None = None,
-        fce_variant: str = "paper",
-    ) -> None:
-        self.metrics = _metric_names(metrics)
-        self.from_logits = check_bool(from_logits, "from_logits")
-        self.ignore_index = check_ignore_index(ignore_index)
-        self.n_bins = check_bins(n_bins, "n_bins")
-        self.ace_ranges = check_bins(ace_ranges, "ace_ranges")
-        self.sce_bins = check_bins(sce_bins, "sce_bins")
-        self.rbece_bins = check_bins(rbece_bins, "rbece_bins")
-        self.theta = check_non_negative(theta, "theta")
-        self.fce_bins = check_bins(fce_bins, "fce_bins")
-        self.fce_variant = check_choice(fce_variant, "fce_variant", FCE_VARIANTS)
-        self.esce_bins = check_bins(esce_bins, "esce_bins")
-        self.eps = check_eps(eps)
-        self.num_threads = check_num_threads(num_threads)
-        # update() may be called from several threads: the kernel runs outside the lock, only
-        # adding its sums into the state takes it (an unguarded `a = a + b` lost updates).
-        self._lock = threading.Lock()
-        wanted = set(self.metrics)
-        top = set()
-        if wanted & {"ece", "mce", *CLASS_WISE}:
-            top.add(self.n_bins)
-        if "rbece" in wanted:
-            top.add(self.rbece_bins)
-        if "esce" in wanted:
-            top.add(self.esce_bins)
-        self._top_bins = tuple(sorted(top))
-        self._groups = frozenset(
-            name
-            for name, needed in (
-                ("rows", wanted & set(_ROW_METRICS)),
-                ("classwise", "sce" in wanted),
-                ("ace", "ace" in wanted),
-                ("fuzzy", "fce" in wanted),
-            )
-            if needed
-        )
-        self.statistics: CalibrationStatistics | None = None
-
-    def _statistics_of(
-        self,
-        prep: PreparedInput,
-        keep_parts: bool = False,
-        row_softmax: np.ndarray | None = None,
-        classwise_from_ace: bool = False,
-    ):
-        return bin_statistics(
-            prep,
-            ignore_index=self.ignore_index,
-            top_bins=self._top_bins,
-            fuzzy_bins=self.fce_bins,
-            classwise_bins=self.sce_bins,
-            groups=self._groups,
-            eps=self.eps,
-            num_threads=self.num_threads,
-            keep_parts=keep_parts,
-            row_softmax=row_softmax,
-            classwise_from_ace=classwise_from_ace,
-        )
-
-    def __getstate__(self) -> dict[str, Any]:  # a lock does not pickle (evaluate, multiprocessing)
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
-    def _add(self, stats: CalibrationStatistics) -> None:
-        with self._lock:
-            if self.statistics is None:
-                self.statistics = stats
-            else:
-                if stats.num_classes != self.statistics.num_classes or stats.binary != self.statistics.binary:
-                    raise ValueError(
-                        f"`probs` has {stats.num_classes} classes (binary={stats.binary}) but earlier batches had "
-                        f"{self.statistics.num_classes} (binary={self.statistics.binary})"
-                    )
-                self.statistics = self.statistics + stats
-
-    def update(self, probs: Any, labels: Any) -> CalibrationAccumulator:
-        """Add a batch: ``probs`` (N,), (N, K) or (N, L, K); ``labels`` (N,) or (N, L)."""
-        prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
-        self._add(self._statistics_of(prep)[0])
-        return self
-
-    def merge(self, other: CalibrationAccumulator) -> CalibrationAccumulator:
-        """Add the statistics of another accumulator built with the same settings."""
-        if not isinstance(other, CalibrationAccumulator):
-            raise ValueError(f"`other` must be a CalibrationAccumulator, got {type(other).__name__}")
-        if other is self:
-            raise ValueError("`other` is this accumulator: merging it into itself would count its data twice")
-        settings = ("metrics", "n_bins", "ace_ranges", "sce_bins", "rbece_bins", "theta", "fce_bins", "esce_bins")
-        settings += ("fce_variant", "eps", "from_logits", "ignore_index")
-        mismatch = [s for s in settings if getattr(self, s) != getattr(other, s)]
-        if mismatch:
-            raise ValueError(f"`other` was built with different settings: {mismatch}")
-        snapshot = other.statistics  # replaced, never changed in place, by _add: a consistent read
-        if snapshot is not None:
-            self._add(snapshot)
-        return self
-
-    def reset(self) -> None:
-        with self._lock:
-            self.statistics = None
-
-    def compute(self, *, ace_partials: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
-        """Every requested metric from the accumulated sums (see :func:`calibkit.calibration_report`).
-
-        ``ace_partials``: the exact sums where a range boundary cuts an ACE bucket, from
-        :meth:`calibkit.metrics.exact_ace.ExactACE.partials` (further passes over the same data)
-        or the one-shot functions; ACE is then exact and ``ace_error_bound`` 0.
-        """
-        stats = self.statistics
-        if stats is None or stats.n == 0:
-            raise ValueError(
-                f"`labels`: no sample to evaluate (empty input, or every label equals ignore_index={self.ignore_index})"
-            )
-        return report_from_statistics(
-            stats,
-            self.metrics,
-            n_bins=self.n_bins,
-            ace_ranges=self.ace_ranges,
-            rbece_bins=self.rbece_bins,
-            theta=self.theta,
-            esce_bins=self.esce_bins,
-            ace_partials=ace_partials,
-            fce_variant=self.fce_variant,
-        )
-
-
-def report_from_statistics(
-    stats: CalibrationStatistics,
-    metrics: Iterable[str],
-    *,
-    n_bins: int,
-    ace_ranges: int,
-    rbece_bins: int,
-    theta: float,
-    esce_bins: int,
-    ace_partials: tuple[np.ndarray, np.ndarray] | None = None,
-    fce_variant: str = "paper",
-) -> dict[str, Any]:
-    """Evaluate the requested metrics on accumulated statistics."""
-    wanted = set(metrics)
-    s = stats.scalars
-    n = s[K.S_N]
-    out: dict[str, Any] = {}
-    if wanted & {"ece", "mce", *CLASS_WISE}:
-        by_class = stats.top_table(n_bins)
-        overall = by_class.sum(axis=0)
-        out["ece"] = ece_from_table(overall)
-        out["mce"] = mce_from_table(overall)
-        if wanted & set(CLASS_WISE):
-            class_ece = per_class_ece(by_class)
-            absent = np.flatnonzero(np.isnan(class_ece))
-            if absent.size:
-                warnings.warn(
-                    f"classes {absent.tolist()} have no sample: their ECE_k is NaN and they are left out of "
-                    "CECE, MSECE, WSECE and ECE variance",
-                    MissingClassWarning,
-                    stacklevel=3,
-                )
-            out["subset_ece"] = class_ece
-            out.update(class_wise_summary(class_ece, by_class[:, :, 0].sum(axis=1), out["ece"]))
-    if "ace" in wanted:
-        points = ace_points(stats.ace, ace_ranges)
-        out["ace"], bound = ace_from_points(stats.ace, points, ace_partials)
-        out["ace_error_bound"] = bound
-    if "sce" in wanted:
-        out["sce"] = sce_from_table(stats.classwise, n)
-    if "rbece" in wanted:
-        out["rbece"] = rbece_from_table(stats.top_table(rbece_bins).sum(axis=0), theta)
-    if "fce" in wanted:
-        out["fce"] = fce_from_table(stats.fuzzy, fce_variant)
-    if "esce" in wanted:
-        out["esce"] = esce_from_table(stats.top_table(esce_bins).sum(axis=0))
-    out["overconfidence"] = float(s[K.S_WRONG_CONF] / s[K.S_WRONG]) if s[K.S_WRONG] > 0 else float("nan")
-    if "rows" in stats.has:
-        out["ecd"] = float(s[K.S_ECD] / n)
-        out["brier"] = float(s[K.S_BRIER] / n)
-        out["nll"] = float(s[K.S_NLL] / n)
-    out["accuracy"] = float(s[K.S_CORRECT] / n)
-    out["n"] = int(n)
-    out["num_classes"] = stats.num_classes
-    order = [*METRICS, "ace_error_bound", "accuracy", "n", "num_classes"]
-    return {key: out[key] for key in order if key in out and (key in wanted or key not in METRICS)}

@@ -11,7 +11,7 @@ _CITATION = bibtex("nixon2019")
 
 _DESCRIPTION = """\
 Adaptive calibration error (Nixon et al. 2019), class-conditional with equal-mass ranges: for
-each class k the probabilities p_ik are sorted and cut into `n_ranges` ranges holding the same
+each class k the probabilities p_ik are sorted and cut into `ace_ranges` ranges holding the same
 number of samples; ACE = 1/(K R) sum_k sum_r |acc_rk - conf_rk|, where acc_rk is the fraction of
 samples of range r whose label is k and conf_rk their mean p_k. Exact: computed by calibkit's
 one-shot functional core (`calibkit.ace`) on all the predictions held, ties resolved so the
@@ -21,7 +21,8 @@ result does not depend on the order of the samples.
 _KWARGS_DESCRIPTION = (
     ARGS_DOC
     + """\
-    n_ranges (`int`, defaults to 15): equal-mass ranges per class.
+    ace_ranges (`int`, defaults to 15): equal-mass ranges per class.
+    n_ranges (deprecated): the old name of `ace_ranges`, accepted with a `FutureWarning` until the next release.
 Returns:
     ace (`float`): adaptive calibration error, in [0, 1]; 0 is perfectly calibrated.
 Examples:
@@ -44,14 +45,21 @@ Examples:
 _LIMITATIONS = """\
 Equal-mass ranges adapt to where the probabilities are, but a class column is dominated by
 near-zero probabilities, so most ranges measure how well the model says "not this class". Needs at
-least `n_ranges` samples; slower than the binned metrics because it sorts.
+least `ace_ranges` samples; slower than the binned metrics because it sorts.
 """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Ace(CalibrationMetric):
     def _compute(
-        self, predictions, references, n_ranges: int = 15, from_logits: bool = False, ignore_index: int = -100
+        self,
+        predictions,
+        references,
+        ace_ranges: int = 15,
+        from_logits: bool = False,
+        ignore_index: int = -100,
+        n_ranges: int | None = None,
     ) -> dict:
-        settings = {"n_ranges": n_ranges, "from_logits": from_logits, "ignore_index": ignore_index}
+        settings = {"ace_ranges": ace_ranges, "from_logits": from_logits, "ignore_index": ignore_index}
+        settings["n_ranges"] = n_ranges  # deprecated name: calibkit.ace warns and resolves it
         return self._run(calibkit.ace, predictions, references, **settings)

@@ -11,7 +11,7 @@ _CITATION = bibtex("sumler2025")
 
 _DESCRIPTION = """\
 Expected signed calibration error (Sumler et al. 2025, eq 6): ESCE = sum_b n_b/N (acc_b - conf_b)
-over `n_bins` equal-width bins of the top-label confidence (of P(class 1) against the fraction of
+over `esce_bins` equal-width bins of the top-label confidence (of P(class 1) against the fraction of
 positives for binary input). Negative means over-confident. Computed by calibkit's functional core
 (`calibkit.esce`).
 """
@@ -19,7 +19,8 @@ positives for binary input). Negative means over-confident. Computed by calibkit
 _KWARGS_DESCRIPTION = (
     ARGS_DOC
     + """\
-    n_bins (`int`, defaults to 10): equal-width bins of the confidence.
+    esce_bins (`int`, defaults to 10): equal-width bins of the confidence.
+    n_bins (deprecated): the old name of `esce_bins`, accepted with a `FutureWarning` until the next release.
 Returns:
     esce (`float`): expected signed calibration error, in [-1, 1]; < 0 over-confident.
 Examples:
@@ -41,14 +42,21 @@ Examples:
 
 _LIMITATIONS = """\
 Signed gaps of different bins cancel: a model over-confident at high confidence and under-confident
-at low confidence can score 0. Binned, so it depends on `n_bins`; read it with ECE.
+at low confidence can score 0. Binned, so it depends on `esce_bins`; read it with ECE.
 """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Esce(CalibrationMetric):
     def _compute(
-        self, predictions, references, n_bins: int = 10, from_logits: bool = False, ignore_index: int = -100
+        self,
+        predictions,
+        references,
+        esce_bins: int = 10,
+        from_logits: bool = False,
+        ignore_index: int = -100,
+        n_bins: int | None = None,
     ) -> dict:
-        settings = {"n_bins": n_bins, "from_logits": from_logits, "ignore_index": ignore_index}
+        settings = {"esce_bins": esce_bins, "from_logits": from_logits, "ignore_index": ignore_index}
+        settings["n_bins"] = n_bins  # deprecated name: calibkit.esce warns and resolves it
         return self._run(calibkit.esce, predictions, references, **settings)

@@ -20,10 +20,12 @@ the skew of the confidences. Computed by calibkit's functional core (`calibkit.f
 _KWARGS_DESCRIPTION = (
     ARGS_DOC
     + """\
-    n_bins (`int`, defaults to 15): fuzzy bins over [0, 1].
-    variant (`str`, defaults to `"paper"`): `"paper"`, the paper's eq 4-6; `"authors"`, FCE as the
-        authors' published code computes it (memberships rounded to 3 decimals, confidence averaged
-        over the correct predictions only), which reproduces their published numbers.
+    fce_bins (`int`, defaults to 15): fuzzy bins over [0, 1].
+    fce_variant (`str`, defaults to `"paper"`): `"paper"`, the paper's eq 4-6; `"authors"`, FCE as
+        the authors' published code computes it (memberships rounded to 3 decimals, confidence
+        averaged over the correct predictions only), which reproduces their published numbers.
+    n_bins, variant (deprecated): the old names of `fce_bins` and `fce_variant`, accepted with a
+        `FutureWarning` until the next release.
 Returns:
     fce (`float`): fuzzy calibration error, in [0, 1]; 0 is perfectly calibrated.
 Examples:
@@ -32,7 +34,7 @@ Examples:
     >>> results = metric.compute(predictions=predictions, references=[0, 1, 1, 1])
     >>> round(results['fce'], 4)
     0.3
-    >>> results = metric.compute(predictions=predictions, references=[0, 1, 1, 1], variant="authors")
+    >>> results = metric.compute(predictions=predictions, references=[0, 1, 1, 1], fce_variant="authors")
     >>> round(results['fce'], 4)
     0.15
 
@@ -49,10 +51,10 @@ Examples:
 _LIMITATIONS = """\
 By default confidence is averaged over all predictions (the paper's eq 5, SPEC.md). The authors'
 code averages it over the correct predictions only and rounds memberships to 3 decimals, so their
-published numbers need `variant="authors"`, which reproduces their `fuzzy_eval.csv` (AG News, 4
+published numbers need `fce_variant="authors"`, which reproduces their `fuzzy_eval.csv` (AG News, 4
 training sizes x 15 values of M). In that variant accuracy minus confidence is >= 0 in every bin:
 nothing cancels, and a perfectly calibrated model does not score 0. Either way FCE is a binned
-estimate that depends on `n_bins`. What calibkit reproduces from each seed paper, and what it
+estimate that depends on `fce_bins`. What calibkit reproduces from each seed paper, and what it
 cannot: calibkit's README, "Reproducing the papers" (tests in `tests/papers/`).
 """
 
@@ -63,10 +65,19 @@ class Fce(CalibrationMetric):
         self,
         predictions,
         references,
-        n_bins: int = 15,
-        variant: str = "paper",
+        fce_bins: int = 15,
+        fce_variant: str = "paper",
         from_logits: bool = False,
         ignore_index: int = -100,
+        n_bins: int | None = None,
+        variant: str | None = None,
     ) -> dict:
-        settings = {"n_bins": n_bins, "variant": variant, "from_logits": from_logits, "ignore_index": ignore_index}
+        settings = {
+            "fce_bins": fce_bins,
+            "fce_variant": fce_variant,
+            "from_logits": from_logits,
+            "ignore_index": ignore_index,
+            "n_bins": n_bins,  # deprecated names: calibkit.fce warns and resolves them
+            "variant": variant,
+        }
         return self._run(calibkit.fce, predictions, references, **settings)

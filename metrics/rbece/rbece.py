@@ -20,8 +20,9 @@ bin (the non-entity class of NER) are measured. Computed by calibkit's functiona
 _KWARGS_DESCRIPTION = (
     ARGS_DOC
     + """\
-    n_bins (`int`, defaults to 20): equal-width bins of the top-label confidence.
+    rbece_bins (`int`, defaults to 20): equal-width bins of the top-label confidence.
     theta (`float`, defaults to 40): a bin counts only if it holds more than `theta` samples.
+    n_bins (deprecated): the old name of `rbece_bins`, accepted with a `FutureWarning` until the next release.
 Returns:
     rbece (`float`): region-balanced calibration error, in [0, 1]; NaN (with a warning) when no bin
         holds more than `theta` samples.
@@ -44,8 +45,8 @@ Examples:
 
 _LIMITATIONS = """\
 Bins just above `theta` samples count as much as bins with millions, so RBECE is noisier than ECE;
-with fewer than about `theta` x `n_bins` samples many regions drop out (lower `theta` for small
-evaluation sets). The value depends on both `n_bins` and `theta`: report them.
+with fewer than about `theta` x `rbece_bins` samples many regions drop out (lower `theta` for small
+evaluation sets). The value depends on both `rbece_bins` and `theta`: report them.
 """
 
 
@@ -55,10 +56,12 @@ class Rbece(CalibrationMetric):
         self,
         predictions,
         references,
-        n_bins: int = 20,
+        rbece_bins: int = 20,
         theta: float = 40,
         from_logits: bool = False,
         ignore_index: int = -100,
+        n_bins: int | None = None,
     ) -> dict:
-        settings = {"n_bins": n_bins, "theta": theta, "from_logits": from_logits, "ignore_index": ignore_index}
+        settings = {"rbece_bins": rbece_bins, "theta": theta, "from_logits": from_logits, "ignore_index": ignore_index}
+        settings["n_bins"] = n_bins  # deprecated name: calibkit.rbece warns and resolves it
         return self._run(calibkit.rbece, predictions, references, **settings)

@@ -19,7 +19,8 @@ calibkit's functional core (`calibkit.sce`).
 _KWARGS_DESCRIPTION = (
     ARGS_DOC
     + """\
-    n_bins (`int`, defaults to 15): equal-width bins of each class probability.
+    sce_bins (`int`, defaults to 15): equal-width bins of each class probability.
+    n_bins (deprecated): the old name of `sce_bins`, accepted with a `FutureWarning` until the next release.
 Returns:
     sce (`float`): static calibration error, in [0, 1]; 0 is perfectly calibrated.
 Examples:
@@ -41,14 +42,21 @@ Examples:
 
 _LIMITATIONS = """\
 Averaged over classes, so with many classes most terms are the near-zero probabilities of the
-classes a sample is clearly not, which pulls SCE towards 0; binned, so it depends on `n_bins`.
+classes a sample is clearly not, which pulls SCE towards 0; binned, so it depends on `sce_bins`.
 """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Sce(CalibrationMetric):
     def _compute(
-        self, predictions, references, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+        self,
+        predictions,
+        references,
+        sce_bins: int = 15,
+        from_logits: bool = False,
+        ignore_index: int = -100,
+        n_bins: int | None = None,
     ) -> dict:
-        settings = {"n_bins": n_bins, "from_logits": from_logits, "ignore_index": ignore_index}
+        settings = {"sce_bins": sce_bins, "from_logits": from_logits, "ignore_index": ignore_index}
+        settings["n_bins"] = n_bins  # deprecated name: calibkit.sce warns and resolves it
         return self._run(calibkit.sce, predictions, references, **settings)

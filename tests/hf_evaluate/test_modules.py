@@ -13,14 +13,15 @@ from calibkit.evaluate_modules import CORE_METRICS, MODULE_NAMES, evaluate_modul
 
 SETTINGS = {  # a non-default value of every setting, to check that each is passed on to the core
     "ece": {"n_bins": 7},
-    "ace": {"n_ranges": 6},
-    "sce": {"n_bins": 9},
+    "ece_l2": {"n_bins": 6},
+    "ace": {"ace_ranges": 6},
+    "sce": {"sce_bins": 9},
     "cece": {"n_bins": 8},
-    "rbece": {"n_bins": 10, "theta": 3},
-    "fce": {"n_bins": 11},
+    "rbece": {"rbece_bins": 10, "theta": 3},
+    "fce": {"fce_bins": 11, "fce_variant": "authors"},
     "overconfidence": {},
     "ecd": {"eps": 1e-6},
-    "esce": {"n_bins": 12},
+    "esce": {"esce_bins": 12},
     "brier": {},
     "nll": {"eps": 1e-6},
     "calibration_report": {"n_bins": 7, "ace_ranges": 6, "sce_bins": 9, "theta": 3, "fce_bins": 11, "esce_bins": 12},
@@ -31,6 +32,8 @@ def expected(name, probs, labels, **kwargs):
     """What the functional core says, in the module's output format."""
     if name == "ece":
         return {"ece": calibkit.ece(probs, labels, **kwargs), "mce": calibkit.mce(probs, labels, **kwargs)}
+    if name == "ece_l2":
+        return {key: getattr(calibkit, key)(probs, labels, **kwargs) for key in ("ece_l2", "ece_l2_debiased")}
     if name == "cece":
         out = {
             key: getattr(calibkit, key)(probs, labels, **kwargs) for key in ("cece", "msece", "wsece", "ece_variance")

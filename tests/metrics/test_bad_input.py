@@ -96,12 +96,10 @@ BAD_SETTINGS = [
         for d in ("ece", "mce", "cece", "msece", "wsece")
         for v in (0, -1, "3", 2.5, True, 10**7)
     ],
-    *[
-        (d, "n_bins", 0, r"`n_bins` must be an integer")
-        for d in ("sce", "subset_ece", "ece_variance", "rbece", "fce", "esce", "reliability_bins")
-    ],
-    ("ace", "n_ranges", 0, r"`n_ranges` must be an integer"),
-    ("ace", "n_ranges", "15", r"`n_ranges` must be an integer"),
+    *[(d, "n_bins", 0, r"`n_bins` must be an integer") for d in ("subset_ece", "ece_variance", "reliability_bins")],
+    *[(d, f"{d}_bins", 0, rf"`{d}_bins` must be an integer") for d in ("sce", "rbece", "fce", "esce")],
+    ("ace", "ace_ranges", 0, r"`ace_ranges` must be an integer"),
+    ("ace", "ace_ranges", "15", r"`ace_ranges` must be an integer"),
     ("rbece", "theta", -1, r"`theta` must be a number >= 0"),
     ("rbece", "theta", float("nan"), r"`theta` must be a number >= 0"),
     ("rbece", "theta", "40", r"`theta` must be a number >= 0"),

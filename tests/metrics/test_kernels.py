@@ -137,9 +137,9 @@ def test_exact_ace_resolves_dense_buckets_and_ties_cut_by_boundaries(decimals):
     labels = rng.integers(0, 3, first.size)
     for n_ranges in (7, 15, 100):
         expected = numpy_ace(probs, labels, n_ranges)
-        assert calibkit.ace(probs, labels, n_ranges=n_ranges) == pytest.approx(expected, abs=1e-12)
+        assert calibkit.ace(probs, labels, ace_ranges=n_ranges) == pytest.approx(expected, abs=1e-12)
         shuffled = rng.permutation(first.size)
-        got = calibkit.ace(probs[shuffled], labels[shuffled], n_ranges=n_ranges)
+        got = calibkit.ace(probs[shuffled], labels[shuffled], ace_ranges=n_ranges)
         assert got == pytest.approx(expected, abs=1e-12)
 
 

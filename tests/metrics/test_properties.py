@@ -83,7 +83,7 @@ def test_permuting_samples_changes_nothing(case, perm_seed):
 def test_streaming_ace_within_its_bound_of_exact(case, n_ranges):
     seed, kind, k, from_logits, decimals = case
     probs, labels = build(seed, kind, k, from_logits, decimals, n=300)
-    exact = calibkit.ace(probs, labels, n_ranges=n_ranges, from_logits=from_logits)
+    exact = calibkit.ace(probs, labels, ace_ranges=n_ranges, from_logits=from_logits)
     stream = CalibrationAccumulator(["ace"], ace_ranges=n_ranges, from_logits=from_logits)
     out = stream.update(probs, labels).compute()
     assert abs(out["ace"] - exact) <= out["ace_error_bound"] + 1e-12

@@ -57,7 +57,7 @@ def test_report_on_long_rows_matches_reference(seed, kind, n, k, from_logits, n_
     check_report(probs, labels, k, from_logits, n_bins)
     # SCE alone takes the class-wise pass without the ACE histogram
     rows, _ = ref.rows_of(probs, labels, from_logits=from_logits)
-    alone = calibkit.sce(probs, labels, n_bins=n_bins, from_logits=from_logits)
+    alone = calibkit.sce(probs, labels, sce_bins=n_bins, from_logits=from_logits)
     assert close(alone, ref.sce(rows, k, n_bins)), (alone, ref.sce(rows, k, n_bins))
 
 
@@ -81,7 +81,7 @@ def test_long_row_class_wise_bins_on_bucket_edges(sce_bins):
     expected = ref.sce(rows, k, sce_bins)
     report = calibkit.calibration_report(probs, labels, sce_bins=sce_bins)
     assert close(report["sce"], expected), (report["sce"], expected)
-    assert close(calibkit.sce(probs, labels, n_bins=sce_bins), expected)
+    assert close(calibkit.sce(probs, labels, sce_bins=sce_bins), expected)
 
 
 def test_long_row_class_wise_bins_come_from_ace_buckets_only_for_few_bins(monkeypatch):

@@ -71,7 +71,7 @@ def test_section_iv_d_weighted_sum_of_bins_is_the_ecd(n_bins):
     filled = bins["count"] > 0
     weighted = (bins["count"][filled] * bins["ecd"][filled]).sum() / bins["count"].sum()
     assert weighted == pytest.approx(value, abs=1e-12)
-    esce, esce_bins = calibkit.esce(p, y, return_bins=True, n_bins=n_bins)
+    esce, esce_bins = calibkit.esce(p, y, return_bins=True, esce_bins=n_bins)
     assert esce_bins["esce_contribution"].sum() == pytest.approx(esce, abs=1e-12)
 
 

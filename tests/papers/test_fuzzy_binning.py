@@ -12,7 +12,7 @@ are their published AG News test predictions (7,600 texts, 4 classes) after fine
 What reproduces (each test names its file, rows and column):
 
 - ``fuzzy_eval.csv``, column ``fce``: all 60 AG News rows (4 sizes x M = 1..15) equal
-  ``round(fce(probs, labels, n_bins=M, variant="authors"), 3)``, the authors' printed rounding
+  ``round(fce(probs, labels, fce_bins=M, fce_variant="authors"), 3)``, the authors' printed rounding
   (largest |unrounded - printed| 0.0004999, every row on the printed side of its rounding tie).
 - Column ``fce_breakdown`` (their per-bin ``|acc_m - conf_m|``, unrounded): within 7.0e-6 of
   calibkit's per-bin sums. Not closer because their run computed the memberships in float32
@@ -81,7 +81,7 @@ def test_fuzzy_eval_csv_fce_column(agnews, size):
     d = agnews[size]
     for m in range(1, 16):
         printed = float(ROWS[size, m]["fce"])
-        value = calibkit.fce(d["probs"], d["labels"], n_bins=m, variant="authors")
+        value = calibkit.fce(d["probs"], d["labels"], fce_bins=m, fce_variant="authors")
         assert round(value, 3) == printed, (size, m, value, printed)
         assert abs(value - printed) < 5e-4
 
@@ -176,7 +176,7 @@ def test_fuzzy_eval_csv_of_column(agnews, size):
 def test_table_1_agnews_100_delta_fce(agnews):
     """Paper, Table 1, row AGNEWS 100, column Delta_FCE = 0.00 (mean FCE at M = 2..7 minus at M = 8..15)."""
     d = agnews[100]
-    values = {m: calibkit.fce(d["probs"], d["labels"], n_bins=m, variant="authors") for m in range(2, 16)}
+    values = {m: calibkit.fce(d["probs"], d["labels"], fce_bins=m, fce_variant="authors") for m in range(2, 16)}
     delta = np.mean([values[m] for m in range(2, 8)]) - np.mean([values[m] for m in range(8, 16)])
     assert abs(delta) * 100 < 0.005  # 0.00 whatever the table's scale factor
     assert all(round(v, 6) == 0.406149 for v in values.values())
@@ -186,4 +186,5 @@ def test_the_paper_formula_gives_other_numbers(agnews):
     """fuzzy_eval.csv, row agnews/100/15: 0.406 with the authors' code, 0.2865 by eq 4-6."""
     d = agnews[100]
     assert round(calibkit.fce(d["probs"], d["labels"]), 4) == 0.2865
-    assert round(calibkit.fce(d["probs"], d["labels"], variant="authors"), 3) == float(ROWS[100, 15]["fce"]) == 0.406
+    authors = calibkit.fce(d["probs"], d["labels"], fce_variant="authors")
+    assert round(authors, 3) == float(ROWS[100, 15]["fce"]) == 0.406

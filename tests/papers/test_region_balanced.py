@@ -66,7 +66,7 @@ def test_section_3_rdts_divides_logits_by_a_confidence_dependent_temperature():
 def test_eq_2_rbece_counts_bins_with_more_than_theta_samples_strictly():
     """Eq 2 and §2: a bin counts if it holds ``n > theta`` samples; §4.3: 20 bins, theta = 40."""
     defaults = inspect.signature(calibkit.rbece).parameters
-    assert (defaults["n_bins"].default, defaults["theta"].default) == (20, 40)
+    assert (defaults["rbece_bins"].default, defaults["theta"].default) == (20, 40)
     # 41 correct predictions at confidence 0.925 (bin 19 of 20), 40 at 0.975 (bin 20), 39 at 0.575
     conf = np.repeat([0.925, 0.975, 0.575], [41, 40, 39])
     probs = np.stack([conf, 1 - conf], axis=1)

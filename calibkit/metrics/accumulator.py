@@ -1,0 +1,288 @@
+"""The public statistics API: statistics of a batch, a streaming accumulator, and the exact one-shot report.
+
+:func:`compute_statistics` fills the sums that some metrics need (one pass of the compiled
+kernel); :class:`CalibrationAccumulator` adds them across batches, threads and processes;
+:func:`exact_report` is the one-shot path of the functional API, which still holds the data and so
+makes ACE exact with a second pass over the samples of the cut buckets. All three take a
+:class:`~calibkit.metrics.settings.CalibrationSettings` and read the metric registry
+(:mod:`calibkit.metrics.registry`); none re-derives a formula.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from calibkit.metrics import _kernels as kernels
+from calibkit.metrics._validation import PreparedInput, check_num_threads, prepare
+from calibkit.metrics.registry import metric_names, plan, report_from_statistics
+from calibkit.metrics.settings import DEFAULTS, CalibrationSettings, either
+from calibkit.metrics.statistics import (
+    CLASSWISE_FROM_ACE_MAX_BINS,
+    CalibrationStatistics,
+    ace_points,
+    bin_statistics,
+    exact_ace_partials,
+)
+
+_NO_SAMPLE = "`labels`: no sample to evaluate (empty input, or every label equals ignore_index={})"
+
+
+def compute_statistics(
+    prep: PreparedInput,
+    settings: CalibrationSettings = DEFAULTS,
+    metrics: Iterable[str] | None = None,
+    *,
+    num_threads: int | None = None,
+) -> CalibrationStatistics:
+    """The per-bin sums that ``metrics`` need, over one prepared batch.
+
+    Parameters
+    ----------
+    prep : PreparedInput
+        From :func:`calibkit.metrics._validation.prepare` (validated rows and labels).
+    settings : CalibrationSettings
+        Bin counts and conventions; ``settings.ignore_index`` masks labels.
+    metrics : iterable of str, optional
+        Names from :data:`calibkit.METRICS` (default: all); fewer metrics skip costlier sums.
+    num_threads : int, optional
+        Threads of the pass (default: the CPUs available).
+
+    Returns
+    -------
+    CalibrationStatistics
+        Additive: ``a + b`` is the statistics of both batches.
+    """
+    sums = plan(metric_names(metrics), settings)
+    stats, _ = bin_statistics(
+        prep,
+        ignore_index=settings.ignore_index,
+        top_bins=sums.top_bins,
+        fuzzy_bins=sums.fuzzy_bins,
+        classwise_bins=sums.classwise_bins,
+        groups=sums.groups,
+        eps=sums.eps,
+        num_threads=num_threads,
+    )
+    return stats
+
+
+def exact_report(
+    prep: PreparedInput,
+    settings: CalibrationSettings = DEFAULTS,
+    metrics: Iterable[str] | None = None,
+    *,
+    num_threads: int | None = None,
+) -> tuple[dict[str, Any], CalibrationStatistics]:
+    """Every metric of ``metrics`` on one prepared batch, ACE exact; also returns the statistics.
+
+    One pass fills the sums; when ACE is asked for, a second pass copies only the samples of
+    the fine buckets that an equal-mass range boundary cuts and sorts them (on rows of 16
+    classes or more and up to 32 ``sce_bins``, also those a class-wise bin edge cuts: SCE's bins
+    are then built from the ACE buckets instead of a second histogram in the first pass).
+
+    Raises
+    ------
+    ValueError
+        When no sample remains after masking.
+    """
+    names = metric_names(metrics)
+    sums = plan(names, settings)
+    want_ace = "ace" in names
+    # Long logit rows keep their maximum and inverse softmax sum (16 bytes a row) for the
+    # exact-ACE pass, which then takes one exp an entry instead of a whole softmax.
+    keep = want_ace and prep.mode == kernels.MODE_LOGITS and prep.num_classes >= kernels.LONG_ROW
+    row_softmax = np.empty((prep.values.shape[0], 2)) if keep else None
+    derive = want_ace and "sce" in names and prep.num_classes >= kernels.LONG_ROW
+    derive = derive and settings.sce_bins <= CLASSWISE_FROM_ACE_MAX_BINS
+    stats, parts = bin_statistics(
+        prep,
+        ignore_index=settings.ignore_index,
+        top_bins=sums.top_bins,
+        fuzzy_bins=sums.fuzzy_bins,
+        classwise_bins=sums.classwise_bins,
+        groups=sums.groups,
+        eps=sums.eps,
+        num_threads=num_threads,
+        keep_parts=want_ace,
+        row_softmax=row_softmax,
+        classwise_from_ace=derive,
+    )
+    if stats.n == 0:
+        raise ValueError(_NO_SAMPLE.format(settings.ignore_index))
+    partials = None
+    if want_ace:  # the data is still here: resolve the buckets a range boundary cuts exactly
+        points = ace_points(stats.ace, settings.ace_ranges)
+        partials, classwise = exact_ace_partials(
+            prep,
+            parts,
+            points,
+            ignore_index=settings.ignore_index,
+            num_threads=num_threads,
+            row_softmax=row_softmax,
+            classwise_bins=settings.sce_bins if derive else None,
+        )
+        if derive:
+            stats.classwise = classwise
+    return report_from_statistics(stats, names, settings, ace_partials=partials), stats
+
+
+class CalibrationAccumulator:
+    """Streaming calibration metrics in memory O(bins x classes), whatever the number of samples.
+
+    ``update(probs, labels)`` adds a batch, ``merge(other)`` adds another accumulator (another
+    process or shard), ``compute()`` returns every metric of :data:`calibkit.METRICS` plus
+    ``accuracy``, ``n`` and ``num_classes``. Results equal one pass over all the data, except ACE,
+    which needs the order of the confidences over all of it: here it splits the fine buckets cut
+    by a range boundary in proportion, and ``compute()`` also returns ``ace_error_bound``, a
+    guaranteed bound on ``|ACE_stream - ACE_exact|`` (see
+    :func:`~calibkit.metrics.statistics.ace_from_points`); further passes over the same data
+    (:class:`~calibkit.metrics.exact_ace.ExactACE`) make it exact.
+
+    Parameters
+    ----------
+    metrics : iterable of str, optional
+        The metrics to compute (default: all). Fewer metrics skip the costlier sums.
+    settings : CalibrationSettings, optional
+        All settings at once; or give them as keywords (not both).
+    from_logits, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant
+        The fields of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's defaults).
+    num_threads : int, optional
+        Threads of each update's pass (default: the CPUs available).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> acc = CalibrationAccumulator(metrics=["ece", "cece"])
+    >>> probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
+    >>> _ = acc.update(probs[:2], [0, 1]).update(probs[2:], [1, 1])
+    >>> round(acc.compute()["ece"], 4)
+    0.3
+    """
+
+    def __init__(
+        self,
+        metrics: Iterable[str] | None = None,
+        *,
+        settings: CalibrationSettings | None = None,
+        from_logits: bool = False,
+        ignore_index: int = -100,
+        n_bins: int = 15,
+        ace_ranges: int = 15,
+        sce_bins: int = 15,
+        rbece_bins: int = 20,
+        theta: float = 40,
+        fce_bins: int = 15,
+        esce_bins: int = 10,
+        eps: float = 1e-12,
+        num_threads: int | None = None,
+        fce_variant: str = "paper",
+    ) -> None:
+        self.metrics = metric_names(metrics)
+        given = CalibrationSettings(
+            n_bins=n_bins,
+            ace_ranges=ace_ranges,
+            sce_bins=sce_bins,
+            rbece_bins=rbece_bins,
+            theta=theta,
+            fce_bins=fce_bins,
+            fce_variant=fce_variant,
+            esce_bins=esce_bins,
+            eps=eps,
+            from_logits=from_logits,
+            ignore_index=ignore_index,
+        )
+        self.settings = either(settings, given)
+        self.num_threads = check_num_threads(num_threads)
+        self.plan = plan(self.metrics, self.settings)
+        # update() may be called from several threads: the kernel runs outside the lock, only
+        # adding its sums into the state takes it (an unguarded `a = a + b` lost updates).
+        self._lock = threading.Lock()
+        self.statistics: CalibrationStatistics | None = None
+
+    # One attribute per setting, as before the settings object (read-only).
+    from_logits = property(lambda self: self.settings.from_logits)
+    ignore_index = property(lambda self: self.settings.ignore_index)
+    n_bins = property(lambda self: self.settings.n_bins)
+    ace_ranges = property(lambda self: self.settings.ace_ranges)
+    sce_bins = property(lambda self: self.settings.sce_bins)
+    rbece_bins = property(lambda self: self.settings.rbece_bins)
+    theta = property(lambda self: self.settings.theta)
+    fce_bins = property(lambda self: self.settings.fce_bins)
+    fce_variant = property(lambda self: self.settings.fce_variant)
+    esce_bins = property(lambda self: self.settings.esce_bins)
+    eps = property(lambda self: self.settings.eps)
+
+    def __getstate__(self) -> dict[str, Any]:  # a lock does not pickle (evaluate, multiprocessing)
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def add_statistics(self, stats: CalibrationStatistics) -> CalibrationAccumulator:
+        """Add statistics filled with this accumulator's metrics and settings (see :func:`compute_statistics`)."""
+        if not isinstance(stats, CalibrationStatistics):
+            raise ValueError(f"`stats` must be a CalibrationStatistics, got {type(stats).__name__}")
+        with self._lock:
+            if self.statistics is None:
+                self.statistics = stats
+            else:
+                if stats.num_classes != self.statistics.num_classes or stats.binary != self.statistics.binary:
+                    raise ValueError(
+                        f"`probs` has {stats.num_classes} classes (binary={stats.binary}) but earlier batches had "
+                        f"{self.statistics.num_classes} (binary={self.statistics.binary})"
+                    )
+                self.statistics = self.statistics + stats
+        return self
+
+    def update(self, probs: Any, labels: Any) -> CalibrationAccumulator:
+        """Add a batch: ``probs`` (N,), (N, K) or (N, L, K); ``labels`` (N,) or (N, L)."""
+        prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
+        return self.add_statistics(compute_statistics(prep, self.settings, self.metrics, num_threads=self.num_threads))
+
+    def merge(self, other: CalibrationAccumulator) -> CalibrationAccumulator:
+        """Add the statistics of another accumulator built with the same metrics and settings."""
+        if not isinstance(other, CalibrationAccumulator):
+            raise ValueError(f"`other` must be a CalibrationAccumulator, got {type(other).__name__}")
+        if other is self:
+            raise ValueError("`other` is this accumulator: merging it into itself would count its data twice")
+        mismatch = ["metrics"] if self.metrics != other.metrics else []
+        mine, theirs = self.settings.as_dict(), other.settings.as_dict()
+        mismatch += [name for name in mine if mine[name] != theirs[name]]
+        if mismatch:
+            raise ValueError(f"`other` was built with different settings: {mismatch}")
+        snapshot = other.statistics  # replaced, never changed in place, by add_statistics: a consistent read
+        if snapshot is not None:
+            self.add_statistics(snapshot)
+        return self
+
+    def reset(self) -> None:
+        """Forget every batch."""
+        with self._lock:
+            self.statistics = None
+
+    def compute(self, *, ace_partials: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+        """Every requested metric from the accumulated sums (see :func:`calibkit.calibration_report`).
+
+        Parameters
+        ----------
+        ace_partials : tuple of ndarray, optional
+            The exact sums where a range boundary cuts an ACE bucket, from
+            :meth:`calibkit.metrics.exact_ace.ExactACE.partials` (further passes over the same
+            data); ACE is then exact and ``ace_error_bound`` 0.
+
+        Returns
+        -------
+        dict
+            As :func:`calibkit.calibration_report`.
+        """
+        stats = self.statistics
+        if stats is None or stats.n == 0:
+            raise ValueError(_NO_SAMPLE.format(self.ignore_index))
+        return report_from_statistics(stats, self.metrics, self.settings, ace_partials=ace_partials)

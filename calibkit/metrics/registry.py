@@ -1,0 +1,579 @@
+"""Every metric calibkit reports, once: its name, the sums it needs, its settings, its paper.
+
+Each :class:`Metric` says which per-bin sums of :class:`~calibkit.metrics.statistics.CalibrationStatistics`
+it reads, which :class:`~calibkit.metrics.settings.CalibrationSettings` it depends on, whether
+higher is better or 0 is best on a signed scale, which ``evaluate`` module returns it, and the
+function that computes it from the sums. Everything that lists metrics reads :data:`REGISTRY`:
+:func:`report_from_statistics` (hence the functional API, :func:`calibkit.calibration_report`,
+the accumulator and the bootstrap), the ``evaluate`` modules and their cards, the callback's
+choices, the comparison table, the CLI and the model card. Adding a metric built from existing
+sums is one formula (``statistics.py``), one entry here and, if it wants its own function, one
+face in ``functional.py`` (see CONTRIBUTING.md).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from calibkit.metrics import _kernels as kernels
+from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.statistics import (
+    CalibrationStatistics,
+    MissingClassWarning,
+    ace_from_points,
+    ace_points,
+    class_wise_summary,
+    ece_from_table,
+    ece_l2_debiased_from_table,
+    ece_l2_from_table,
+    esce_from_table,
+    fce_from_table,
+    mce_from_table,
+    per_class_ece,
+    rbece_from_table,
+    sce_from_table,
+)
+
+SUMS = ("top", "rows", "classwise", "ace", "fuzzy")
+"""The groups of sums a pass can fill: ``top`` (top-label bins, one table per bin count),
+``rows`` (per-entry logs and squares: ECD, NLL, Brier), ``classwise`` (per-column bins, SCE),
+``ace`` (fine per-column buckets) and ``fuzzy`` (FCE). The scalars (n, correct, confidence and
+count of wrong predictions) are always kept."""
+
+
+PAPERS: dict[str, str] = {
+    "guo2017": """@inproceedings{guo2017calibration,
+  title     = {On Calibration of Modern Neural Networks},
+  author    = {Guo, Chuan and Pleiss, Geoff and Sun, Yu and Weinberger, Kilian Q.},
+  booktitle = {Proceedings of the 34th International Conference on Machine Learning},
+  pages     = {1321--1330},
+  year      = {2017}
+}""",
+    "naeini2015": """@inproceedings{naeini2015obtaining,
+  title     = {Obtaining Well Calibrated Probabilities Using {Bayesian} Binning},
+  author    = {Naeini, Mahdi Pakdaman and Cooper, Gregory F. and Hauskrecht, Milos},
+  booktitle = {Proceedings of the Twenty-Ninth AAAI Conference on Artificial Intelligence},
+  pages     = {2901--2907},
+  year      = {2015}
+}""",
+    "nixon2019": """@inproceedings{nixon2019measuring,
+  title     = {Measuring Calibration in Deep Learning},
+  author    = {Nixon, Jeremy and Dusenberry, Michael W. and Zhang, Linchuan and Jerfel, Ghassen and Tran, Dustin},
+  booktitle = {CVPR Workshops},
+  year      = {2019}
+}""",
+    "obadinma2021": """@inproceedings{obadinma2021classwise,
+  title     = {Class-wise Calibration: A Case Study on {COVID}-19 Hate Speech},
+  author    = {Obadinma, Stephen and Guo, Hongyu and Zhu, Xiaodan},
+  booktitle = {Proceedings of the Canadian Conference on Artificial Intelligence},
+  year      = {2021}
+}""",
+    "dawkins2022": """@inproceedings{dawkins2022region,
+  title     = {Region-dependent temperature scaling for certainty calibration and application to
+               class-imbalanced token classification},
+  author    = {Dawkins, Hillary and Nejadgholi, Isar},
+  booktitle = {Proceedings of the 60th Annual Meeting of the Association for Computational Linguistics},
+  year      = {2022}
+}""",
+    "bihani2023": """@misc{bihani2023fuzzy,
+  title  = {Calibration Error Estimation Using Fuzzy Binning},
+  author = {Bihani, Geetanjali and Rayz, Julia Taylor},
+  year   = {2023},
+  note   = {Code: https://github.com/bihani-g/fce}
+}""",
+    "sumler2025": """@misc{sumler2025entropic,
+  title  = {An Entropic Metric for Measuring Calibration of Machine Learning Models},
+  author = {Sumler, Daniel James and Devlin, Lee and Maskell, Simon and Lane, Richard O.},
+  year   = {2025}
+}""",
+    "brier1950": """@article{brier1950verification,
+  title   = {Verification of Forecasts Expressed in Terms of Probability},
+  author  = {Brier, Glenn W.},
+  journal = {Monthly Weather Review},
+  volume  = {78},
+  number  = {1},
+  pages   = {1--3},
+  year    = {1950}
+}""",
+    "galdran": """@misc{galdran2023calibration,
+  title  = {Part {III}: Model Calibration (tutorial slides)},
+  author = {Galdran, Adrian and Riera i Marin, Meritxell}
+}""",
+    "kumar2019": """@inproceedings{kumar2019verified,
+  title     = {Verified Uncertainty Calibration},
+  author    = {Kumar, Ananya and Liang, Percy and Ma, Tengyu},
+  booktitle = {Advances in Neural Information Processing Systems},
+  volume    = {32},
+  year      = {2019}
+}""",
+}
+"""BibTeX of every paper a metric cites, by key (``Metric.papers``); the ``evaluate`` modules' ``_CITATION``."""
+
+
+class Sums:
+    """What a metric's ``compute`` reads: the statistics, the settings, and shared intermediate values.
+
+    Values that several metrics share (a table, the per-class ECEs, ACE's boundary points) are
+    computed once per report.
+    """
+
+    def __init__(
+        self,
+        statistics: CalibrationStatistics,
+        settings: CalibrationSettings,
+        ace_partials: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        self.statistics = statistics
+        self.settings = settings
+        self.ace_partials = ace_partials
+        self._tables: dict[int, np.ndarray] = {}
+
+    @property
+    def n(self) -> float:
+        """Samples counted (after masking)."""
+        return float(self.statistics.scalars[kernels.S_N])
+
+    def scalar(self, slot: int) -> float:
+        """One of the always-kept scalar sums (``kernels.S_*``)."""
+        return float(self.statistics.scalars[slot])
+
+    def by_class(self, n_bins: int) -> np.ndarray:
+        """The top-label table of ``n_bins`` bins split by true label, (K, M, 4)."""
+        return self.statistics.top_table(n_bins)
+
+    def top(self, n_bins: int) -> np.ndarray:
+        """The top-label table of ``n_bins`` bins over all samples, (M, 4)."""
+        if n_bins not in self._tables:
+            self._tables[n_bins] = self.by_class(n_bins).sum(axis=0)
+        return self._tables[n_bins]
+
+    @cached_property
+    def class_ece(self) -> np.ndarray:
+        """``ECE_k`` per class on the ``n_bins`` table; NaN (with one warning) for absent classes."""
+        value = per_class_ece(self.by_class(self.settings.n_bins))
+        absent = np.flatnonzero(np.isnan(value))
+        if absent.size:
+            warnings.warn(
+                f"classes {absent.tolist()} have no sample: their ECE_k is NaN and they are left out of "
+                "CECE, MSECE, WSECE and ECE variance",
+                MissingClassWarning,
+                stacklevel=5,
+            )
+        return value
+
+    @cached_property
+    def class_wise(self) -> dict[str, float]:
+        """CECE, MSECE, WSECE and ECE variance (class-wise paper, eq 3.4-3.7)."""
+        counts = self.by_class(self.settings.n_bins)[:, :, 0].sum(axis=1)
+        return class_wise_summary(self.class_ece, counts, ece_from_table(self.top(self.settings.n_bins)))
+
+    @cached_property
+    def ace(self) -> tuple[float, float]:
+        """ACE and the bound on its error (0 when ``ace_partials`` resolve every cut bucket)."""
+        points = ace_points(self.statistics.ace, self.settings.ace_ranges)
+        return ace_from_points(self.statistics.ace, points, self.ace_partials)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of the registry.
+
+    Parameters
+    ----------
+    name : str
+        Its key in every report and its function's name where it has one.
+    summary : str
+        One line: what it measures.
+    compute : callable or None
+        ``compute(sums: Sums) -> float | ndarray``; None for a column that the comparison
+        table computes from the predicted classes (``macro_f1``).
+    sums : frozenset of str
+        The groups of :data:`SUMS` it reads.
+    top_bins : str or None
+        The setting that gives the bin count of the top-label table it reads.
+    settings : tuple of str
+        Every setting its value depends on (besides ``from_logits`` and ``ignore_index``).
+    higher_is_better : bool
+        Accuracy-like; else lower is better.
+    signed : bool
+        0 is best and the sign says the direction (ECD, ESCE): compared by absolute value.
+    per_class : bool
+        An array of one value per class, not a scalar.
+    in_report : bool
+        One of :data:`METRICS` (what :func:`calibkit.calibration_report` returns by default).
+    in_table : bool
+        A column of the comparison table (``calibkit report``/``demo``) and of the model card.
+    logged : bool
+        Logged by :class:`calibkit.CalibrationCallback` by default (:data:`LOGGED`).
+    module : str or None
+        The ``evaluate`` module folder (``metrics/<module>/``) that returns it.
+    papers : tuple of str
+        Keys of :data:`PAPERS`.
+    extra : tuple of (str, callable)
+        Further keys it adds to a report, with their functions (ACE's ``ace_error_bound``).
+    """
+
+    name: str
+    summary: str
+    compute: Callable[[Sums], Any] | None
+    sums: frozenset[str] = frozenset()
+    top_bins: str | None = None
+    settings: tuple[str, ...] = ()
+    higher_is_better: bool = False
+    signed: bool = False
+    per_class: bool = False
+    in_report: bool = True
+    in_table: bool = True
+    logged: bool = False
+    module: str | None = None
+    papers: tuple[str, ...] = ()
+    extra: tuple[tuple[str, Callable[[Sums], Any]], ...] = ()
+
+
+def _rows(slot: int) -> Callable[[Sums], float]:
+    return lambda s: s.scalar(slot) / s.n
+
+
+_TOP = frozenset({"top"})
+
+REGISTRY: tuple[Metric, ...] = (
+    Metric(
+        "accuracy",
+        "accuracy of the top-label prediction (of the class-1 probability > 0.5 for 1-D binary input)",
+        lambda s: s.scalar(kernels.S_CORRECT) / s.n,
+        higher_is_better=True,
+        in_report=False,
+    ),
+    Metric(
+        "macro_f1",
+        "macro-averaged F1 of the predicted classes (computed by the comparison from the predictions)",
+        None,
+        higher_is_better=True,
+        in_report=False,
+    ),
+    Metric(
+        "ece",
+        "expected calibration error: the bin-weighted mean |accuracy - confidence|",
+        lambda s: ece_from_table(s.top(s.settings.n_bins)),
+        _TOP,
+        "n_bins",
+        ("n_bins",),
+        logged=True,
+        module="ece",
+        papers=("guo2017",),
+    ),
+    Metric(
+        "mce",
+        "maximum calibration error: the largest |accuracy - confidence| of a non-empty bin",
+        lambda s: mce_from_table(s.top(s.settings.n_bins)),
+        _TOP,
+        "n_bins",
+        ("n_bins",),
+        in_table=False,
+        module="ece",
+        papers=("naeini2015",),
+    ),
+    Metric(
+        "ece_l2",
+        "L2 calibration error: the root of the bin-weighted mean squared gap (torchmetrics' norm='l2')",
+        lambda s: ece_l2_from_table(s.top(s.settings.n_bins)),
+        _TOP,
+        "n_bins",
+        ("n_bins",),
+        in_table=False,
+        module="ece_l2",
+        papers=("kumar2019",),
+    ),
+    Metric(
+        "ece_l2_debiased",
+        "debiased L2 calibration error: each bin's squared gap less its sampling variance",
+        lambda s: ece_l2_debiased_from_table(s.top(s.settings.n_bins)),
+        _TOP,
+        "n_bins",
+        ("n_bins",),
+        in_table=False,
+        module="ece_l2",
+        papers=("kumar2019",),
+    ),
+    Metric(
+        "ace",
+        "adaptive calibration error: class-wise, over equal-mass ranges",
+        lambda s: s.ace[0],
+        frozenset({"ace"}),
+        None,
+        ("ace_ranges",),
+        module="ace",
+        papers=("nixon2019",),
+        extra=(("ace_error_bound", lambda s: s.ace[1]),),
+    ),
+    Metric(
+        "sce",
+        "static calibration error: class-wise ECE over every class column",
+        lambda s: sce_from_table(s.statistics.classwise, s.n),
+        frozenset({"classwise"}),
+        None,
+        ("sce_bins",),
+        module="sce",
+        papers=("nixon2019",),
+    ),
+    Metric(
+        "subset_ece",
+        "per-class ECE: top-label ECE on the samples of each true class",
+        lambda s: s.class_ece,
+        _TOP,
+        "n_bins",
+        ("n_bins",),
+        per_class=True,
+        in_table=False,
+        module="cece",
+        papers=("obadinma2021",),
+    ),
+    Metric(
+        "cece",
+        "contraharmonic ECE: sum of squared per-class ECEs over their sum",
+        lambda s: s.class_wise["cece"],
+        _TOP,
+        "n_bins",
+        ("n_bins",),
+        logged=True,
+        module="cece",
+        papers=("obadinma2021",),
+    ),
+    Metric(
+        "msece",
+        "mean per-class ECE",
+        lambda s: s.class_wise["msece"],
+        _TOP,
+        "n_bins",
+        ("n_bins",),
+        module="cece",
+        papers=("obadinma2021",),
+    ),
+    Metric(
+        "wsece",
+        "support-weighted mean per-class ECE",
+        lambda s: s.class_wise["wsece"],
+        _TOP,
+        "n_bins",
+        ("n_bins",),
+        module="cece",
+        papers=("obadinma2021",),
+    ),
+    Metric(
+        "ece_variance",
+        "variance of the per-class ECEs around the overall ECE",
+        lambda s: s.class_wise["ece_variance"],
+        _TOP,
+        "n_bins",
+        ("n_bins",),
+        module="cece",
+        papers=("obadinma2021",),
+    ),
+    Metric(
+        "rbece",
+        "region-balanced ECE: unweighted mean gap over the bins holding more than theta samples",
+        lambda s: rbece_from_table(s.top(s.settings.rbece_bins), s.settings.theta),
+        _TOP,
+        "rbece_bins",
+        ("rbece_bins", "theta"),
+        logged=True,
+        module="rbece",
+        papers=("dawkins2022",),
+    ),
+    Metric(
+        "fce",
+        "fuzzy calibration error: ECE over overlapping trapezoid bins",
+        lambda s: fce_from_table(s.statistics.fuzzy, s.settings.fce_variant),
+        frozenset({"fuzzy"}),
+        None,
+        ("fce_bins", "fce_variant"),
+        logged=True,
+        module="fce",
+        papers=("bihani2023",),
+    ),
+    Metric(
+        "overconfidence",
+        "overconfidence: mean top-label confidence of the wrong predictions",
+        lambda s: (
+            s.scalar(kernels.S_WRONG_CONF) / s.scalar(kernels.S_WRONG)
+            if s.scalar(kernels.S_WRONG) > 0
+            else float("nan")
+        ),
+        module="overconfidence",
+        papers=("bihani2023",),
+    ),
+    Metric(
+        "ecd",
+        "entropic calibration difference: > 0 over-confident, < 0 under-confident",
+        _rows(kernels.S_ECD),
+        frozenset({"rows"}),
+        None,
+        ("eps",),
+        signed=True,
+        logged=True,
+        module="ecd",
+        papers=("sumler2025",),
+    ),
+    Metric(
+        "esce",
+        "expected signed calibration error: < 0 over-confident",
+        lambda s: esce_from_table(s.top(s.settings.esce_bins)),
+        _TOP,
+        "esce_bins",
+        ("esce_bins",),
+        signed=True,
+        logged=True,
+        module="esce",
+        papers=("sumler2025",),
+    ),
+    Metric(
+        "brier",
+        "Brier score: mean squared distance to the one-hot label",
+        _rows(kernels.S_BRIER),
+        frozenset({"rows"}),
+        module="brier",
+        papers=("brier1950",),
+    ),
+    Metric(
+        "nll",
+        "negative log-likelihood of the true label",
+        _rows(kernels.S_NLL),
+        frozenset({"rows"}),
+        None,
+        ("eps",),
+        module="nll",
+        papers=("galdran",),
+    ),
+)
+"""Every metric, in report and table order (the two task scores first, in tables only)."""
+
+_BY_NAME = {m.name: m for m in REGISTRY}
+
+METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_report)
+"""Every metric :func:`calibkit.calibration_report` returns, in its order."""
+
+TABLE_METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_table)
+"""The columns of the comparison table and the model card, in order."""
+
+LOGGED: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.logged)
+"""What :class:`calibkit.CalibrationCallback` logs at every evaluation by default: the seed
+papers' metrics (class-wise, region, fuzzy, entropic) and the ECE they are read against."""
+
+
+def metric(name: str) -> Metric:
+    """The registry entry of ``name`` (a :class:`ValueError` naming the known ones if unknown)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r}; known: {list(_BY_NAME)}") from None
+
+
+def higher_is_better(name: str) -> bool:
+    """Whether a larger value of metric ``name`` is better."""
+    return metric(name).higher_is_better
+
+
+def signed(name: str) -> bool:
+    """Whether metric ``name`` is signed (0 is best; compared by absolute value)."""
+    return metric(name).signed
+
+
+_MODULE_ORDER = {name: i for i, name in enumerate(dict.fromkeys(m.module for m in REGISTRY if m.module))}
+
+
+def module_metrics() -> dict[str, tuple[str, ...]]:
+    """``evaluate`` module folder -> the metrics it returns, in registry order, per-class ones last."""
+    out: dict[str, tuple[str, ...]] = {}
+    for m in sorted(REGISTRY, key=lambda m: m.per_class):  # stable: registry order otherwise
+        if m.module is not None:
+            out[m.module] = (*out.get(m.module, ()), m.name)
+    return dict(sorted(out.items(), key=lambda item: _MODULE_ORDER[item[0]]))
+
+
+def metric_names(metrics: Iterable[str] | str | None) -> tuple[str, ...]:
+    """Validate a choice of metrics: ``None`` means :data:`METRICS`, a string names one metric.
+
+    ``accuracy`` may be named too (it is in every report).
+    """
+    if metrics is None:
+        return METRICS
+    names = (metrics,) if isinstance(metrics, str) else metrics
+    try:
+        names = tuple(names)
+    except TypeError:
+        raise ValueError(f"`metrics` must be a metric name or an iterable of names, got {metrics!r}") from None
+    if not names:
+        raise ValueError("`metrics` is empty: name at least one metric")
+    unknown = [m for m in names if not isinstance(m, str) or m not in (*METRICS, "accuracy")]
+    if unknown:
+        raise ValueError(f"`metrics` has unknown names {unknown}; known: {list(METRICS)}")
+    return names
+
+
+@dataclass(frozen=True)
+class SumsPlan:
+    """Which sums a pass must fill for some metrics and settings (see :func:`plan`)."""
+
+    top_bins: tuple[int, ...]
+    groups: frozenset[str]
+    fuzzy_bins: int
+    classwise_bins: int
+    eps: float
+
+
+def plan(metrics: Iterable[str], settings: CalibrationSettings) -> SumsPlan:
+    """The sums that ``metrics`` need under ``settings``: fewer metrics skip the costlier sums."""
+    chosen = [metric(name) for name in metrics]
+    top = sorted({getattr(settings, m.top_bins) for m in chosen if m.top_bins is not None})
+    groups = frozenset(g for m in chosen for g in m.sums if g != "top")
+    return SumsPlan(tuple(top), groups, settings.fce_bins, settings.sce_bins, settings.eps)
+
+
+def report_from_statistics(
+    statistics: CalibrationStatistics,
+    metrics: Iterable[str] | None = None,
+    settings: CalibrationSettings | None = None,
+    *,
+    ace_partials: tuple[np.ndarray, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """Evaluate metrics on accumulated statistics.
+
+    Parameters
+    ----------
+    statistics : CalibrationStatistics
+        Sums filled for at least these metrics (see :func:`plan`).
+    metrics : iterable of str, optional
+        Names from :data:`METRICS` (default: all).
+    settings : CalibrationSettings, optional
+        Default: SPEC.md's defaults. Must be those the statistics were filled with.
+    ace_partials : tuple of ndarray, optional
+        Exact sums of the ACE buckets a range boundary cuts (from a further pass over the data):
+        ACE is then exact and ``ace_error_bound`` 0.
+
+    Returns
+    -------
+    dict
+        The metrics asked for, in registry order, then the extra keys (``ace_error_bound``),
+        ``accuracy``, ``n`` and ``num_classes``.
+    """
+    settings = CalibrationSettings() if settings is None else settings
+    wanted = set(metric_names(metrics))
+    sums = Sums(statistics, settings, ace_partials)
+    out: dict[str, Any] = {}
+    extras: dict[str, Any] = {}
+    for m in REGISTRY:
+        if m.name in wanted and m.in_report:
+            out[m.name] = m.compute(sums)
+            for key, fn in m.extra:
+                extras[key] = fn(sums)
+    out.update(extras)
+    out["accuracy"] = metric("accuracy").compute(sums)
+    out["n"] = int(sums.n)
+    out["num_classes"] = statistics.num_classes
+    return out

@@ -1,0 +1,28 @@
+"""The `evaluate` modules take each setting by its one name; the old names warn for one release (issue 16)."""
+
+import numpy as np
+import pytest
+
+from tests.conftest import softmax
+
+RNG = np.random.default_rng(0)
+P = softmax(RNG.normal(size=(600, 4)) * 2)
+Y = RNG.integers(0, 4, 600)
+
+
+@pytest.mark.parametrize(
+    "module,old,value,new",
+    [
+        ("ace", "n_ranges", 7, "ace_ranges"),
+        ("sce", "n_bins", 11, "sce_bins"),
+        ("rbece", "n_bins", 13, "rbece_bins"),
+        ("fce", "variant", "authors", "fce_variant"),
+    ],
+)
+def test_evaluate_modules_keep_the_old_names_for_one_release(load, module, old, value, new):
+    metric = load(module)
+    extra = {"theta": 0} if module == "rbece" else {}
+    with pytest.warns(FutureWarning, match=rf"`{old}` is renamed `{new}`"):
+        got = metric.compute(predictions=P, references=Y, **{old: value}, **extra)
+    assert got == metric.compute(predictions=P, references=Y, **{new: value}, **extra)
+    assert got != metric.compute(predictions=P, references=Y, **extra)
