@@ -17,7 +17,7 @@ setup(
     # `calibkit install-modules` finds them after the clone is gone.
     packages=[*find_packages(include=["calibkit", "calibkit.*"]), "calibkit._evaluate_modules"],
     package_dir={"calibkit._evaluate_modules": "metrics"},
-    package_data={"calibkit._evaluate_modules": ["*/*.py", "*/README.md", "*/requirements.txt"]},
+    package_data={"calibkit._evaluate_modules": ["*/*.py", "*/README.md", "*/requirements.txt", "*/SPEC.md"]},
     install_requires=[
         "numpy>=1.24",
         "numba>=0.59",

@@ -49,7 +49,7 @@ Args:
 """
 """The arguments every module takes, opening each script's ``_KWARGS_DESCRIPTION``."""
 
-MODULE_FILES = ("{name}.py", "README.md", "app.py", "requirements.txt")
+MODULE_FILES = ("{name}.py", "README.md", "app.py", "requirements.txt", "SPEC.md")
 
 CITATIONS = PAPERS
 """BibTeX of every paper a module cites (:data:`calibkit.metrics.registry.PAPERS`)."""

@@ -1,10 +1,14 @@
-"""Write each module folder's ``README.md`` (metric card), ``app.py`` and ``requirements.txt``.
+"""Write each module folder's ``README.md`` (metric card), ``app.py``, ``requirements.txt`` and ``SPEC.md``.
 
 The 12 folders share their layout, so these files are rendered from one template and from the
 script's own ``_DESCRIPTION``, ``_KWARGS_DESCRIPTION``, ``_LIMITATIONS`` and ``_CITATION``
 (the script stays the single source of each metric's text). After editing a script or this
 template, regenerate with ``python -m calibkit.evaluate_modules.cards``; a test checks that
 the files on disk are up to date.
+
+Each folder is pushed to the Hub as its own Space repository, so the card's link to the
+conventions is relative (``SPEC.md``) and the folder carries a copy of the repository's
+``SPEC.md``: the link works on the Hub, in a clone and in an installed wheel alike.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from types import ModuleType
 from calibkit.evaluate_modules import MODULE_NAMES, modules_root
 
 REQUIREMENTS = "evaluate>=0.4\ncalibkit>=0.1.0\n"
+
+SPEC = Path(__file__).resolve().parents[2] / "SPEC.md"
+"""The repository's SPEC.md, copied into every module folder."""
 
 APP = '''"""Gradio widget of calibkit's `{name}` metric: a Hugging Face Space runs this file."""
 
@@ -109,7 +116,7 @@ exact one-shot computation on all of them: memory is the size of the predictions
 
 ## Further References
 
-- calibkit's `SPEC.md`: every formula, default and convention (bin edges, ties, binary input, absent classes).
+- [calibkit's SPEC.md](SPEC.md): every formula, default and convention (bin edges, ties, binary input, absent\n  classes), in this folder and at the root of calibkit's repository.
 - The functional API: `calibkit.{name}(probs, labels, ...)` on numpy arrays or torch tensors.
 """
 
@@ -145,7 +152,7 @@ def _markdown_list(block: str) -> str:
 
 
 def render(name: str) -> dict[str, str]:
-    """The generated files of module ``name``: ``README.md``, ``app.py``, ``requirements.txt``."""
+    """The generated files of module ``name``: ``README.md``, ``app.py``, ``requirements.txt``, ``SPEC.md``."""
     script = load_script(name)
     sections = _sections(script._KWARGS_DESCRIPTION)
     title = script.__doc__.split(" as an ")[0]
@@ -160,7 +167,12 @@ def render(name: str) -> dict[str, str]:
         limitations=script._LIMITATIONS,
         citation=script._CITATION,
     )
-    return {"README.md": card, "app.py": APP.format(name=name), "requirements.txt": REQUIREMENTS}
+    return {
+        "README.md": card,
+        "app.py": APP.format(name=name),
+        "requirements.txt": REQUIREMENTS,
+        "SPEC.md": SPEC.read_text(encoding="utf-8"),
+    }
 
 
 def write(names: tuple[str, ...] = MODULE_NAMES) -> list[Path]:

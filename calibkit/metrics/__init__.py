@@ -1,7 +1,9 @@
 """The functional core: every calibration metric, computed from additive per-bin statistics.
 
-See SPEC.md (shipped in the repository) for the conventions; each function's docstring
-gives its formula and paper.
+The conventions are fixed in ``SPEC.md``: at the root of the repository and of the sdist, and
+copied into every ``evaluate`` module folder (so the metric cards on the Hub link to it, and the
+wheel installs it with the modules: ``calibkit.evaluate_module_path(name)``). Each function's
+docstring gives its formula and paper.
 """
 
 from calibkit.metrics.accumulator import CalibrationAccumulator, compute_statistics

@@ -255,3 +255,15 @@ def test_bad_token_input_and_state_errors(load):
         metric.compute(predictions=GOOD, references=[0, 1, 1], n_bins=0)
     with pytest.raises(ValueError, match=r"`config_name` must be one of \['default', 'token'\]"):
         evaluate.load(evaluate_module_path("cece"), "tokens")
+
+
+@pytest.mark.parametrize("name", MODULE_NAMES)
+def test_card_links_resolve_inside_the_folder_pushed_to_the_hub(name):
+    # A Space is the module folder alone: a relative link must name a file of that folder.
+    folder = modules_root() / name
+    links = re.findall(r"\]\(([^)]+)\)", (folder / "README.md").read_text())
+    relative = [link for link in links if "://" not in link and not link.startswith("#")]
+    assert "SPEC.md" in relative
+    for link in relative:
+        assert (folder / link.split("#")[0]).is_file(), link
+    assert (folder / "SPEC.md").read_text() == (modules_root().parent / "SPEC.md").read_text()
