@@ -116,7 +116,8 @@ exact one-shot computation on all of them: memory is the size of the predictions
 
 ## Further References
 
-- [calibkit's SPEC.md](SPEC.md): every formula, default and convention (bin edges, ties, binary input, absent\n  classes), in this folder and at the root of calibkit's repository.
+- [calibkit's SPEC.md](SPEC.md): every formula, default and convention (bin edges, ties, binary input, absent
+  classes), in this folder and at the root of calibkit's repository.
 - The functional API: `calibkit.{name}(probs, labels, ...)` on numpy arrays or torch tensors.
 """
 
