@@ -1,176 +1,373 @@
-"""Figures of a :class:`calibkit.reporting.Comparison` (matplotlib, installed with ``calibkit[demo]``).
+"""Calibration plots in scikit-learn's Display style (matplotlib, installed with ``calibkit[demo]``).
 
-- ``reliability.png``: the overall reliability diagram, uncalibrated vs the best calibrator,
-  with the bin support drawn under each panel;
-- ``reliability_per_class.png``: one panel per class with at least ``MIN_PANEL_SUPPORT`` test
-  samples (samples of that true class, top-label confidence vs accuracy), as in the class-wise
-  paper's Figures 1-2; the smaller classes are listed in one line with their support and ECE;
-- ``class_ece_vs_support.png``: each class's ECE against its support, uncalibrated, TS and WTS;
-- ``regions.png``: the gap of every RBECE bin, and which bins RBECE counts (support > theta).
+Each display is built from predictions (``from_predictions``) or from accumulated statistics
+(``from_statistics``: the sums of a :class:`~calibkit.metrics.CalibrationAccumulator`, so a plot
+of a streamed evaluation never needs the predictions again), draws on the ``ax`` it is given
+(a new figure only when none is) and keeps its artists (``ax_``, ``figure_``, ...). Library code
+never chooses a matplotlib backend: that is the caller's, and :mod:`calibkit.reporting` writes
+its files with :class:`matplotlib.figure.Figure` objects, which need none.
 
-Every number drawn comes from the comparison's per-bin statistics (no metric is recomputed).
+- :class:`ReliabilityDiagram`: accuracy against top-label confidence per equal-width bin, with the
+  diagonal of perfect calibration and, on an optional second axes, the samples per bin.
+- :class:`RegionPlot`: ``|accuracy - confidence|`` of every RBECE bin, the bins RBECE counts
+  (more than ``theta`` samples) apart from those it ignores, and the samples per bin.
 """
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
+import warnings
+from typing import Any
 
 import numpy as np
 
-from calibkit.metrics.statistics import binned_gaps, ece_from_table
+from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.statistics import (
+    CalibrationStatistics,
+    EmptyRegionWarning,
+    binned_gaps,
+    ece_from_table,
+    rbece_from_table,
+)
 
-MIN_PANEL_SUPPORT = 30
-"""A class gets its own reliability panel only with at least this many test samples: below it,
-15 bins hold one or two samples each and the curve is noise."""
-
-
-def small_classes_line(comparison, classes: list[int], support: np.ndarray) -> str:
-    """One line naming the classes too small for a panel, with their support and ECE."""
-    parts = [
-        f"{comparison.class_names[c]} (n={int(support[c])}, ECE {comparison.per_class['uncalibrated'][c]:.3f})"
-        for c in classes
-    ]
-    return f"Fewer than {MIN_PANEL_SUPPORT} test samples, no panel: " + ", ".join(parts)
+__all__ = ["RegionPlot", "ReliabilityDiagram"]
 
 
-def _pyplot():
+def _axes(ax: Any) -> Any:
+    if ax is not None:
+        return ax
     try:
-        import matplotlib
+        import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ValueError("plots need matplotlib: pip install 'calibkit[demo]' (or matplotlib)") from exc
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return plt.subplots()[1]
 
 
-def _reliability_panel(ax, support_ax, table: np.ndarray, label: str, color: str) -> None:
-    n_bins = table.shape[0]
-    centres = (np.arange(n_bins) + 0.5) / n_bins
-    bins = binned_gaps(table)
-    filled = bins["count"] > 0
-    ax.bar(centres[filled], bins["accuracy"][filled], width=1 / n_bins, alpha=0.35, color=color, edgecolor=color)
-    ax.plot(centres[filled], bins["accuracy"][filled], "o-", color=color, ms=3, label=label)
-    support_ax.bar(centres, bins["count"], width=1 / n_bins, color=color, alpha=0.5)
-
-
-def _frame(ax, support_ax, title: str) -> None:
-    ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="perfect calibration")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_title(title, fontsize=9)
-    ax.set_ylabel("accuracy")
-    ax.tick_params(labelbottom=False)
-    support_ax.set_xlim(0, 1)
-    support_ax.set_yscale("symlog")
-    support_ax.set_xlabel("confidence")
-    support_ax.set_ylabel("samples", fontsize=8)
-
-
-def write_figures(comparison, folder: str | Path) -> dict[str, Path]:
-    """Write the three figures into ``folder``; return their paths by name."""
-    plt = _pyplot()
-    folder = Path(folder)
-    n_bins = comparison.n_bins
-    methods = ["uncalibrated"] + ([comparison.best] if comparison.best != "uncalibrated" else [])
-    colours = {"uncalibrated": "tab:red", comparison.best: "tab:blue"}
-    from calibkit.reporting import METHOD_LABELS
-
-    paths = {}
-    # Overall: one column per method.
-    fig, axes = plt.subplots(
-        2, len(methods), figsize=(4.2 * len(methods), 5), squeeze=False, gridspec_kw={"height_ratios": [3, 1]}
-    )
-    for j, method in enumerate(methods):
-        table = comparison.statistics[method].top_table(n_bins).sum(axis=0)
-        _reliability_panel(axes[0, j], axes[1, j], table, METHOD_LABELS[method], colours[method])
-        _frame(axes[0, j], axes[1, j], f"{METHOD_LABELS[method]}: ECE {ece_from_table(table):.4f}")
-        axes[0, j].legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    paths["reliability"] = folder / "reliability.png"
-    fig.savefig(paths["reliability"], dpi=110)
-    plt.close(fig)
-
-    # Per class: methods overlaid in each class's panel, for the classes with enough test samples
-    # to draw a curve; the others are listed in one line under the panels.
-    support = comparison.statistics["uncalibrated"].top_table(n_bins)[:, :, 0].sum(axis=1)
-    drawn = [c for c in range(len(comparison.class_names)) if support[c] >= MIN_PANEL_SUPPORT]
-    rest = [c for c in range(len(comparison.class_names)) if support[c] < MIN_PANEL_SUPPORT]
-    k = max(len(drawn), 1)
-    cols = min(k, 4)
-    rows = math.ceil(k / cols)
-    fig = plt.figure(figsize=(3.6 * cols, 3.4 * rows + (0.5 if rest else 0)))
-    grid = fig.add_gridspec(rows * 2, cols, height_ratios=[3, 1] * rows)
-    for i, c in enumerate(drawn):
-        name = comparison.class_names[c]
-        r, col = divmod(i, cols)
-        ax, support_ax = fig.add_subplot(grid[2 * r, col]), fig.add_subplot(grid[2 * r + 1, col])
-        parts = []
-        for method in methods:
-            table = comparison.statistics[method].top_table(n_bins)[c]
-            _reliability_panel(ax, support_ax, table, METHOD_LABELS[method], colours[method])
-            parts.append(f"{METHOD_LABELS[method]} {comparison.per_class[method][c]:.3f}")
-        _frame(ax, support_ax, f"{name} (n={int(support[c])})\nECE: " + ", ".join(parts))
-        if i == 0:
-            ax.legend(loc="upper left", fontsize=7)
-    fig.tight_layout(rect=(0, 0.06 if rest else 0, 1, 1))
-    if rest:
-        fig.text(0.01, 0.01, small_classes_line(comparison, rest, support), fontsize=7, wrap=True)
-    paths["reliability_per_class"] = folder / "reliability_per_class.png"
-    fig.savefig(paths["reliability_per_class"], dpi=100)
-    plt.close(fig)
-
-    # Each class's ECE against its support (log scale), before and after TS and WTS: the class-wise
-    # paper's point that rare classes are the worse calibrated ones.
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    shown = [m for m in ("uncalibrated", "ts", "wts") if m in comparison.per_class]
-    styles = {"uncalibrated": ("tab:red", "o"), "ts": ("tab:orange", "s"), "wts": ("tab:blue", "^")}
-    present = support > 0
-    for method in shown:
-        colour, marker = styles[method]
-        ax.scatter(
-            support[present], comparison.per_class[method][present], color=colour, marker=marker, s=24,
-            label=f"{METHOD_LABELS[method]} (CECE {comparison.rows[method].get('cece', math.nan):.3f})",
-        )  # fmt: skip
-    for c in np.flatnonzero(present):
-        ax.annotate(comparison.class_names[c], (support[c], comparison.per_class["uncalibrated"][c]), fontsize=6)
-    ax.set_xscale("log")
-    ax.set_xlabel("test samples of the class (log scale)")
-    ax.set_ylabel("ECE of the class (subset ECE)")
-    ax.set_title("Rare classes and their calibration", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths["class_ece_vs_support"] = folder / "class_ece_vs_support.png"
-    fig.savefig(paths["class_ece_vs_support"], dpi=110)
-    plt.close(fig)
-
-    # Regions: the RBECE bins, counted or not.
-    fig, axes = plt.subplots(1, len(methods), figsize=(5 * len(methods), 3.6), squeeze=False)
-    for j, method in enumerate(methods):
-        ax = axes[0, j]
-        table = comparison.statistics[method].top_table(comparison.rbece_bins).sum(axis=0)
-        bins = binned_gaps(table)
-        m = table.shape[0]
-        centres = (np.arange(m) + 0.5) / m
-        counted = bins["count"] > comparison.theta
-        gap = np.nan_to_num(np.abs(bins["gap"]))
-        ax.bar(
-            centres[counted], gap[counted], width=1 / m, color="tab:green", label=f"counted (n > {comparison.theta:g})"
+def _table(statistics: CalibrationStatistics, n_bins: int, class_index: int | None, name: str) -> np.ndarray:
+    """The (n_bins, 4) top-label sums: all samples, or those whose true class is ``class_index``."""
+    if not isinstance(statistics, CalibrationStatistics):
+        raise ValueError(f"`statistics` must be a CalibrationStatistics, got {type(statistics).__name__}")
+    if n_bins not in statistics.top_bins:
+        raise ValueError(
+            f"`{name}`: the statistics hold top-label tables of {list(statistics.top_bins)} bins, not {n_bins}"
         )
-        ax.bar(centres[~counted], gap[~counted], width=1 / m, color="lightgray", label="ignored by RBECE")
-        rbece = comparison.rows[method].get("rbece", math.nan)
-        ax.set_title(f"{METHOD_LABELS[method]}: |acc - conf| per region, RBECE {rbece:.4f}", fontsize=9)
+    table = statistics.top_table(n_bins)
+    if class_index is None:
+        return table.sum(axis=0)
+    if isinstance(class_index, bool) or not isinstance(class_index, (int, np.integer)):
+        raise ValueError(f"`class_index` must be an integer, got {class_index!r}")
+    if not 0 <= class_index < table.shape[0]:
+        raise ValueError(f"`class_index` must lie in [0, {table.shape[0]}), got {class_index!r}")
+    return table[class_index]
+
+
+def _statistics(probs: Any, labels: Any, metrics: tuple[str, ...], settings: CalibrationSettings):
+    return CalibrationAccumulator(metrics, settings=settings).update(probs, labels).statistics
+
+
+class ReliabilityDiagram:
+    """Reliability diagram: per equal-width bin of the top-label confidence, the accuracy.
+
+    Build it with :meth:`from_predictions` or :meth:`from_statistics`; both draw at once.
+
+    Parameters
+    ----------
+    table : ndarray of shape (n_bins, 4)
+        Per-bin sums (count, confidence, correct, ...), as ``CalibrationStatistics.top_table``.
+    label : str, optional
+        Legend label of the curve.
+
+    Attributes
+    ----------
+    count, confidence, accuracy : ndarray of shape (n_bins,)
+        Per-bin samples, mean confidence and accuracy (NaN in empty bins).
+    ece : float
+        The ECE of these bins.
+    ax_, figure_ : matplotlib Axes and Figure
+        Where it was drawn.
+    line_ : matplotlib Line2D
+        The accuracy curve over the non-empty bins.
+    bars_ : matplotlib BarContainer
+        The accuracy bars.
+    support_bars_ : matplotlib BarContainer or None
+        The samples per bin, when a ``support_ax`` was given.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().subplots()
+    >>> display = ReliabilityDiagram.from_predictions([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]], [0, 1, 1], ax=ax)
+    >>> round(display.ece, 4), display.ax_ is ax
+    (0.3, True)
+    """
+
+    def __init__(self, table: np.ndarray, *, label: str | None = None) -> None:
+        table = np.asarray(table, dtype=np.float64)
+        if table.ndim != 2 or table.shape[1] < 3:
+            raise ValueError(f"`table` must have shape (n_bins, >= 3), got {table.shape}")
+        self.table = table
+        self.label = label
+        bins = binned_gaps(table)
+        self.count, self.confidence, self.accuracy = bins["count"], bins["confidence"], bins["accuracy"]
+        self.ece = ece_from_table(table)
+
+    def plot(
+        self, ax: Any = None, *, support_ax: Any = None, color: str | None = None, diagonal: bool = True
+    ) -> ReliabilityDiagram:
+        """Draw on ``ax`` (a new figure if None) and the samples per bin on ``support_ax`` if given.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+        support_ax : matplotlib Axes, optional
+            Axes for the bar chart of samples per bin (log scale), e.g. below ``ax``.
+        color : str, optional
+        diagonal : bool, default True
+            Draw the diagonal of perfect calibration (once per axes when overlaying curves).
+
+        Returns
+        -------
+        ReliabilityDiagram
+            ``self``, with ``ax_``, ``figure_``, ``line_``, ``bars_``, ``support_bars_`` set.
+        """
+        ax = _axes(ax)
+        n_bins = self.table.shape[0]
+        centres = (np.arange(n_bins) + 0.5) / n_bins
+        filled = self.count > 0
+        self.bars_ = ax.bar(
+            centres[filled], self.accuracy[filled], width=1 / n_bins, alpha=0.35, color=color, edgecolor=color
+        )
+        colour = self.bars_.patches[0].get_facecolor()[:3] if color is None and filled.any() else color
+        (self.line_,) = ax.plot(centres[filled], self.accuracy[filled], "o-", color=colour, ms=3, label=self.label)
+        if diagonal:
+            ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="perfect calibration")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("accuracy")
+        self.support_bars_ = None
+        if support_ax is None:
+            ax.set_xlabel("confidence")
+        else:
+            ax.tick_params(labelbottom=False)
+            self.support_bars_ = support_ax.bar(centres, self.count, width=1 / n_bins, color=colour, alpha=0.5)
+            support_ax.set_xlim(0, 1)
+            support_ax.set_yscale("symlog")
+            support_ax.set_xlabel("confidence")
+            support_ax.set_ylabel("samples", fontsize=8)
+        self.ax_, self.figure_ = ax, ax.figure
+        return self
+
+    @classmethod
+    def from_statistics(
+        cls,
+        statistics: CalibrationStatistics,
+        *,
+        n_bins: int = 15,
+        class_index: int | None = None,
+        label: str | None = None,
+        ax: Any = None,
+        support_ax: Any = None,
+        color: str | None = None,
+        diagonal: bool = True,
+    ) -> ReliabilityDiagram:
+        """Draw from accumulated statistics (``CalibrationAccumulator.statistics()``).
+
+        Parameters
+        ----------
+        statistics : CalibrationStatistics
+            Sums holding a top-label table of ``n_bins`` bins (any accumulator computing ECE).
+        n_bins : int, default 15
+        class_index : int, optional
+            Only the samples whose true class is this one (the per-class diagrams of the class-wise
+            paper); default all samples.
+        label, ax, support_ax, color, diagonal
+            As :meth:`plot`.
+
+        Returns
+        -------
+        ReliabilityDiagram
+        """
+        return cls(_table(statistics, n_bins, class_index, "n_bins"), label=label).plot(
+            ax, support_ax=support_ax, color=color, diagonal=diagonal
+        )
+
+    @classmethod
+    def from_predictions(
+        cls,
+        probs: Any,
+        labels: Any,
+        *,
+        n_bins: int = 15,
+        from_logits: bool = False,
+        ignore_index: int = -100,
+        class_index: int | None = None,
+        label: str | None = None,
+        ax: Any = None,
+        support_ax: Any = None,
+        color: str | None = None,
+        diagonal: bool = True,
+    ) -> ReliabilityDiagram:
+        """Draw from predictions, as :func:`calibkit.ece` takes them.
+
+        Parameters
+        ----------
+        probs, labels, n_bins, from_logits, ignore_index
+            As :func:`calibkit.ece`.
+        class_index, label, ax, support_ax, color, diagonal
+            As :meth:`from_statistics`.
+
+        Returns
+        -------
+        ReliabilityDiagram
+        """
+        settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+        statistics = _statistics(probs, labels, ("ece",), settings)
+        return cls.from_statistics(
+            statistics,
+            n_bins=n_bins,
+            class_index=class_index,
+            label=label,
+            ax=ax,
+            support_ax=support_ax,
+            color=color,
+            diagonal=diagonal,
+        )
+
+
+class RegionPlot:
+    """The regions of certainty RBECE measures: ``|accuracy - confidence|`` per bin, counted or not.
+
+    Parameters
+    ----------
+    table : ndarray of shape (rbece_bins, 4)
+        Per-bin top-label sums.
+    theta : float, default 40
+        RBECE counts a bin only with more than ``theta`` samples.
+
+    Attributes
+    ----------
+    count, gap : ndarray of shape (rbece_bins,)
+        Samples and ``|accuracy - confidence|`` per bin (0 where empty).
+    counted : ndarray of bool
+        The bins RBECE counts.
+    rbece : float
+        RBECE of these bins (NaN when no bin counts).
+    ax_, figure_ : matplotlib Axes and Figure
+    counted_bars_, ignored_bars_ : matplotlib BarContainer
+    support_line_ : matplotlib Line2D
+        Samples per bin (dots, on a twin axes with a log scale).
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> probs = [[0.9, 0.1]] * 50 + [[0.6, 0.4]] * 5
+    >>> display = RegionPlot.from_predictions(probs, [0] * 45 + [1] * 10, theta=40, ax=Figure().subplots())
+    >>> int(display.counted.sum()), round(display.rbece, 4)
+    (1, 0.0)
+    """
+
+    def __init__(self, table: np.ndarray, *, theta: float = 40) -> None:
+        table = np.asarray(table, dtype=np.float64)
+        if table.ndim != 2 or table.shape[1] < 3:
+            raise ValueError(f"`table` must have shape (n_bins, >= 3), got {table.shape}")
+        self.table = table
+        self.theta = CalibrationSettings(theta=theta).theta
+        bins = binned_gaps(table)
+        self.count = bins["count"]
+        self.gap = np.nan_to_num(np.abs(bins["gap"]))
+        self.counted = self.count > self.theta
+        with warnings.catch_warnings():  # no bin counted: NaN, which the plot shows; no warning
+            warnings.simplefilter("ignore", EmptyRegionWarning)
+            self.rbece = rbece_from_table(table, self.theta)
+
+    def plot(self, ax: Any = None, *, title: str | None = None) -> RegionPlot:
+        """Draw on ``ax`` (a new figure if None).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+        title : str, optional
+
+        Returns
+        -------
+        RegionPlot
+            ``self``, with ``ax_``, ``figure_``, ``counted_bars_``, ``ignored_bars_``, ``support_line_``.
+        """
+        ax = _axes(ax)
+        m = self.table.shape[0]
+        centres = (np.arange(m) + 0.5) / m
+        c = self.counted
+        self.counted_bars_ = ax.bar(
+            centres[c], self.gap[c], width=1 / m, color="tab:green", label=f"counted (n > {self.theta:g})"
+        )
+        self.ignored_bars_ = ax.bar(centres[~c], self.gap[~c], width=1 / m, color="lightgray", label="ignored by RBECE")
         ax.set_xlabel("confidence")
         ax.set_ylabel("|accuracy - confidence|")
         ax.set_xlim(0, 1)
+        if title is not None:
+            ax.set_title(title, fontsize=9)
         twin = ax.twinx()
-        twin.plot(centres, bins["count"], "k.", ms=4)
+        (self.support_line_,) = twin.plot(centres, self.count, "k.", ms=4)
         twin.set_yscale("symlog")
         twin.set_ylabel("samples per bin (dots)", fontsize=8)
         ax.legend(loc="upper left", fontsize=7)
-    fig.tight_layout()
-    paths["regions"] = folder / "regions.png"
-    fig.savefig(paths["regions"], dpi=110)
-    plt.close(fig)
-    return paths
+        self.ax_, self.figure_ = ax, ax.figure
+        return self
+
+    @classmethod
+    def from_statistics(
+        cls,
+        statistics: CalibrationStatistics,
+        *,
+        rbece_bins: int = 20,
+        theta: float = 40,
+        ax: Any = None,
+        title: str | None = None,
+    ) -> RegionPlot:
+        """Draw from accumulated statistics holding a top-label table of ``rbece_bins`` bins.
+
+        Parameters
+        ----------
+        statistics : CalibrationStatistics
+        rbece_bins : int, default 20
+        theta : float, default 40
+        ax, title
+            As :meth:`plot`.
+
+        Returns
+        -------
+        RegionPlot
+        """
+        return cls(_table(statistics, rbece_bins, None, "rbece_bins"), theta=theta).plot(ax, title=title)
+
+    @classmethod
+    def from_predictions(
+        cls,
+        probs: Any,
+        labels: Any,
+        *,
+        rbece_bins: int = 20,
+        theta: float = 40,
+        from_logits: bool = False,
+        ignore_index: int = -100,
+        ax: Any = None,
+        title: str | None = None,
+    ) -> RegionPlot:
+        """Draw from predictions, as :func:`calibkit.rbece` takes them.
+
+        Parameters
+        ----------
+        probs, labels, rbece_bins, theta, from_logits, ignore_index
+            As :func:`calibkit.rbece`.
+        ax, title
+            As :meth:`plot`.
+
+        Returns
+        -------
+        RegionPlot
+        """
+        settings = CalibrationSettings(
+            rbece_bins=rbece_bins, theta=theta, from_logits=from_logits, ignore_index=ignore_index
+        )
+        statistics = _statistics(probs, labels, ("rbece",), settings)
+        return cls.from_statistics(statistics, rbece_bins=rbece_bins, theta=theta, ax=ax, title=title)

@@ -3,7 +3,8 @@
 :func:`compare_calibrators` returns a :class:`Comparison` (methods x metrics, per-class ECE,
 optional bootstrap intervals, the per-bin statistics the plots need); :func:`markdown_table`
 and :func:`write_csv` render it like the papers' tables; :func:`write_report` writes the table,
-the JSON and the figures of :mod:`calibkit.plots` to a folder.
+the JSON and the figures (drawn with :mod:`calibkit.plots`' displays) to a folder. Imports go one
+way: this module uses :mod:`calibkit.plots`, which knows nothing of comparisons.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from calibkit.calibrators import registry as calibrator_registry
 from calibkit.metrics import calibration_report
 from calibkit.metrics import registry as metric_registry
 from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics
+from calibkit.plots import RegionPlot, ReliabilityDiagram
 
 METHODS = (calibrator_registry.UNCALIBRATED, *calibrator_registry.NAMES)
 METHOD_LABELS = calibrator_registry.LABELS
@@ -117,7 +120,7 @@ def compare_calibrators(
         raise ValueError(f"`methods` has unknown names {unknown}; known: {list(METHODS)}")
     if select not in TABLE_METRICS:
         raise ValueError(f"`select` must be one of {list(TABLE_METRICS)}, got {select!r}")
-    settings = {"n_bins": n_bins, "rbece_bins": rbece_bins, "theta": theta, "fce_variant": fce_variant}
+    settings = CalibrationSettings(n_bins=n_bins, rbece_bins=rbece_bins, theta=theta, fce_variant=fce_variant)
     out = Comparison({}, {}, {}, {}, names, "uncalibrated", select, n_bins, rbece_bins, theta, len(y_val), len(y_test))
     for method in methods:
         if method == "uncalibrated":
@@ -132,8 +135,8 @@ def compare_calibrators(
             probs = calibrator.predict_proba(z_test)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # absent classes, empty regions: visible as NaN in the table
-            report = calibration_report(probs, y_test, **settings)
-            plot_stats = CalibrationAccumulator(("ece", "subset_ece", "rbece"), **settings).update(probs, y_test)
+            report = calibration_report(probs, y_test, settings=settings)
+            plot_stats = CalibrationAccumulator(("ece", "subset_ece", "rbece"), settings=settings).update(probs, y_test)
         out.rows[method] = {
             "macro_f1": macro_f1(probs, y_test),
             **{m: float(report[m]) for m in TABLE_METRICS if m in report},
@@ -141,7 +144,7 @@ def compare_calibrators(
         out.per_class[method] = np.asarray(report["subset_ece"], dtype=np.float64)
         out.statistics[method] = plot_stats.statistics
         if bootstrap:
-            ci = bootstrap_intervals(probs, y_test, n_boot=bootstrap, seed=seed, **settings)
+            ci = bootstrap_intervals(probs, y_test, n_boot=bootstrap, seed=seed, settings=settings)
             out.intervals[method] = ci["intervals"]
             out.class_intervals[method] = ci["subset_ece"]
     calibrated = [m for m in out.rows if m != "uncalibrated"]
@@ -251,8 +254,6 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
     claims (also in ``verdicts.md`` and under ``resplits`` in ``report.json``); the single split's
     table follows it.
     """
-    from calibkit import plots
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": folder / "table.md", "csv": folder / "table.csv", "json": folder / "report.json"}
@@ -285,7 +286,7 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
     if json_summary is not None:
         report["resplits"] = json_summary
     paths["json"].write_text(json.dumps(report, indent=2))
-    paths.update(plots.write_figures(comparison, folder))
+    paths.update(write_figures(comparison, folder))
     paths["html"] = folder / "index.html"
     paths["html"].write_text(html_report(comparison, title, paths, resplits))
     return paths
@@ -374,3 +375,162 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{style}</style>{check}</head><body><h1>{html.escape(title)}</h1>{''.join(sections)}</body></html>\n"
     )
+
+
+# -- figures -------------------------------------------------------------------------------------
+MIN_PANEL_SUPPORT = 30
+"""A class gets its own reliability panel only with at least this many test samples: below it,
+15 bins hold one or two samples each and the curve is noise."""
+
+_COLOURS = {"uncalibrated": "tab:red"}
+
+
+def small_classes_line(comparison: Comparison, classes: list[int], support: np.ndarray) -> str:
+    """One line naming the classes too small for a panel, with their support and ECE."""
+    parts = [
+        f"{comparison.class_names[c]} (n={int(support[c])}, ECE {comparison.per_class['uncalibrated'][c]:.3f})"
+        for c in classes
+    ]
+    return f"Fewer than {MIN_PANEL_SUPPORT} test samples, no panel: " + ", ".join(parts)
+
+
+def _figure(**kwargs: Any) -> Any:
+    # A Figure object, not pyplot: writing files needs no backend, and the caller's stays as it is.
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ValueError("figures need matplotlib: pip install 'calibkit[demo]' (or matplotlib)") from exc
+    return Figure(**kwargs)
+
+
+def _save(fig: Any, path: Path, dpi: int) -> Path:
+    fig.savefig(path, dpi=dpi)
+    return path
+
+
+def _drawn_methods(comparison: Comparison) -> list[str]:
+    return ["uncalibrated"] + ([comparison.best] if comparison.best != "uncalibrated" else [])
+
+
+def _colour(comparison: Comparison, method: str) -> str:
+    return _COLOURS.get(method, "tab:blue" if method == comparison.best else "tab:gray")
+
+
+def reliability_figure(comparison: Comparison) -> Any:
+    """The overall reliability diagram: uncalibrated and the best calibrator side by side."""
+    methods = _drawn_methods(comparison)
+    fig = _figure(figsize=(4.2 * len(methods), 5))
+    axes = fig.subplots(2, len(methods), squeeze=False, gridspec_kw={"height_ratios": [3, 1]})
+    for j, method in enumerate(methods):
+        label = METHOD_LABELS[method]
+        display = ReliabilityDiagram.from_statistics(
+            comparison.statistics[method],
+            n_bins=comparison.n_bins,
+            label=label,
+            ax=axes[0, j],
+            support_ax=axes[1, j],
+            color=_colour(comparison, method),
+        )
+        axes[0, j].set_title(f"{label}: ECE {display.ece:.4f}", fontsize=9)
+        axes[0, j].legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def per_class_figure(comparison: Comparison) -> Any:
+    """One reliability panel per class with at least :data:`MIN_PANEL_SUPPORT` test samples.
+
+    The methods are overlaid in each panel; the smaller classes are listed in one line below.
+    """
+    n_bins = comparison.n_bins
+    methods = _drawn_methods(comparison)
+    support = comparison.statistics["uncalibrated"].top_table(n_bins)[:, :, 0].sum(axis=1)
+    drawn = [c for c in range(len(comparison.class_names)) if support[c] >= MIN_PANEL_SUPPORT]
+    rest = [c for c in range(len(comparison.class_names)) if support[c] < MIN_PANEL_SUPPORT]
+    cols = min(max(len(drawn), 1), 4)
+    rows = math.ceil(max(len(drawn), 1) / cols)
+    fig = _figure(figsize=(3.6 * cols, 3.4 * rows + (0.5 if rest else 0)))
+    grid = fig.add_gridspec(rows * 2, cols, height_ratios=[3, 1] * rows)
+    for i, c in enumerate(drawn):
+        r, col = divmod(i, cols)
+        ax, support_ax = fig.add_subplot(grid[2 * r, col]), fig.add_subplot(grid[2 * r + 1, col])
+        for j, method in enumerate(methods):
+            ReliabilityDiagram.from_statistics(
+                comparison.statistics[method],
+                n_bins=n_bins,
+                class_index=c,
+                label=METHOD_LABELS[method],
+                ax=ax,
+                support_ax=support_ax,
+                color=_colour(comparison, method),
+                diagonal=j == 0,
+            )
+        parts = ", ".join(f"{METHOD_LABELS[m]} {comparison.per_class[m][c]:.3f}" for m in methods)
+        ax.set_title(f"{comparison.class_names[c]} (n={int(support[c])})\nECE: {parts}", fontsize=9)
+        if i == 0:
+            ax.legend(loc="upper left", fontsize=7)
+    fig.tight_layout(rect=(0, 0.06 if rest else 0, 1, 1))
+    if rest:
+        fig.text(0.01, 0.01, small_classes_line(comparison, rest, support), fontsize=7, wrap=True)
+    return fig
+
+
+def class_ece_figure(comparison: Comparison) -> Any:
+    """Each class's ECE against its support (log scale), uncalibrated, TS and WTS.
+
+    The class-wise paper's point: the rare classes are the worse calibrated ones.
+    """
+    support = comparison.statistics["uncalibrated"].top_table(comparison.n_bins)[:, :, 0].sum(axis=1)
+    fig = _figure(figsize=(6.5, 4.2))
+    ax = fig.subplots()
+    styles = {"uncalibrated": ("tab:red", "o"), "ts": ("tab:orange", "s"), "wts": ("tab:blue", "^")}
+    present = support > 0
+    for method in (m for m in styles if m in comparison.per_class):
+        colour, marker = styles[method]
+        cece = comparison.rows[method].get("cece", math.nan)
+        ax.scatter(
+            support[present], comparison.per_class[method][present], color=colour, marker=marker, s=24,
+            label=f"{METHOD_LABELS[method]} (CECE {cece:.3f})",
+        )  # fmt: skip
+    for c in np.flatnonzero(present):
+        ax.annotate(comparison.class_names[c], (support[c], comparison.per_class["uncalibrated"][c]), fontsize=6)
+    ax.set_xscale("log")
+    ax.set_xlabel("test samples of the class (log scale)")
+    ax.set_ylabel("ECE of the class (subset ECE)")
+    ax.set_title("Rare classes and their calibration", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def regions_figure(comparison: Comparison) -> Any:
+    """The RBECE bins of uncalibrated and the best calibrator: which regions RBECE counts."""
+    methods = _drawn_methods(comparison)
+    fig = _figure(figsize=(5 * len(methods), 3.6))
+    axes = fig.subplots(1, len(methods), squeeze=False)
+    for j, method in enumerate(methods):
+        rbece = comparison.rows[method].get("rbece", math.nan)
+        RegionPlot.from_statistics(
+            comparison.statistics[method],
+            rbece_bins=comparison.rbece_bins,
+            theta=comparison.theta,
+            ax=axes[0, j],
+            title=f"{METHOD_LABELS[method]}: |acc - conf| per region, RBECE {rbece:.4f}",
+        )
+    fig.tight_layout()
+    return fig
+
+
+def write_figures(comparison: Comparison, folder: str | Path) -> dict[str, Path]:
+    """Write ``reliability.png``, ``reliability_per_class.png``, ``class_ece_vs_support.png`` and
+    ``regions.png`` into ``folder``; return their paths by name.
+
+    Every number drawn comes from the comparison's per-bin statistics (no metric is recomputed).
+    """
+    folder = Path(folder)
+    return {
+        "reliability": _save(reliability_figure(comparison), folder / "reliability.png", 110),
+        "reliability_per_class": _save(per_class_figure(comparison), folder / "reliability_per_class.png", 100),
+        "class_ece_vs_support": _save(class_ece_figure(comparison), folder / "class_ece_vs_support.png", 110),
+        "regions": _save(regions_figure(comparison), folder / "regions.png", 110),
+    }

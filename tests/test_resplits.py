@@ -174,7 +174,7 @@ def test_report_files_carry_intervals_verdicts_and_figures(tmp_path):
 
 
 def test_small_classes_are_listed_not_drawn(tmp_path):
-    from calibkit.plots import MIN_PANEL_SUPPORT, small_classes_line
+    from calibkit.reporting import MIN_PANEL_SUPPORT, small_classes_line
 
     rng = np.random.default_rng(5)
     y = np.repeat(np.arange(3), [300, 80, 10])
