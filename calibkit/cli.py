@@ -89,8 +89,8 @@ def _check_report_options(args: argparse.Namespace) -> None:
     """Every option checked before any file or model is read (a bad --bootstrap should not wait
     for a model's logits to be collected)."""
     from calibkit.metrics import CalibrationAccumulator
-    from calibkit.metrics._validation import check_positive_int
     from calibkit.metrics.bootstrap import MAX_REPLICATES
+    from calibkit.metrics.validation import check_positive_int
 
     if args.bootstrap:
         check_positive_int(args.bootstrap, "--bootstrap", MAX_REPLICATES)
@@ -223,7 +223,7 @@ def cmd_report_shards(args: argparse.Namespace) -> int:
 def _load_dataset_split(location: str, split: str | None):
     import datasets
 
-    from calibkit.prediction_files import _one_line
+    from calibkit.prediction_files import one_line
 
     path = Path(location)
     try:
@@ -241,7 +241,7 @@ def _load_dataset_split(location: str, split: str | None):
         else:  # a Hub id: the same code path, where there is a network
             data = datasets.load_dataset(location)
     except Exception as exc:  # noqa: BLE001 - datasets raises many kinds (offline, parse, missing); one line
-        raise ValueError(f"--dataset: cannot load {location}: {_one_line(exc)}") from None
+        raise ValueError(f"--dataset: cannot load {location}: {one_line(exc)}") from None
     if isinstance(data, datasets.DatasetDict):
         if split is None:
             split = next((s for s in ("test", "validation", "train") if s in data), next(iter(data)))

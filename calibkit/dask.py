@@ -99,7 +99,7 @@ def _array_batch(values: np.ndarray, labels: np.ndarray, from_logits: bool):
 def _frame_batch(frame, where: str):
     import pyarrow as pa
 
-    from calibkit.prediction_files import _from_table
+    from calibkit.prediction_files import from_arrow_table
 
     if len(frame) == 0:
         return None
@@ -115,7 +115,7 @@ def _frame_batch(frame, where: str):
                 "give it an Arrow list type, e.g. pd.ArrowDtype(pa.list_(pa.float32())), or read Parquet with "
                 "dtype_backend='pyarrow'"
             )
-    return _from_table(table, where)
+    return from_arrow_table(table, where)
 
 
 def _array_partitions(probs, labels, from_logits: bool) -> list:
@@ -222,7 +222,7 @@ def calibration_report(
     """
     import dask
 
-    from calibkit.metrics._validation import check_positive_int
+    from calibkit.metrics.validation import check_positive_int
 
     split_every = check_positive_int(split_every, "split_every")
     if split_every < 2:

@@ -35,7 +35,7 @@ SUFFIXES = (".npz", ".parquet", ".csv", ".json", ".jsonl")
 _WIDE = re.compile(r"^(probs|logits)_(0|[1-9][0-9]*)$")
 
 
-def _one_line(exc: BaseException, limit: int = 200) -> str:
+def one_line(exc: BaseException, limit: int = 200) -> str:
     """An exception's first line, printable (a parser may quote the random bytes it choked on)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     text = text.encode("ascii", "backslashreplace").decode("ascii")
@@ -101,16 +101,16 @@ def load_predictions(path: str | Path) -> tuple[np.ndarray, np.ndarray, bool]:
     if suffix not in SUFFIXES:
         raise ValueError(f"--predictions: expected .npz, .parquet, .csv, .json or .jsonl, got {path}")
     if suffix == ".npz":
-        return _read_npz(file)
+        return read_npz(file)
     table = _read_table(file, suffix)
-    return _from_table(table, str(path))
+    return from_arrow_table(table, str(path))
 
 
 # ----------------------------------------------------------------------------------------------
 # .npz
 
 
-def _npz_header(archive: zipfile.ZipFile, member: str) -> tuple[tuple[int, ...], np.dtype]:
+def npz_header(archive: zipfile.ZipFile, member: str) -> tuple[tuple[int, ...], np.dtype]:
     with archive.open(member) as fp:
         version = np.lib.format.read_magic(fp)
         if version == (1, 0):
@@ -120,21 +120,21 @@ def _npz_header(archive: zipfile.ZipFile, member: str) -> tuple[tuple[int, ...],
     return tuple(int(s) for s in shape), np.dtype(dtype)
 
 
-def _read_npz(file: Path) -> tuple[np.ndarray, np.ndarray, bool]:
+def read_npz(file: Path) -> tuple[np.ndarray, np.ndarray, bool]:
     what = f"--predictions: {file}"
     try:
         archive = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
-        raise ValueError(f"{what} is not a readable .npz file ({_one_line(exc)})") from None
+        raise ValueError(f"{what} is not a readable .npz file ({one_line(exc)})") from None
     with archive:
         members = {name.removesuffix(".npy"): name for name in archive.namelist()}
         if "labels" not in members or not members.keys() & {"probs", "logits"}:
             raise ValueError(f"{what} needs arrays `labels` and `probs` or `logits`; it has {sorted(members)}")
         kind = "probs" if "probs" in members else "logits"
         try:
-            headers = {key: _npz_header(archive, members[key]) for key in (kind, "labels")}
+            headers = {key: npz_header(archive, members[key]) for key in (kind, "labels")}
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as exc:
-            raise ValueError(f"{what} is damaged: its array headers cannot be read ({_one_line(exc)})") from None
+            raise ValueError(f"{what} is damaged: its array headers cannot be read ({one_line(exc)})") from None
         needed = 0
         for key, (shape, dtype) in headers.items():
             if dtype.hasobject:  # would need pickle: never unpickle a user's file
@@ -153,7 +153,7 @@ def _read_npz(file: Path) -> tuple[np.ndarray, np.ndarray, bool]:
                 with archive.open(members[key]) as fp:
                     arrays[key] = np.lib.format.read_array(fp, allow_pickle=False)
             except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as exc:
-                raise ValueError(f"{what} is damaged: `{key}` cannot be read ({_one_line(exc)})") from None
+                raise ValueError(f"{what} is damaged: `{key}` cannot be read ({one_line(exc)})") from None
     return arrays[kind], arrays["labels"], kind == "logits"
 
 
@@ -195,7 +195,7 @@ def _read_table(file: Path, suffix: str):
         if str(exc).startswith(what):
             raise
         kind = {".parquet": "Parquet", ".csv": "CSV"}.get(suffix, "JSON")
-        raise ValueError(f"{what} cannot be read as {kind}: {_one_line(exc)}") from None
+        raise ValueError(f"{what} cannot be read as {kind}: {one_line(exc)}") from None
 
 
 def _is_list(arrow_type) -> bool:
@@ -225,7 +225,7 @@ def _lengths(column, name: str, path: str) -> np.ndarray:
     return pc.list_value_length(column).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _from_table(table, path: str) -> tuple[np.ndarray, np.ndarray, bool]:
+def from_arrow_table(table, path: str) -> tuple[np.ndarray, np.ndarray, bool]:
     columns = table.column_names
     if "labels" not in columns:
         raise ValueError(f"--predictions: {path} needs a `labels` column; it has {columns}")

@@ -148,7 +148,7 @@ def resplit_comparison(
     -------
     Resplits
     """
-    from calibkit.metrics._validation import check_positive_int
+    from calibkit.metrics.validation import check_positive_int
     from calibkit.reporting import compare_calibrators
 
     resplits = check_positive_int(resplits, "resplits", 10_000)

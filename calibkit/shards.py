@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.prediction_files import _from_table, _npz_header, _one_line, _read_npz
+from calibkit.prediction_files import from_arrow_table, npz_header, one_line, read_npz
 
 SHARD_SUFFIXES = (".parquet", ".npz", ".jsonl")
 BATCH_BYTES = 8 * 2**20  # per-batch working memory is about 30x this (Arrow buffers, conversions, kernel blocks)
@@ -73,7 +73,7 @@ def _parquet_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
             yield pa.Table.from_batches([batch]), offset
             offset += batch.num_rows
     except (pa.ArrowException, OSError) as exc:
-        raise ValueError(f"--predictions: {file} cannot be read as Parquet: {_one_line(exc)}") from None
+        raise ValueError(f"--predictions: {file} cannot be read as Parquet: {one_line(exc)}") from None
 
 
 def _jsonl_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
@@ -89,7 +89,7 @@ def _jsonl_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
             yield pa.Table.from_batches([batch]), offset
             offset += batch.num_rows
     except (pa.ArrowException, OSError, ValueError) as exc:
-        raise ValueError(f"--predictions: {file} cannot be read as JSON Lines: {_one_line(exc)}") from None
+        raise ValueError(f"--predictions: {file} cannot be read as JSON Lines: {one_line(exc)}") from None
 
 
 def _table_rows(file: Path) -> int | None:
@@ -105,7 +105,7 @@ def _table_rows(file: Path) -> int | None:
 
             with zipfile.ZipFile(file) as archive:
                 members = {name.removesuffix(".npy"): name for name in archive.namelist()}
-                return _npz_header(archive, members["labels"])[0][0]
+                return npz_header(archive, members["labels"])[0][0]
     except Exception:  # noqa: BLE001 - an unreadable shard is reported, with its name, when it is read
         return None
     return None
@@ -123,7 +123,7 @@ def iter_batches(
     for index, file in enumerate(files):
         suffix = file.suffix.lower()
         if suffix == ".npz":
-            values, labels, logits = _read_npz(file)
+            values, labels, logits = read_npz(file)
             batches = [((values, labels, logits), None)]
         else:
             reader = _parquet_batches if suffix == ".parquet" else _jsonl_batches
@@ -136,7 +136,7 @@ def iter_batches(
                 rows = item.num_rows
                 if rows == 0:  # an empty shard or row group: nothing to check or count
                     continue
-                values, labels, logits = _from_table(item, f"{file} (batch from row {offset})")
+                values, labels, logits = from_arrow_table(item, f"{file} (batch from row {offset})")
             if kind is None:
                 kind = logits
             elif logits != kind:
@@ -200,9 +200,9 @@ def stream_report(
     """
     from tqdm.auto import tqdm
 
-    from calibkit.metrics._validation import check_bool, check_positive_int
     from calibkit.metrics.accumulator import CalibrationAccumulator
     from calibkit.metrics.exact_ace import ExactACE
+    from calibkit.metrics.validation import check_bool, check_positive_int
 
     batch_bytes = check_positive_int(batch_bytes, "batch_bytes")
     files = shard_files(location)

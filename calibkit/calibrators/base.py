@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics._validation import _prepare_labels, check_ignore_index, to_numpy
+from calibkit.metrics.validation import check_ignore_index, prepare_labels, to_numpy
 
 
 def check_num_classes(value: Any, name: str = "num_classes") -> int:
@@ -61,7 +61,7 @@ def prepare_fit(logits: Any, labels: Any, ignore_index: int) -> FitInput:
     y_raw = to_numpy(labels, "labels")
     if tuple(y_raw.shape) != shape[:-1]:
         raise ValueError(f"`labels` has shape {tuple(y_raw.shape)} but `logits` of shape {shape} needs {shape[:-1]}")
-    y = _prepare_labels(y_raw)
+    y = prepare_labels(y_raw)
     k = shape[-1]
     keep = y != ignore_index
     bad = keep & ((y < 0) | (y >= k))

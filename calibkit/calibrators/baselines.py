@@ -15,7 +15,7 @@ import numpy as np
 
 from calibkit.calibrators import _kernels as K
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, softmax_rows
-from calibkit.metrics._validation import check_bins, check_positive_int
+from calibkit.metrics.validation import check_bins, check_positive_int
 
 
 def _unit_scale(z: np.ndarray) -> float:

@@ -23,9 +23,9 @@ from calibkit.calibrators.modeling_calibkit import (
     CalibratedModelForTokenClassification,
     CalibrationHead,
 )
-from calibkit.metrics._validation import check_bool, check_positive_int
 from calibkit.metrics.registry import METRICS
 from calibkit.metrics.registry import metric as metric_entry
+from calibkit.metrics.validation import check_bool, check_positive_int
 
 # With calibkit imported, the Auto classes load calibrated checkpoints without remote code.
 AutoConfig.register(CalibratedConfig.model_type, CalibratedConfig, exist_ok=True)

@@ -21,8 +21,8 @@ import numpy as np
 
 from calibkit.calibrators import _kernels as K
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, check_num_classes
-from calibkit.metrics._validation import check_num_threads
-from calibkit.metrics.statistics import _map, _row_ranges
+from calibkit.metrics.statistics import parallel_map, row_ranges
+from calibkit.metrics.validation import check_num_threads
 
 # Inverse temperatures beyond this mean T < 1e-6: the data is separable and the NLL keeps
 # falling as T -> 0; we stop there and warn rather than loop forever.
@@ -67,7 +67,7 @@ def nll_pass(
         )
         return out
 
-    total = np.sum(_map(run, _row_ranges(data.logits.shape[0], num_threads)), axis=0)
+    total = np.sum(parallel_map(run, row_ranges(data.logits.shape[0], num_threads)), axis=0)
     if total[K.O_NONFINITE] > 0:
         check_finite(data.kept()[0])
     weight = total[K.O_WEIGHT]
@@ -390,7 +390,7 @@ class RegionDependentTemperatureScaling(Calibrator):
         def run(start: int, stop: int) -> None:
             K.max_softmax(data.logits, data.labels, start, stop, data.ignore_index, h)
 
-        _map(run, _row_ranges(data.logits.shape[0], self.num_threads))
+        parallel_map(run, row_ranges(data.logits.shape[0], self.num_threads))
         return h
 
     def _fit_slope(self, data: FitInput, h: np.ndarray, start: float) -> tuple[float, int]:

@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 from transformers import TrainerCallback
 
-from calibkit.metrics._validation import check_bool
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.registry import LOGGED, METRICS, metric_names
 from calibkit.metrics.settings import CalibrationSettings, either
+from calibkit.metrics.validation import check_bool
 
 DEFAULT_METRICS = LOGGED
 """The metrics logged by default: the registry's ``logged`` ones (ece, cece, rbece, fce, ecd, esce)."""

@@ -31,7 +31,7 @@ import numpy as np
 from datasets.utils.py_utils import temp_seed
 
 import calibkit
-from calibkit.metrics._validation import to_numpy
+from calibkit.metrics.validation import to_numpy
 
 CONFIGS = ("default", "token")
 FLUSH_BYTES = 64 * 2**20

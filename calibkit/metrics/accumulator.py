@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
-from calibkit.metrics._validation import PreparedInput, check_num_threads, prepare
 from calibkit.metrics.registry import metric_names, plan, report_from_statistics
 from calibkit.metrics.settings import DEFAULTS, CalibrationSettings, either
 from calibkit.metrics.statistics import (
@@ -27,6 +26,7 @@ from calibkit.metrics.statistics import (
     bin_statistics,
     exact_ace_partials,
 )
+from calibkit.metrics.validation import PreparedInput, check_num_threads, prepare
 
 _NO_SAMPLE = "`labels`: no sample to evaluate (empty input, or every label equals ignore_index={})"
 
@@ -43,7 +43,7 @@ def compute_statistics(
     Parameters
     ----------
     prep : PreparedInput
-        From :func:`calibkit.metrics._validation.prepare` (validated rows and labels).
+        From :func:`calibkit.metrics.validation.prepare` (validated rows and labels).
     settings : CalibrationSettings
         Bin counts and conventions; ``settings.ignore_index`` masks labels.
     metrics : iterable of str, optional

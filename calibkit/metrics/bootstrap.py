@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics._validation import PreparedInput, check_positive_int, prepare
 from calibkit.metrics.registry import METRICS, metric, metric_names, plan, report_from_statistics
 from calibkit.metrics.settings import CalibrationSettings, either
 from calibkit.metrics.statistics import CalibrationStatistics, bin_statistics
+from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare
 
 _FIELDS = ("top", "fuzzy", "classwise", "ace", "scalars")
 _BLOCK_MEMORY = 256 * 2**20  # bytes of per-block statistics held at once

@@ -45,9 +45,9 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
-from calibkit.metrics._validation import check_positive_int, prepare
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.statistics import ace_points, bin_statistics, gather_bucket_samples
+from calibkit.metrics.validation import check_positive_int, prepare
 
 _MAGNITUDE = np.int64(2**63 - 1)
 _SUB_BITS = 12

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics._validation import check_num_threads, prepare
 from calibkit.metrics.accumulator import exact_report
 from calibkit.metrics.registry import metric_names
 from calibkit.metrics.settings import CalibrationSettings, either, renamed
 from calibkit.metrics.statistics import CalibrationStatistics, binned_gaps
+from calibkit.metrics.validation import check_num_threads, prepare
 
 ArrayLike = Any
 

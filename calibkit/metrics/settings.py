@@ -16,7 +16,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from calibkit.metrics._validation import (
+from calibkit.metrics.validation import (
     check_bins,
     check_bool,
     check_choice,

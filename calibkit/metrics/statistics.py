@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics import _kernels as K
-from calibkit.metrics._validation import (
+from calibkit.metrics.validation import (
     PreparedInput,
 )
 
@@ -131,7 +131,22 @@ class CalibrationStatistics:
 # The pass over the data
 
 
-def _row_ranges(n_rows: int, num_threads: int | None) -> list[tuple[int, int]]:
+def row_ranges(n_rows: int, num_threads: int | None) -> list[tuple[int, int]]:
+    """Split ``n_rows`` rows into contiguous ``(start, stop)`` ranges, one a thread.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows to split.
+    num_threads : int or None
+        Threads to use; None means the CPUs this process may run on. Ranges are never shorter
+        than 65,536 rows (a thread's start-up costs more than it saves below that).
+
+    Returns
+    -------
+    list of tuple of int
+        ``(start, stop)`` pairs covering ``range(n_rows)`` in order.
+    """
     threads = num_threads or _default_threads()
     parts = max(1, min(threads, n_rows // _MIN_ROWS_PER_THREAD))
     edges = np.linspace(0, n_rows, parts + 1).astype(np.int64)
@@ -170,7 +185,22 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return pool
 
 
-def _map(fn, jobs):
+def parallel_map(fn: Callable[..., Any], jobs: list[tuple]) -> list[Any]:
+    """``[fn(*job) for job in jobs]`` on calibkit's kept thread pool (the compiled kernels
+    release the GIL); one job runs in the calling thread.
+
+    Parameters
+    ----------
+    fn : callable
+        Called once per job with the job's items as positional arguments.
+    jobs : list of tuple
+        The arguments of each call.
+
+    Returns
+    -------
+    list
+        The results, in the order of ``jobs``.
+    """
     if len(jobs) == 1:
         return [fn(*jobs[0])]
     return list(_pool(_default_threads()).map(lambda job: fn(*job), jobs))
@@ -230,7 +260,7 @@ def bin_statistics(
     :func:`exact_ace_partials` to build it from the ACE buckets (one-shot calls with both).
     """
     groups = frozenset(groups)
-    ranges = ranges if ranges is not None else _row_ranges(prep.values.shape[0], num_threads)
+    ranges = ranges if ranges is not None else row_ranges(prep.values.shape[0], num_threads)
     binary = prep.mode >= K.MODE_BINARY_PROBS
     # Top-label metrics alone need no per-entry probability: a leaner kernel, 1.5-2x faster.
     kernel = K.ACCUMULATE_TOP.get((prep.mode, prep.num_classes >= K.LONG_ROW)) if not groups else None
@@ -272,7 +302,7 @@ def bin_statistics(
             setattr(part, name, array.sum(axis=0))
         return part, errors
 
-    results = _map(run, ranges)
+    results = parallel_map(run, ranges)
     for _, errors in results:
         if (errors >= 0).any():
             _raise_input_error(prep, errors, ignore_index)
@@ -530,7 +560,7 @@ def gather_bucket_samples(
     slot_start = np.concatenate([[0], np.cumsum(slot_count)[:-1]]).astype(np.int64)
     write_at = slot_start[None, :] + np.concatenate([np.zeros((1, len(keys)), np.int64), np.cumsum(per_part, 0)[:-1]])
     samples = np.empty(int(slot_count.sum()), dtype=np.int64)  # value and outcome packed (_packed_sample)
-    ranges = _row_ranges(prep.values.shape[0], num_threads)
+    ranges = row_ranges(prep.values.shape[0], num_threads)
     assert len(ranges) == len(parts), "gather must split rows as the accumulation did"
     ends = write_at + per_part
 
@@ -554,7 +584,7 @@ def gather_bucket_samples(
         return bool(np.array_equal(cursor, ends[t]))
 
     # every value must land in the bucket it was counted in (the same arithmetic, bit for bit)
-    if not all(_map(run, [(t,) for t in range(len(ranges))])):
+    if not all(parallel_map(run, [(t,) for t in range(len(ranges))])):
         raise RuntimeError("calibkit: the exact-ACE pass rebuilt different probabilities; please report this")
     return samples, slot_start, slot_count, slot_of
 
@@ -601,7 +631,7 @@ def exact_ace_partials(
     samples, slot_start, slot_count, slot_of = gather_bucket_samples(
         prep, parts, keys, ignore_index=ignore_index, num_threads=num_threads, row_softmax=row_softmax
     )
-    ranges = _row_ranges(prep.values.shape[0], num_threads)
+    ranges = row_ranges(prep.values.shape[0], num_threads)
     if table is not None:
         edge_slots = np.nonzero(edge_cut[keys[:, 1]])[0]
         K.classwise_of_samples(samples, slot_start, slot_count, keys[:, 0], edge_slots, classwise_bins, table)
@@ -621,7 +651,7 @@ def exact_ace_partials(
         found_p[group] = out_p
         found_o[group] = out_o
 
-    _map(resolve, [(g,) for g in groups if g.size])
+    parallel_map(resolve, [(g,) for g in groups if g.size])
     part_p[rows, cols] = found_p
     part_o[rows, cols] = found_o
     return (part_p, part_o), table

@@ -1,4 +1,7 @@
-"""Turn user input (numpy, torch, lists) into arrays the kernels read, without copying data.
+"""Input checks shared by every face of calibkit (metrics, calibrators, callback, CLI).
+
+Turn user input (numpy, torch, lists) into arrays the kernels read, without copying data, and
+check settings so that a bad value is a ``ValueError`` naming its argument.
 
 Shape rules (SPEC.md): ``(N,)`` is the probability (or logit) of class 1, ``(N, K)`` is one
 row per sample, ``(N, L, K)`` is token classification with labels ``(N, L)``. Rows whose
@@ -107,7 +110,7 @@ def _first_bad(y: np.ndarray, bad: np.ndarray) -> tuple[Any, int]:
     return y.ravel()[i].item(), i
 
 
-def _prepare_labels(labels: Any) -> np.ndarray:
+def prepare_labels(labels: Any) -> np.ndarray:
     """Labels as a flat int32/int64 array; a value that does not fit in int64 is refused with the
     value itself (a cast would wrap 2**64 - 100 to -100, silently ignored, or turn 1e20 into
     -2**63)."""
@@ -171,5 +174,5 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
         raise ValueError(
             f"`labels` has shape {tuple(y_raw.shape)} but `probs` of shape {shape} needs labels of shape {expected}"
         )
-    y = _prepare_labels(y_raw)
+    y = prepare_labels(y_raw)
     return PreparedInput(np.ascontiguousarray(p), y, mode, num_classes, shape)
