@@ -101,6 +101,9 @@ class ReliabilityDiagram:
     (0.3, True)
     """
 
+    metric = "ece"
+    """The metric whose sums it draws: its top-label table, split by true class."""
+
     def __init__(self, table: np.ndarray, *, label: str | None = None) -> None:
         table = np.asarray(table, dtype=np.float64)
         if table.ndim != 2 or table.shape[1] < 3:
@@ -221,7 +224,7 @@ class ReliabilityDiagram:
         ReliabilityDiagram
         """
         settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
-        statistics = _statistics(probs, labels, ("ece",), settings)
+        statistics = _statistics(probs, labels, (cls.metric,), settings)
         return cls.from_statistics(
             statistics,
             n_bins=n_bins,
@@ -265,6 +268,9 @@ class RegionPlot:
     >>> int(display.counted.sum()), round(display.rbece, 4)
     (1, 0.0)
     """
+
+    metric = "rbece"
+    """The metric whose sums it draws: the region table of ``rbece_bins`` bins."""
 
     def __init__(self, table: np.ndarray, *, theta: float = 40) -> None:
         table = np.asarray(table, dtype=np.float64)
@@ -369,5 +375,5 @@ class RegionPlot:
         settings = CalibrationSettings(
             rbece_bins=rbece_bins, theta=theta, from_logits=from_logits, ignore_index=ignore_index
         )
-        statistics = _statistics(probs, labels, ("rbece",), settings)
+        statistics = _statistics(probs, labels, (cls.metric,), settings)
         return cls.from_statistics(statistics, rbece_bins=rbece_bins, theta=theta, ax=ax, title=title)

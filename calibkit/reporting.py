@@ -136,7 +136,9 @@ def compare_calibrators(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # absent classes, empty regions: visible as NaN in the table
             report = calibration_report(probs, y_test, settings=settings)
-            plot_stats = CalibrationAccumulator(("ece", "subset_ece", "rbece"), settings=settings).update(probs, y_test)
+            plot_stats = CalibrationAccumulator(
+                (ReliabilityDiagram.metric, RegionPlot.metric), settings=settings
+            ).update(probs, y_test)
         out.rows[method] = {
             "macro_f1": macro_f1(probs, y_test),
             **{m: float(report[m]) for m in TABLE_METRICS if m in report},
