@@ -59,14 +59,42 @@ def reliability_bins(
     from_logits: bool = False,
     ignore_index: int = -100,
 ) -> dict[str, np.ndarray]:
-    """Per-bin breakdown for reliability diagrams and the entropic paper's per-bin tables.
+    """Compute the per-bin breakdown behind reliability diagrams and the entropic paper's per-bin tables.
 
     Equal-width right-closed bins on the top-label confidence (on the class-1 probability for
-    1-D binary input). Returns ``edges`` (M+1), and per bin ``count``, ``confidence`` (mean),
-    ``accuracy`` (fraction correct, or of positives for binary), ``gap = accuracy - confidence``,
-    ``ece_contribution = n_b/N |gap|``, ``esce_contribution = n_b/N gap`` and ``ecd`` (mean
-    per-sample ECD). Empty bins hold NaN means and zero contributions.
+    1-D binary input). Empty bins hold NaN means and zero contributions.
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``edges`` (M+1), and per bin ``count``, ``confidence`` (mean), ``accuracy`` (fraction
+        correct, or of positives for binary), ``gap = accuracy - confidence``,
+        ``ece_contribution = n_b/N |gap|``, ``esce_contribution = n_b/N gap`` and ``ecd`` (mean
+        per-sample ECD).
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    Examples
+    --------
     >>> b = reliability_bins([[0.9, 0.1], [0.2, 0.8]], [0, 0], n_bins=5)
     >>> b["count"].tolist(), b["gap"][4].round(2)
     ([0.0, 0.0, 0.0, 1.0, 1.0], np.float64(0.1))
@@ -87,7 +115,7 @@ def ece(
     ignore_index: int = -100,
     return_bins: bool = False,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
-    """Expected calibration error (Guo et al. 2017): ``sum_b n_b/N |acc_b - conf_b|``.
+    """Compute the expected calibration error (Guo et al. 2017 [1]_): ``sum_b n_b/N |acc_b - conf_b|``.
 
     Top-label confidence ``max_k p_k`` in ``n_bins`` equal-width bins ``((m-1)/M, m/M]``;
     for 1-D binary input the class-1 probability against the fraction of positives (the
@@ -95,30 +123,48 @@ def ece(
 
     Parameters
     ----------
-    probs, labels, from_logits, ignore_index
-        As every metric (module docstring).
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
     n_bins : int, default 15
-        ``M``, the number of equal-width bins.
+        ``M``, the number of equal-width bins of the top-label confidence.
     norm : {"l1", "l2", "max"}, default "l1"
         As torchmetrics' ``CalibrationError``: ``"l1"`` the ECE above; ``"l2"`` the L2
         calibration error ``sqrt(sum_b n_b/N (acc_b - conf_b)^2)``; ``"max"`` the largest gap
         of a non-empty bin, :func:`mce`.
     debias : bool, default False
-        With ``norm="l2"``: the debiased estimate of Kumar et al. 2019 (their
+        With ``norm="l2"``: the debiased estimate of Kumar et al. 2019 [2]_ (their
         ``unbiased_l2_ce``): each bin of ``n_b >= 2`` samples contributes
         ``n_b/N [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]`` (its squared gap less the
         variance of ``acc_b``), and the result is the square root of the positive part of the sum.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
     return_bins : bool, default False
-        Also return :func:`reliability_bins`.
+        Also return :func:`reliability_bins` on the same bins.
 
     Returns
     -------
     float, or (float, dict) with ``return_bins``
+        The calibration error in [0, 1], and the per-bin breakdown.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
 
     References
     ----------
-    Guo et al. 2017, On calibration of modern neural networks. Kumar, Liang and Ma 2019,
-    Verified uncertainty calibration.
+    .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger (2017). "On Calibration of Modern
+       Neural Networks". ICML 2017, 1321-1330.
+    .. [2] A. Kumar, P. Liang and T. Ma (2019). "Verified Uncertainty Calibration". NeurIPS 2019.
+    .. [3] SPEC.md, "Binning": the definition, defaults and conventions
+       this function follows.
 
     Examples
     --------
@@ -142,8 +188,46 @@ def ece(
 def mce(
     probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
 ) -> float:
-    """Maximum calibration error (Naeini et al. 2015): ``max_b |acc_b - conf_b|`` over non-empty bins.
+    """Compute the maximum calibration error (Naeini et al. 2015 [1]_): ``max_b |acc_b - conf_b|``.
 
+    The largest gap over the non-empty equal-width bins of the top-label confidence (the
+    class-1 probability for 1-D binary input); ``ece(..., norm="max")``.
+
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins of the top-label confidence.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+
+    Returns
+    -------
+    float
+        MCE in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] M. P. Naeini, G. F. Cooper and M. Hauskrecht (2015). "Obtaining Well Calibrated
+       Probabilities Using Bayesian Binning". AAAI 2015, 2901-2907.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> mce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1])
     0.6
     """
@@ -154,16 +238,42 @@ def mce(
 def ece_l2(
     probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
 ) -> float:
-    """L2 calibration error: ``sqrt(sum_b n_b/N (acc_b - conf_b)^2)``, i.e. ``ece(..., norm="l2")``.
+    """Compute the L2 calibration error: ``sqrt(sum_b n_b/N (acc_b - conf_b)^2)``, i.e. ``ece(..., norm="l2")``.
+
+    The plug-in estimate of Kumar et al. 2019 [1]_ (torchmetrics' ``norm="l2"``); it is biased
+    upwards on small bins, which :func:`ece_l2_debiased` corrects.
 
     Parameters
     ----------
-    probs, labels, n_bins, from_logits, ignore_index
-        As :func:`ece`.
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins of the top-label confidence.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
 
     Returns
     -------
     float
+        The L2 calibration error in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] A. Kumar, P. Liang and T. Ma (2019). "Verified Uncertainty Calibration". NeurIPS 2019.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
 
     Examples
     --------
@@ -176,20 +286,43 @@ def ece_l2(
 def ece_l2_debiased(
     probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
 ) -> float:
-    """Debiased L2 calibration error of Kumar et al. 2019, i.e. ``ece(..., norm="l2", debias=True)``.
+    """Compute the debiased L2 calibration error of Kumar et al. 2019 [1]_: ``ece(..., norm="l2", debias=True)``.
+
+    Each bin of ``n_b >= 2`` samples contributes ``n_b/N [(acc_b - conf_b)^2 - acc_b (1 - acc_b) /
+    (n_b - 1)]``, its squared gap less the sampling variance of ``acc_b`` (their
+    ``unbiased_l2_ce``); the result is the square root of the positive part of the sum.
 
     Parameters
     ----------
-    probs, labels, n_bins, from_logits, ignore_index
-        As :func:`ece`.
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins of the top-label confidence.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
 
     Returns
     -------
     float
+        The debiased L2 calibration error, >= 0.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
 
     References
     ----------
-    Kumar, Liang and Ma 2019, Verified uncertainty calibration (``unbiased_l2_ce``).
+    .. [1] A. Kumar, P. Liang and T. Ma (2019). "Verified Uncertainty Calibration". NeurIPS 2019.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
     """
     return ece(probs, labels, n_bins=n_bins, norm="l2", debias=True, from_logits=from_logits, ignore_index=ignore_index)
 
@@ -203,7 +336,7 @@ def ace(
     ignore_index: int = -100,
     n_ranges: int | None = None,
 ) -> float:
-    """Adaptive calibration error (Nixon et al. 2019), class-conditional with equal-mass ranges.
+    """Compute the adaptive calibration error (Nixon et al. 2019 [1]_), class-conditional over equal-mass ranges.
 
     ``1/(K R) sum_k sum_r |acc_rk - conf_rk|``: for every class ``k`` the column ``p_k`` is
     sorted and cut into ``R`` ranges of equal size (``np.array_split`` sizes); ``acc_rk`` is the
@@ -214,8 +347,43 @@ def ace(
     Exact: a fine histogram locates the boundaries and only the samples of the buckets they
     cut are sorted. (:class:`CalibrationAccumulator` gives the streaming estimate with a bound.)
 
-    ``ace_ranges`` is ``R`` (``n_ranges``, its old name, still works with a FutureWarning).
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    ace_ranges : int, default 15
+        ``R``, the number of equal-mass ranges per class column.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+    n_ranges : int, optional
+        The old name of ``ace_ranges``; still works, with a FutureWarning.
 
+    Returns
+    -------
+    float
+        ACE in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] J. Nixon, M. W. Dusenberry, L. Zhang, G. Jerfel and D. Tran (2019). "Measuring
+       Calibration in Deep Learning". CVPR Workshops 2019.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> ace([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], ace_ranges=2)
     0.25
     """
@@ -233,12 +401,48 @@ def sce(
     ignore_index: int = -100,
     n_bins: int | None = None,
 ) -> float:
-    """Static calibration error, also class-wise ECE (Nixon et al. 2019).
+    """Compute the static calibration error, also called class-wise ECE (Nixon et al. 2019 [1]_).
 
     ``1/K sum_k sum_b n_bk/N |acc_bk - conf_bk|`` with equal-width bins on each column ``p_k``
     and outcome ``1[y = k]``; 1-D binary input counts both columns ``1 - p`` and ``p``.
-    ``sce_bins`` is ``M`` (``n_bins``, its old name here, still works with a FutureWarning).
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    sce_bins : int, default 15
+        ``M``, the number of equal-width bins per class column.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+    n_bins : int, optional
+        The old name of ``sce_bins`` here; still works, with a FutureWarning.
+
+    Returns
+    -------
+    float
+        SCE in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] J. Nixon, M. W. Dusenberry, L. Zhang, G. Jerfel and D. Tran (2019). "Measuring
+       Calibration in Deep Learning". CVPR Workshops 2019.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> round(sce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
     """
@@ -250,10 +454,43 @@ def sce(
 def subset_ece(
     probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
 ) -> np.ndarray:
-    """Per-class ECE ``ECE_k``: top-label ECE on the subset ``{i : y_i = k}`` (class-wise paper §3.1).
+    """Compute each class's ECE ``ECE_k``: top-label ECE on the subset ``{i : y_i = k}`` (class-wise paper [1]_, §3.1).
 
-    Returns an array of ``K`` values, NaN (with a :class:`MissingClassWarning`) for absent classes.
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins of the top-label confidence.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
 
+    Returns
+    -------
+    ndarray of shape (K,)
+        ``ECE_k`` per class; NaN (with a :class:`MissingClassWarning`) for absent classes.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] S. Obadinma, H. Guo and X. Zhu (2021). "Class-wise Calibration: A Case Study on
+       COVID-19 Hate Speech". Canadian Conference on Artificial Intelligence 2021.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> subset_ece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]).round(4).tolist()
     [0.1, 0.3667]
     """
@@ -268,11 +505,46 @@ def _class_wise(name: str, probs, labels, n_bins, from_logits, ignore_index) -> 
 def cece(
     probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
 ) -> float:
-    """Contraharmonic ECE (class-wise paper, eq 3.4): ``sum_k ECE_k^2 / sum_k ECE_k``.
+    """Compute the contraharmonic ECE (class-wise paper [1]_, eq 3.4): ``sum_k ECE_k^2 / sum_k ECE_k``.
 
     Over the classes present; 0 when every ``ECE_k`` is 0. Dominated by the worst-calibrated
     classes, unlike ECE, which the majority class dominates.
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins of the top-label confidence.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+
+    Returns
+    -------
+    float
+        CECE in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] S. Obadinma, H. Guo and X. Zhu (2021). "Class-wise Calibration: A Case Study on
+       COVID-19 Hate Speech". Canadian Conference on Artificial Intelligence 2021.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> round(cece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3095
     """
@@ -282,8 +554,43 @@ def cece(
 def msece(
     probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
 ) -> float:
-    """Mean subset ECE (class-wise paper, eq 3.5): ``mean_k ECE_k`` over the classes present.
+    """Compute the mean subset ECE (class-wise paper [1]_, eq 3.5): ``mean_k ECE_k`` over the classes present.
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins of the top-label confidence.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+
+    Returns
+    -------
+    float
+        MSECE in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] S. Obadinma, H. Guo and X. Zhu (2021). "Class-wise Calibration: A Case Study on
+       COVID-19 Hate Speech". Canadian Conference on Artificial Intelligence 2021.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> round(msece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.2333
     """
@@ -293,8 +600,43 @@ def msece(
 def wsece(
     probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
 ) -> float:
-    """Weighted subset ECE (class-wise paper, eq 3.6): ``sum_k n_k/N ECE_k``.
+    """Compute the weighted subset ECE (class-wise paper [1]_, eq 3.6): ``sum_k n_k/N ECE_k``.
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins of the top-label confidence.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+
+    Returns
+    -------
+    float
+        WSECE in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] S. Obadinma, H. Guo and X. Zhu (2021). "Class-wise Calibration: A Case Study on
+       COVID-19 Hate Speech". Canadian Conference on Artificial Intelligence 2021.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> round(wsece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
     """
@@ -304,10 +646,45 @@ def wsece(
 def ece_variance(
     probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
 ) -> float:
-    """Variance of the per-class ECEs around the overall ECE (class-wise paper, eq 3.7).
+    """Compute the variance of the per-class ECEs around the overall ECE (class-wise paper [1]_, eq 3.7).
 
     ``sum_k (ECE_k - ECE)^2 / K`` over the ``K`` classes present.
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins of the top-label confidence.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+
+    Returns
+    -------
+    float
+        The variance, >= 0.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] S. Obadinma, H. Guo and X. Zhu (2021). "Class-wise Calibration: A Case Study on
+       COVID-19 Hate Speech". Canadian Conference on Artificial Intelligence 2021.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> round(ece_variance([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.0222
     """
@@ -324,13 +701,50 @@ def rbece(
     ignore_index: int = -100,
     n_bins: int | None = None,
 ) -> float:
-    """Region-balanced ECE (region-balanced paper, eq 2): ``mean_{b : n_b > theta} |acc_b - conf_b|``.
+    """Compute the region-balanced ECE (region-balanced paper [1]_, eq 2): ``mean_{b : n_b > theta} |acc_b - conf_b|``.
 
     Unweighted, so the rare low-confidence regions count as much as the crowded top bin.
-    NaN with an :class:`EmptyRegionWarning` when no bin holds more than ``theta`` samples.
-    ``rbece_bins`` is the number of equal-width bins (``n_bins``, its old name here, still works
-    with a FutureWarning).
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    rbece_bins : int, default 20
+        The number of equal-width bins of the top-label confidence.
+    theta : float, default 40
+        A bin counts only when it holds more than ``theta`` samples.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+    n_bins : int, optional
+        The old name of ``rbece_bins`` here; still works, with a FutureWarning.
+
+    Returns
+    -------
+    float
+        RBECE in [0, 1]; NaN with an :class:`EmptyRegionWarning` when no bin holds more than
+        ``theta`` samples.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] H. Dawkins and I. Nejadgholi (2022). "Region-dependent temperature scaling for
+       certainty calibration and application to class-imbalanced token classification". ACL 2022.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> round(rbece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], theta=0), 4)
     0.3
     """
@@ -352,7 +766,7 @@ def fce(
     n_bins: int | None = None,
     variant: str | None = None,
 ) -> float:
-    """Fuzzy calibration error (Bihani & Rayz 2023, the fuzzy-binning paper, eq 4-6).
+    """Compute the fuzzy calibration error (Bihani & Rayz 2023 [1]_, the fuzzy-binning paper, eq 4-6).
 
     The top-label confidence ``c_i`` (class-1 probability for 1-D binary input) belongs to
     ``fce_bins`` overlapping trapezoid bins: bin ``m`` spans ``[t0, t1]``, width ``w = 1/M``,
@@ -364,11 +778,14 @@ def fce(
 
     Parameters
     ----------
-    probs, labels, from_logits, ignore_index
-        As every metric (module docstring).
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
     fce_bins : int, default 15
         ``M``, the number of fuzzy bins. The authors' code also uses ``M`` fuzzy bins (only its
-        ECE's ``M`` means ``M - 1`` bins; SPEC.md). Old name here: ``n_bins`` (FutureWarning).
+        ECE's ``M`` means ``M - 1`` bins; SPEC.md).
     fce_variant : {"paper", "authors"}, default "paper"
         ``"paper"``: eq 4-6, ``C_m = sum_i mu_m(c_i) c_i``, confidence over all predictions.
         ``"authors"``: what their published code (``paper_demo/calibration_metrics.py``)
@@ -382,13 +799,34 @@ def fce(
         papers"). Their code rounds the FCE itself to 3 decimals; this returns it unrounded.
         On float64 input the rounded memberships are theirs bit for bit; their published run
         computed memberships of float32 confidences in float32 (numpy < 2), which moves a few by
-        0.001 (their per-bin values differ by up to 7e-6, their FCE by 7e-8). Old name here:
-        ``variant`` (FutureWarning).
+        0.001 (their per-bin values differ by up to 7e-6, their FCE by 7e-8).
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+    n_bins : int, optional
+        The old name of ``fce_bins`` here; still works, with a FutureWarning.
+    variant : str, optional
+        The old name of ``fce_variant``; still works, with a FutureWarning.
 
     Returns
     -------
     float
-        FCE in [0, 1]; NaN only without samples.
+        FCE in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] G. Bihani and J. T. Rayz (2023). "Calibration Error Estimation Using Fuzzy Binning".
+       Code: https://github.com/bihani-g/fce.
+    .. [2] SPEC.md, "Metrics" and "FCE membership": the definition, defaults and conventions
+       this function follows.
 
     Examples
     --------
@@ -408,10 +846,43 @@ def fce(
 def overconfidence(
     probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ignore_index: int = -100
 ) -> float:
-    """Overconfidence OF (fuzzy-binning paper, eq 7): mean top-label confidence over wrong predictions.
+    """Compute the overconfidence OF (fuzzy-binning paper [1]_, eq 7): mean confidence of the wrong predictions.
 
-    NaN when every prediction is correct.
+    The confidence is the top-label probability ``max_k p_k`` (``max(p, 1 - p)`` for 1-D binary input).
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+
+    Returns
+    -------
+    float
+        OF in [0, 1]; NaN when every prediction is correct.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] G. Bihani and J. T. Rayz (2023). "Calibration Error Estimation Using Fuzzy Binning".
+       Code: https://github.com/bihani-g/fce.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> overconfidence([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1])
     0.6
     """
@@ -429,12 +900,50 @@ def ecd(
     return_bins: bool = False,
     n_bins: int = 10,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
-    """Entropic calibration difference (entropic paper, eq 12 and 15).
+    """Compute the entropic calibration difference (entropic paper [1]_, eq 12 and 15).
 
     ``mean_i [sum_k p_ik log p_ik - log p_{i,y_i}]``; binary: ``mean (p - y) log(p / (1 - p))``.
-    Positive means over-confident, negative under-confident; logs clip at ``eps``.
-    ``return_bins=True`` adds the per-bin means of :func:`reliability_bins` (``n_bins`` bins).
+    Positive means over-confident, negative under-confident.
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    eps : float, default 1e-12
+        Logs clip probabilities at ``eps``.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+    return_bins : bool, default False
+        Also return the per-bin means of :func:`reliability_bins` (``n_bins`` bins).
+    n_bins : int, default 10
+        Bins of the breakdown returned with ``return_bins``; the ECD itself has no bins.
+
+    Returns
+    -------
+    float, or (float, dict) with ``return_bins``
+        ECD (signed, 0 is calibrated), and the per-bin breakdown.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] D. J. Sumler, L. Devlin, S. Maskell and R. O. Lane (2025). "An Entropic Metric for
+       Measuring Calibration of Machine Learning Models".
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> ecd([0.5, 0.5, 1.0], [0, 1, 1])
     0.0
     """
@@ -453,13 +962,50 @@ def esce(
     return_bins: bool = False,
     n_bins: int | None = None,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
-    """Expected signed calibration error (entropic paper, eq 6): ``sum_b n_b/N (acc_b - conf_b)``.
+    """Compute the expected signed calibration error (entropic paper [1]_, eq 6): ``sum_b n_b/N (acc_b - conf_b)``.
 
     Negative means over-confident. 1-D binary input: fraction of positives minus mean
-    class-1 probability per bin, in ``esce_bins`` equal-width bins (``n_bins``, its old name
-    here, still works with a FutureWarning). ``return_bins=True`` adds :func:`reliability_bins`
-    on the same bins.
+    class-1 probability per bin.
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    esce_bins : int, default 10
+        The number of equal-width bins of the top-label confidence.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+    return_bins : bool, default False
+        Also return :func:`reliability_bins` on the same bins.
+    n_bins : int, optional
+        The old name of ``esce_bins`` here; still works, with a FutureWarning.
+
+    Returns
+    -------
+    float, or (float, dict) with ``return_bins``
+        ESCE in [-1, 1], and the per-bin breakdown.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] D. J. Sumler, L. Devlin, S. Maskell and R. O. Lane (2025). "An Entropic Metric for
+       Measuring Calibration of Machine Learning Models".
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> round(esce([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     -0.25
     """
@@ -470,8 +1016,41 @@ def esce(
 
 
 def brier(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ignore_index: int = -100) -> float:
-    """Brier score: ``mean_i sum_k (p_ik - 1[y_i = k])^2``; 1-D binary input: ``mean (p - y)^2``.
+    """Compute the Brier score [1]_: ``mean_i sum_k (p_ik - 1[y_i = k])^2``; 1-D binary input: ``mean (p - y)^2``.
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+
+    Returns
+    -------
+    float
+        The Brier score in [0, 2] (in [0, 1] for 1-D binary input).
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] G. W. Brier (1950). "Verification of Forecasts Expressed in Terms of Probability".
+       Monthly Weather Review 78(1), 1-3.
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> round(brier([[0.9, 0.1], [0.2, 0.8]], [0, 1]), 4)
     0.05
     """
@@ -482,8 +1061,42 @@ def brier(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ign
 def nll(
     probs: ArrayLike, labels: ArrayLike, *, eps: float = 1e-12, from_logits: bool = False, ignore_index: int = -100
 ) -> float:
-    """Negative log-likelihood ``mean_i -log max(p_{i,y_i}, eps)``.
+    """Compute the negative log-likelihood [1]_: ``mean_i -log max(p_{i,y_i}, eps)``.
 
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    eps : float, default 1e-12
+        Probabilities are clipped at ``eps`` inside the log.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+
+    Returns
+    -------
+    float
+        NLL, >= 0.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    References
+    ----------
+    .. [1] A. Galdran and M. Riera i Marin. "Part III: Model Calibration (tutorial slides)".
+    .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
+       this function follows.
+
+    Examples
+    --------
     >>> round(nll([[0.5, 0.5], [0.2, 0.8]], [0, 1]), 4)
     0.4581
     """
@@ -510,7 +1123,7 @@ def calibration_report(
     fce_variant: str = "paper",
     settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
-    """Every metric from one pass over the data, ACE exact.
+    """Compute every metric in one pass over the data, ACE exact.
 
     Exact ACE adds a second pass that copies only the samples of the fine buckets an
     equal-mass range boundary cuts (on rows of 16 classes or more and up to 32 ``sce_bins``,
@@ -519,11 +1132,18 @@ def calibration_report(
 
     Parameters
     ----------
-    probs, labels, from_logits, ignore_index
-        As every metric (module docstring).
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
     metrics : iterable of str, optional
         Names from :data:`calibkit.METRICS` (default: all); the pass then skips the sums only
         the others need (e.g. the per-entry logs of ECD, NLL and Brier).
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant
         The settings of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's
         defaults); ``fce_variant="authors"`` reports FCE as the fuzzy-binning authors' code
@@ -541,6 +1161,13 @@ def calibration_report(
         brier, nll``: the functions of the same names, with these settings) or those asked for,
         then ``ace_error_bound`` (0 here: ACE is exact), ``accuracy``, ``n`` (samples after
         masking) and ``num_classes``.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
 
     Examples
     --------
