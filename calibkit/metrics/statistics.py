@@ -48,8 +48,15 @@ def _default_threads() -> int:
 class CalibrationStatistics:
     """Additive per-bin sums; ``a + b`` is the statistics of both data sets.
 
-    Attributes
+    Build one with :meth:`zeros` and fill it with :func:`bin_statistics` (or take it from a
+    :class:`~calibkit.metrics.accumulator.CalibrationAccumulator`); the fields are the sums.
+
+    Parameters
     ----------
+    num_classes : int
+        ``K``, the number of classes (2 for 1-D binary input).
+    binary : bool
+        The input was 1-D binary (the class-1 probability).
     top_bins : tuple of int
         The bin counts of ``top`` (one entry per distinct bin count asked for).
     top : ndarray (S, K, M, 4)
@@ -66,6 +73,8 @@ class CalibrationStatistics:
         The same sums on fine buckets (16 an octave of the float64 pattern) for ACE.
     scalars : ndarray (7,)
         n, correct, Brier, NLL and ECD sums, confidence sum and count of wrong predictions.
+    has : frozenset of str, default frozenset()
+        Which optional groups of sums were filled (``rows``, ``classwise``, ``ace``, ``fuzzy``).
     """
 
     num_classes: int
@@ -88,6 +97,28 @@ class CalibrationStatistics:
         classwise_bins: int,
         has: Iterable[str],
     ) -> CalibrationStatistics:
+        """Create empty statistics of the given shape, ready to be filled by a pass.
+
+        Parameters
+        ----------
+        num_classes : int
+            ``K``.
+        binary : bool
+            The input is 1-D binary.
+        top_bins : iterable of int
+            Bin counts of the top-label tables (duplicates dropped; none gives one table of 1 bin).
+        fuzzy_bins : int
+            Fuzzy bins of FCE (used when ``"fuzzy"`` is in ``has``).
+        classwise_bins : int
+            Bins per class column of SCE (used when ``"classwise"`` is in ``has``).
+        has : iterable of str
+            The optional groups to allocate: ``rows``, ``classwise``, ``ace``, ``fuzzy``.
+
+        Returns
+        -------
+        CalibrationStatistics
+            All sums zero.
+        """
         top_bins = tuple(sorted(set(int(b) for b in top_bins))) or (1,)
         has = frozenset(has)
         k = num_classes
@@ -112,6 +143,23 @@ class CalibrationStatistics:
             )
 
     def __add__(self, other: CalibrationStatistics) -> CalibrationStatistics:
+        """Add the sums of two compatible statistics (same classes, bins and groups).
+
+        Parameters
+        ----------
+        other : CalibrationStatistics
+            Statistics filled with the same metrics and settings.
+
+        Returns
+        -------
+        CalibrationStatistics
+            A new object; neither operand changes.
+
+        Raises
+        ------
+        ValueError
+            When ``other`` differs in classes, binary input, bins or groups.
+        """
         self._check_compatible(other)
         out = CalibrationStatistics(**{f.name: getattr(self, f.name) for f in fields(self)})
         for name in ("top", "fuzzy", "classwise", "ace", "scalars"):
@@ -119,11 +167,23 @@ class CalibrationStatistics:
         return out
 
     def top_table(self, n_bins: int) -> np.ndarray:
-        """(K, n_bins, 4) top-label sums for a bin count that was accumulated."""
+        """Return the top-label sums for a bin count that was accumulated.
+
+        Parameters
+        ----------
+        n_bins : int
+            One of :attr:`top_bins`.
+
+        Returns
+        -------
+        ndarray of shape (K, n_bins, 4)
+            Per true class and bin: count, sum of confidence, sum of correct, sum of ECD.
+        """
         return self.top[self.top_bins.index(n_bins), :, :n_bins]
 
     @property
     def n(self) -> int:
+        """Samples counted (after masking)."""
         return int(self.scalars[K.S_N])
 
 
@@ -157,9 +217,11 @@ _LANED = ("top", "fuzzy", "classwise", "ace")
 
 
 def _lanes(name: str, num_classes: int) -> int:
-    """Histogram copies for ``name`` (see ``K.LANES``): a row of many classes already spreads
-    its class-wise and ACE updates over K places, and one copy of the (K, 1026, 3) ACE table
-    stays in cache where four did not (1.4x faster at K = 66)."""
+    """Return the number of histogram copies for ``name`` (see ``K.LANES``).
+
+    A row of many classes already spreads its class-wise and ACE updates over K places, and one
+    copy of the (K, 1026, 3) ACE table stays in cache where four did not.
+    """
     if name in ("classwise", "ace") and num_classes >= K.LONG_ROW:
         return 1
     return K.LANES
@@ -170,9 +232,12 @@ _POOL_LOCK = threading.Lock()
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
-    """One thread pool per process and size, kept: starting threads for every call cost about
-    10 ms of a 15 ms report on 2000 rows. Keyed by process id too: a forked child inherits the
-    pool object but not its threads, and would wait on it forever."""
+    """Return calibkit's thread pool of ``workers`` threads for this process.
+
+    One pool per process and size, kept: starting threads on every call would cost most of a
+    small report. Keyed by process id too: a forked child inherits the pool object but not its
+    threads, and would wait on it forever.
+    """
     key = (os.getpid(), workers)
     with _POOL_LOCK:
         pool = _POOL.get(key)
@@ -186,8 +251,10 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 
 
 def parallel_map(fn: Callable[..., Any], jobs: list[tuple]) -> list[Any]:
-    """``[fn(*job) for job in jobs]`` on calibkit's kept thread pool (the compiled kernels
-    release the GIL); one job runs in the calling thread.
+    """Run ``[fn(*job) for job in jobs]`` on calibkit's kept thread pool.
+
+    The compiled kernels release the GIL, so the jobs run in parallel; a single job runs in the
+    calling thread.
 
     Parameters
     ----------
@@ -247,17 +314,49 @@ def bin_statistics(
     row_softmax: np.ndarray | None = None,
     classwise_from_ace: bool = False,
 ) -> tuple[CalibrationStatistics, list[CalibrationStatistics]]:
-    """Run the kernel over ``prep`` in threads; return the summed statistics (and the parts).
+    """Run the kernel over ``prep`` in threads and return the summed statistics (and the parts).
 
-    ``groups`` picks the optional, costlier sums: ``rows`` (Brier, NLL, ECD: a log per
-    entry), ``classwise`` (SCE), ``ace`` and ``fuzzy`` (FCE). Raises ``ValueError`` on the
-    first bad value, naming the argument, the position and the offending row. ``ranges``
-    (row ranges covering the input) replaces the per-thread split; with ``keep_parts`` the
-    statistics of each range are returned too (the bootstrap's blocks). ``row_softmax``, an
-    (N, 2) array, receives each long logit row's maximum and inverse softmax sum, for
-    :func:`exact_ace_partials` (see :func:`calibkit.metrics._kernels._accumulate`).
-    ``classwise_from_ace``: leave the ``classwise`` table at zero (the pass skips its sums), for
-    :func:`exact_ace_partials` to build it from the ACE buckets (one-shot calls with both).
+    Parameters
+    ----------
+    prep : PreparedInput
+        Validated rows and labels (:func:`calibkit.metrics.validation.prepare`).
+    ignore_index : int
+        Label of the rows to skip.
+    top_bins : iterable of int
+        Bin counts of the top-label tables to fill.
+    fuzzy_bins : int
+        Fuzzy bins of FCE.
+    classwise_bins : int
+        Bins per class column of SCE.
+    groups : iterable of str
+        The optional, costlier sums: ``rows`` (Brier, NLL, ECD: a log per entry), ``classwise``
+        (SCE), ``ace`` and ``fuzzy`` (FCE).
+    eps : float
+        Logs clip probabilities at ``eps``.
+    num_threads : int, optional
+        Threads of the pass (default: the CPUs available).
+    keep_parts : bool, default False
+        Also return the statistics of each row range (the bootstrap's blocks, the exact-ACE pass).
+    ranges : list of tuple of int, optional
+        Row ranges covering the input, replacing the per-thread split.
+    row_softmax : ndarray of shape (N, 2), optional
+        Receives each long logit row's maximum and inverse softmax sum, for
+        :func:`exact_ace_partials` (see :func:`calibkit.metrics._kernels._accumulate`).
+    classwise_from_ace : bool, default False
+        Leave the ``classwise`` table at zero (the pass skips its sums), for
+        :func:`exact_ace_partials` to build it from the ACE buckets (one-shot calls with both).
+
+    Returns
+    -------
+    total : CalibrationStatistics
+        The sums over every row.
+    parts : list of CalibrationStatistics
+        The sums of each range with ``keep_parts``, else empty.
+
+    Raises
+    ------
+    ValueError
+        On the first bad value, naming the argument, the position and the offending row.
     """
     groups = frozenset(groups)
     ranges = ranges if ranges is not None else row_ranges(prep.values.shape[0], num_threads)
@@ -318,7 +417,18 @@ def bin_statistics(
 
 
 def binned_gaps(table: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-bin count, mean confidence, accuracy and signed gap ``acc - conf`` (NaN if empty)."""
+    """Compute per-bin count, mean confidence, accuracy and signed gap ``acc - conf`` (NaN if empty).
+
+    Parameters
+    ----------
+    table : ndarray of shape (..., M, >= 3)
+        Per bin: count, sum of confidence, sum of correct.
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``count``, ``confidence``, ``accuracy`` and ``gap``, each of shape ``(..., M)``.
+    """
     count, conf_sum, out_sum = table[..., 0], table[..., 1], table[..., 2]
     with np.errstate(invalid="ignore", divide="ignore"):
         confidence = conf_sum / count
@@ -327,12 +437,35 @@ def binned_gaps(table: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def ece_from_table(table: np.ndarray) -> float:
-    """``sum_b n_b/N |acc_b - conf_b|`` = ``sum_b |S_correct - S_conf| / N`` over one table (M, 4)."""
+    """Compute ECE ``sum_b n_b/N |acc_b - conf_b|`` = ``sum_b |S_correct - S_conf| / N`` from one table.
+
+    Parameters
+    ----------
+    table : ndarray of shape (M, 4)
+        One top-label table: per bin, count, sum of confidence, sum of correct (and of ECD).
+
+    Returns
+    -------
+    float
+        ECE; NaN for an empty table.
+    """
     n = table[:, 0].sum()
     return float(np.abs(table[:, 2] - table[:, 1]).sum() / n) if n > 0 else float("nan")
 
 
 def mce_from_table(table: np.ndarray) -> float:
+    """Compute MCE ``max_b |acc_b - conf_b|`` over the non-empty bins of one table.
+
+    Parameters
+    ----------
+    table : ndarray of shape (M, 4)
+        One top-label table: per bin, count, sum of confidence, sum of correct (and of ECD).
+
+    Returns
+    -------
+    float
+        MCE; NaN when every bin is empty.
+    """
     nonempty = table[:, 0] > 0
     if not nonempty.any():
         return float("nan")
@@ -340,12 +473,37 @@ def mce_from_table(table: np.ndarray) -> float:
 
 
 def esce_from_table(table: np.ndarray) -> float:
+    """Compute ESCE ``sum_b n_b/N (acc_b - conf_b)`` from one table (negative: over-confident).
+
+    Parameters
+    ----------
+    table : ndarray of shape (M, 4)
+        One top-label table: per bin, count, sum of confidence, sum of correct (and of ECD).
+
+    Returns
+    -------
+    float
+        ESCE; NaN for an empty table.
+    """
     n = table[:, 0].sum()
     return float((table[:, 2] - table[:, 1]).sum() / n) if n > 0 else float("nan")
 
 
 def rbece_from_table(table: np.ndarray, theta: float) -> float:
-    """Unweighted mean ``|acc_b - conf_b|`` over bins holding more than ``theta`` samples."""
+    """Compute RBECE, the unweighted mean ``|acc_b - conf_b|`` over bins holding more than ``theta`` samples.
+
+    Parameters
+    ----------
+    table : ndarray of shape (M, 4)
+        One top-label table: per bin, count, sum of confidence, sum of correct (and of ECD).
+    theta : float
+        A bin counts only with more than ``theta`` samples.
+
+    Returns
+    -------
+    float
+        RBECE; NaN, with an :class:`EmptyRegionWarning`, when no bin counts.
+    """
     dense = table[:, 0] > theta
     if not dense.any():
         warnings.warn(
@@ -359,7 +517,18 @@ def rbece_from_table(table: np.ndarray, theta: float) -> float:
 
 
 def per_class_ece(table: np.ndarray) -> np.ndarray:
-    """``ECE_k``: top-label ECE on the subset ``y = k``, from a (K, M, 4) table; NaN if absent."""
+    """Compute ``ECE_k``, the top-label ECE on the subset ``y = k``, for every class.
+
+    Parameters
+    ----------
+    table : ndarray of shape (K, M, 4)
+        The top-label table split by true class (:meth:`CalibrationStatistics.top_table`).
+
+    Returns
+    -------
+    ndarray of shape (K,)
+        ``ECE_k``; NaN for a class without samples.
+    """
     n_k = table[:, :, 0].sum(axis=1)
     gap = np.abs(table[:, :, 2] - table[:, :, 1]).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -367,10 +536,26 @@ def per_class_ece(table: np.ndarray) -> np.ndarray:
 
 
 def class_wise_summary(class_ece: Any, class_counts: Any, overall_ece: float) -> dict[str, float]:
-    """CECE, MSECE, WSECE and ECE variance from per-class ECEs (class-wise paper, eq 3.4-3.7).
+    """Compute CECE, MSECE, WSECE and ECE variance from per-class ECEs (class-wise paper, eq 3.4-3.7).
 
     Classes whose ``ECE_k`` is NaN (absent from the data) are left out, ``K`` = classes present.
 
+    Parameters
+    ----------
+    class_ece : array-like of shape (K,)
+        ``ECE_k`` per class (NaN for absent classes).
+    class_counts : array-like of shape (K,)
+        Samples of each class (the weights of WSECE).
+    overall_ece : float
+        The ECE over all samples (the centre of the ECE variance).
+
+    Returns
+    -------
+    dict of str to float
+        ``cece``, ``msece``, ``wsece`` and ``ece_variance``; all NaN when no class is present.
+
+    Examples
+    --------
     >>> s = class_wise_summary([0.05, 0.1, 0.6], [1, 1, 1], overall_ece=0.08)
     >>> round(s["cece"], 4), round(s["msece"], 4), round(s["ece_variance"], 4)
     (0.4967, 0.25, 0.0906)
@@ -392,13 +577,25 @@ def class_wise_summary(class_ece: Any, class_counts: Any, overall_ece: float) ->
 
 
 def fce_from_table(fuzzy: np.ndarray, variant: str = "paper") -> float:
-    """FCE from the (M, 6) fuzzy sums: ``sum_m G_m |acc_m - conf_m| / sum_m G_m`` = ``sum_m |A_m - C_m| / sum_m G_m``.
+    """Compute FCE from the fuzzy sums: ``sum_m G_m |acc_m - conf_m| / sum_m G_m`` = ``sum_m |A_m - C_m| / sum_m G_m``.
 
     ``variant="paper"`` (eq 4-6): ``G_m = sum_i mu_m(c_i)``, ``A_m = sum_i mu_m(c_i) a_i``,
     ``C_m = sum_i mu_m(c_i) c_i``. ``variant="authors"`` (their ``calibration_metrics.py``):
-    their memberships rounded as their ``round(mu, 3)``, and ``C_m = sum_i mu_m(c_i) a_i c_i``, the confidence of
-    the correct predictions only; ``A_m - C_m = sum_i mu_m(c_i) a_i (1 - c_i) >= 0`` then, so no
-    over- and under-confidence cancel within a bin.
+    their memberships rounded as their ``round(mu, 3)``, and ``C_m = sum_i mu_m(c_i) a_i c_i``, the
+    confidence of the correct predictions only; ``A_m - C_m = sum_i mu_m(c_i) a_i (1 - c_i) >= 0``
+    then, so no over- and under-confidence cancel within a bin.
+
+    Parameters
+    ----------
+    fuzzy : ndarray of shape (M, 6)
+        :attr:`CalibrationStatistics.fuzzy`.
+    variant : {"paper", "authors"}, default "paper"
+        Which three columns to read.
+
+    Returns
+    -------
+    float
+        FCE; NaN for empty sums.
     """
     g, a, c = (fuzzy[:, 0], fuzzy[:, 1], fuzzy[:, 2]) if variant == "paper" else (fuzzy[:, 3], fuzzy[:, 4], fuzzy[:, 5])
     total = g.sum()
@@ -406,14 +603,37 @@ def fce_from_table(fuzzy: np.ndarray, variant: str = "paper") -> float:
 
 
 def sce_from_table(classwise: np.ndarray, n: float) -> float:
-    """``1/K sum_k sum_b n_bk/N |acc_bk - conf_bk|`` from a (K, M, 3) table."""
+    """Compute SCE ``1/K sum_k sum_b n_bk/N |acc_bk - conf_bk|`` from the class-wise table.
+
+    Parameters
+    ----------
+    classwise : ndarray of shape (K, M, 3)
+        :attr:`CalibrationStatistics.classwise`.
+    n : float
+        ``N``, the samples counted.
+
+    Returns
+    -------
+    float
+        SCE.
+    """
     return float(np.abs(classwise[:, :, 2] - classwise[:, :, 1]).sum() / (classwise.shape[0] * n))
 
 
 def ece_l2_from_table(table: np.ndarray) -> float:
-    """L2 calibration error ``sqrt(sum_b n_b/N (acc_b - conf_b)^2)`` over one table (M, 4).
+    """Compute the L2 calibration error ``sqrt(sum_b n_b/N (acc_b - conf_b)^2)`` from one table.
 
     torchmetrics' ``norm="l2"`` (Kumar et al. 2019's plug-in estimate).
+
+    Parameters
+    ----------
+    table : ndarray of shape (M, 4)
+        One top-label table: per bin, count, sum of confidence, sum of correct (and of ECD).
+
+    Returns
+    -------
+    float
+        The L2 calibration error; NaN for an empty table.
     """
     count = table[:, 0]
     n = count.sum()
@@ -425,11 +645,21 @@ def ece_l2_from_table(table: np.ndarray) -> float:
 
 
 def ece_l2_debiased_from_table(table: np.ndarray) -> float:
-    """Debiased L2 calibration error (Kumar et al. 2019, their ``unbiased_l2_ce``) over one table (M, 4).
+    """Compute the debiased L2 calibration error (Kumar et al. 2019, their ``unbiased_l2_ce``) from one table.
 
     Per bin with ``n_b >= 2``: ``(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)``, the
     squared gap less the variance of ``acc_b`` (bins of one sample count 0); these are weighted
     by ``n_b / N``, and the result is the square root of the positive part of the sum.
+
+    Parameters
+    ----------
+    table : ndarray of shape (M, 4)
+        One top-label table: per bin, count, sum of confidence, sum of correct (and of ECD).
+
+    Returns
+    -------
+    float
+        The debiased L2 calibration error; NaN for an empty table.
     """
     count = table[:, 0]
     n = count.sum()
@@ -454,11 +684,23 @@ def _ace_bucket_bounds(num_buckets: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ace_points(ace: np.ndarray, n_ranges: int) -> dict[str, np.ndarray]:
-    """Where the ``R + 1`` equal-mass range boundaries of each class column fall in the buckets.
+    """Locate the ``R + 1`` equal-mass range boundaries of each class column in the ACE buckets.
 
     Ranges follow ``np.array_split``: ``N % R`` ranges of ``N // R + 1`` samples, then ``N // R``.
-    Returns per class and boundary: the rank, the bucket that holds it, how many of that
-    bucket's samples lie before it (``inside``), and the sums of all whole buckets before it.
+
+    Parameters
+    ----------
+    ace : ndarray of shape (K, B, 3)
+        :attr:`CalibrationStatistics.ace`.
+    n_ranges : int
+        ``R``, the equal-mass ranges per class.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Per class and boundary: ``ranks`` (the rank), ``bucket`` (the bucket that holds it),
+        ``inside`` (how many of that bucket's samples lie before it) and ``before`` (the sums of
+        all whole buckets before it).
     """
     counts = ace[:, :, 0]
     n = int(round(counts[0].sum())) if counts.size else 0
@@ -478,14 +720,31 @@ def ace_points(ace: np.ndarray, n_ranges: int) -> dict[str, np.ndarray]:
 def ace_from_points(
     ace: np.ndarray, points: dict[str, np.ndarray], partial: tuple[np.ndarray, np.ndarray] | None = None
 ) -> tuple[float, float]:
-    """ACE (and a bound on its error) from boundary points.
+    """Compute ACE (and a bound on its error) from boundary points.
 
     ``partial`` gives, per point, the exact sums of p and outcome over the ``inside`` samples
     of its bucket where a boundary cuts the bucket, NaN elsewhere (the exact path, data held).
-    Without it the bucket is split in proportion
-    (streaming path) and the returned bound is ``1/(K R) sum_k sum_r (e_r + e_{r+1}) / n_r`` with
-    ``e = min(u, n_j - u) (w_j + o_j)``: ``u`` samples taken from bucket ``j`` of ``n_j``, width
-    ``w_j``, ``o_j`` = 1 if its outcomes are mixed, else 0. It holds for any data.
+    Without it the bucket is split in proportion (streaming path) and the returned bound is
+    ``1/(K R) sum_k sum_r (e_r + e_{r+1}) / n_r`` with ``e = min(u, n_j - u) (w_j + o_j)``: ``u``
+    samples taken from bucket ``j`` of ``n_j``, width ``w_j``, ``o_j`` = 1 if its outcomes are
+    mixed, else 0. It holds for any data.
+
+    Parameters
+    ----------
+    ace : ndarray of shape (K, B, 3)
+        :attr:`CalibrationStatistics.ace`.
+    points : dict of str to ndarray
+        From :func:`ace_points`.
+    partial : tuple of ndarray, optional
+        The exact within-bucket sums of p and of the outcome per point (NaN where no boundary
+        cuts a bucket), from :func:`exact_ace_partials` or ``ExactACE.partials``.
+
+    Returns
+    -------
+    ace : float
+        ACE; NaN when every range is empty.
+    bound : float
+        A bound on ``|ACE - ACE_exact|``: 0 where ``partial`` resolves every cut.
     """
     k_idx = np.arange(ace.shape[0])[:, None]
     bucket, inside, before = points["bucket"], points["inside"], points["before"]
@@ -523,9 +782,25 @@ the class-wise histogram needs only a (K, M, 3) table)."""
 
 
 def classwise_bins_of_buckets(num_buckets: int, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per ACE bucket: the equal-width class-wise bin of its smallest value, and whether a bin
-    edge cuts it (its largest value falls in another bin). Binned by the kernels' own
-    ``_equal_width_bins``, so a whole bucket's sums belong to its bin exactly."""
+    """Map each ACE bucket to its equal-width class-wise bin, and tell whether a bin edge cuts it.
+
+    Binned by the kernels' own ``_equal_width_bins``, so a whole bucket's sums belong to its bin
+    exactly.
+
+    Parameters
+    ----------
+    num_buckets : int
+        ``B``, the ACE buckets per class.
+    n_bins : int
+        ``M``, the class-wise bins.
+
+    Returns
+    -------
+    first : ndarray of int64, shape (B,)
+        The bin of each bucket's smallest value.
+    cut : ndarray of bool, shape (B,)
+        Whether a bin edge cuts the bucket (its largest value falls in another bin).
+    """
     lower, upper = _ace_bucket_bounds(num_buckets)
     largest = np.where(upper > lower, np.nextafter(upper, 0.0), lower)  # upper is the next bucket's
     first = np.empty(num_buckets, dtype=np.int64)
@@ -544,13 +819,39 @@ def gather_bucket_samples(
     num_threads: int | None = None,
     row_softmax: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The samples of ACE buckets ``keys`` (rows ``(class, bucket)``, unique) in ``prep``.
+    """Gather the samples of ACE buckets ``keys`` (rows ``(class, bucket)``, unique) from ``prep``.
 
-    ``parts`` are the per-thread statistics of a pass over ``prep`` with the ``ace`` group
-    (``bin_statistics(..., keep_parts=True)``, same ``num_threads``): their bucket counts say
-    where each thread writes. Returns the samples packed as :func:`calibkit.metrics._kernels._packed_sample`
-    (value and outcome in one int64), slot ``s`` (``keys[s]``) at ``[slot_start[s], slot_start[s] +
-    slot_count[s])``, and ``slot_of`` (class, bucket) -> slot or -1.
+    Parameters
+    ----------
+    prep : PreparedInput
+        The same rows as the pass that filled ``parts``.
+    parts : list of CalibrationStatistics
+        The per-thread statistics of a pass over ``prep`` with the ``ace`` group
+        (``bin_statistics(..., keep_parts=True)``, same ``num_threads``): their bucket counts say
+        where each thread writes.
+    keys : ndarray of int, shape (S, 2)
+        The ``(class, bucket)`` slots to gather, unique.
+    ignore_index : int
+        Label of the rows to skip.
+    num_threads : int, optional
+        As for the pass that filled ``parts``.
+    row_softmax : ndarray of shape (N, 2), optional
+        As filled by :func:`bin_statistics` for long logit rows (the gather then skips their softmax).
+
+    Returns
+    -------
+    samples : ndarray of int64
+        The samples packed as :func:`calibkit.metrics._kernels._packed_sample` (value and outcome
+        in one int64); slot ``s`` (``keys[s]``) at ``[slot_start[s], slot_start[s] + slot_count[s])``.
+    slot_start, slot_count : ndarray of int64, shape (S,)
+        Where each slot's samples start, and how many there are.
+    slot_of : ndarray of int32, shape (K, B)
+        ``(class, bucket)`` -> slot, or -1.
+
+    Raises
+    ------
+    RuntimeError
+        When a value does not land in the bucket it was counted in (a bug to report).
     """
     n_classes, n_buckets = parts[0].ace.shape[:2]
     slot_of = np.full((n_classes, n_buckets), -1, dtype=np.int32)  # int32: half the cache
@@ -599,16 +900,42 @@ def exact_ace_partials(
     row_softmax: np.ndarray | None = None,
     classwise_bins: int | None = None,
 ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray | None]:
-    """Exact within-bucket sums at every range boundary: a second pass gathers only the samples
-    of the (at most ``R - 1`` per class) buckets that a boundary cuts, and resolves each boundary
-    inside its bucket (:func:`calibkit.metrics._kernels.resolve_points`). ``row_softmax``: as
-    filled by :func:`bin_statistics` for long logit rows (the pass then skips their softmax).
+    """Compute the exact within-bucket sums at every range boundary, from a second pass.
 
-    ``classwise_bins``: also return the (K, M, 3) class-wise table, built from the ACE buckets
-    (for a pass run with ``classwise_from_ace``): whole buckets add into the bin that holds
-    them, and the samples of the buckets a bin edge cuts (gathered too) one by one. At K >= 16
-    this replaces a second scatter of every entry in the first pass (0.47 of 2.6 CPU seconds at
-    2M x 66) by the gather of the few entries near the M - 1 edges. Otherwise ``None``.
+    The pass gathers only the samples of the (at most ``R - 1`` per class) buckets that a
+    boundary cuts, and resolves each boundary inside its bucket
+    (:func:`calibkit.metrics._kernels.resolve_points`).
+
+    With ``classwise_bins`` it also builds the (K, M, 3) class-wise table from the ACE buckets
+    (for a pass run with ``classwise_from_ace``): whole buckets add into the bin that holds them,
+    and the samples of the buckets a bin edge cuts (gathered too) one by one. At K >= 16 this
+    replaces a second scatter of every entry in the first pass, a large share of its time, by
+    the gather of the few entries near the M - 1 edges.
+
+    Parameters
+    ----------
+    prep : PreparedInput
+        The rows of the first pass.
+    parts : list of CalibrationStatistics
+        The first pass's per-thread statistics (``keep_parts=True``).
+    points : dict of str to ndarray
+        From :func:`ace_points`.
+    ignore_index : int
+        Label of the rows to skip.
+    num_threads : int, optional
+        As for the first pass.
+    row_softmax : ndarray of shape (N, 2), optional
+        As filled by :func:`bin_statistics` for long logit rows (the pass then skips their softmax).
+    classwise_bins : int, optional
+        Also build the class-wise table of this many bins.
+
+    Returns
+    -------
+    partials : tuple of ndarray
+        Per class and boundary, the exact sums of p and of the outcome below the boundary in its
+        bucket (NaN where no boundary cuts a bucket): the ``partial`` of :func:`ace_from_points`.
+    classwise : ndarray of shape (K, classwise_bins, 3) or None
+        The class-wise table with ``classwise_bins``, else None.
     """
     inside = points["inside"]
     ace = np.sum([p.ace for p in parts], axis=0)
