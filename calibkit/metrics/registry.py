@@ -117,10 +117,19 @@ PAPERS: dict[str, str] = {
 
 
 class Sums:
-    """What a metric's ``compute`` reads: the statistics, the settings, and shared intermediate values.
+    """Hold what a metric's ``compute`` reads: the statistics, the settings, and shared intermediate values.
 
     Values that several metrics share (a table, the per-class ECEs, ACE's boundary points) are
     computed once per report.
+
+    Parameters
+    ----------
+    statistics : CalibrationStatistics
+        The sums of a pass.
+    settings : CalibrationSettings
+        The settings the sums were filled with.
+    ace_partials : tuple of ndarray, optional
+        Exact sums where a range boundary cuts an ACE bucket (ACE is then exact).
     """
 
     def __init__(
@@ -140,15 +149,45 @@ class Sums:
         return float(self.statistics.scalars[kernels.S_N])
 
     def scalar(self, slot: int) -> float:
-        """One of the always-kept scalar sums (``kernels.S_*``)."""
+        """Return one of the always-kept scalar sums.
+
+        Parameters
+        ----------
+        slot : int
+            Its index, one of ``kernels.S_*``.
+
+        Returns
+        -------
+        float
+        """
         return float(self.statistics.scalars[slot])
 
     def by_class(self, n_bins: int) -> np.ndarray:
-        """The top-label table of ``n_bins`` bins split by true label, (K, M, 4)."""
+        """Return the top-label table of ``n_bins`` bins split by true label.
+
+        Parameters
+        ----------
+        n_bins : int
+            A bin count the statistics hold.
+
+        Returns
+        -------
+        ndarray of shape (K, n_bins, 4)
+        """
         return self.statistics.top_table(n_bins)
 
     def top(self, n_bins: int) -> np.ndarray:
-        """The top-label table of ``n_bins`` bins over all samples, (M, 4)."""
+        """Return the top-label table of ``n_bins`` bins over all samples (computed once).
+
+        Parameters
+        ----------
+        n_bins : int
+            A bin count the statistics hold.
+
+        Returns
+        -------
+        ndarray of shape (n_bins, 4)
+        """
         if n_bins not in self._tables:
             self._tables[n_bins] = self.by_class(n_bins).sum(axis=0)
         return self._tables[n_bins]
@@ -467,7 +506,22 @@ papers' metrics (class-wise, region, fuzzy, entropic) and the ECE they are read 
 
 
 def metric(name: str) -> Metric:
-    """The registry entry of ``name`` (a :class:`ValueError` naming the known ones if unknown)."""
+    """Return the registry entry of metric ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A metric of :data:`REGISTRY`.
+
+    Returns
+    -------
+    Metric
+
+    Raises
+    ------
+    ValueError
+        Naming the known metrics, when ``name`` is not one.
+    """
     try:
         return _BY_NAME[name]
     except KeyError:
@@ -475,12 +529,32 @@ def metric(name: str) -> Metric:
 
 
 def higher_is_better(name: str) -> bool:
-    """Whether a larger value of metric ``name`` is better."""
+    """Tell whether a larger value of metric ``name`` is better.
+
+    Parameters
+    ----------
+    name : str
+        A metric of :data:`REGISTRY`.
+
+    Returns
+    -------
+    bool
+    """
     return metric(name).higher_is_better
 
 
 def signed(name: str) -> bool:
-    """Whether metric ``name`` is signed (0 is best; compared by absolute value)."""
+    """Tell whether metric ``name`` is signed (0 is best; compared by absolute value).
+
+    Parameters
+    ----------
+    name : str
+        A metric of :data:`REGISTRY`.
+
+    Returns
+    -------
+    bool
+    """
     return metric(name).signed
 
 
@@ -488,7 +562,14 @@ _MODULE_ORDER = {name: i for i, name in enumerate(dict.fromkeys(m.module for m i
 
 
 def module_metrics() -> dict[str, tuple[str, ...]]:
-    """``evaluate`` module folder -> the metrics it returns, in registry order, per-class ones last."""
+    """Map each ``evaluate`` module folder to the metrics it returns.
+
+    Returns
+    -------
+    dict of str to tuple of str
+        Module folder -> its metrics, in registry order, per-class ones last; the folders in
+        the order of their first metric.
+    """
     out: dict[str, tuple[str, ...]] = {}
     for m in sorted(REGISTRY, key=lambda m: m.per_class):  # stable: registry order otherwise
         if m.module is not None:
@@ -497,9 +578,24 @@ def module_metrics() -> dict[str, tuple[str, ...]]:
 
 
 def metric_names(metrics: Iterable[str] | str | None) -> tuple[str, ...]:
-    """Validate a choice of metrics: ``None`` means :data:`METRICS`, a string names one metric.
+    """Validate a choice of metrics.
 
     ``accuracy`` may be named too (it is in every report).
+
+    Parameters
+    ----------
+    metrics : iterable of str, str or None
+        Names from :data:`METRICS`; a string names one metric; None means all of them.
+
+    Returns
+    -------
+    tuple of str
+        The names, in the order given.
+
+    Raises
+    ------
+    ValueError
+        When ``metrics`` is empty, not an iterable of strings, or names an unknown metric.
     """
     if metrics is None:
         return METRICS
@@ -518,7 +614,21 @@ def metric_names(metrics: Iterable[str] | str | None) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class SumsPlan:
-    """Which sums a pass must fill for some metrics and settings (see :func:`plan`)."""
+    """Say which sums a pass must fill for some metrics and settings (see :func:`plan`).
+
+    Parameters
+    ----------
+    top_bins : tuple of int
+        Bin counts of the top-label tables.
+    groups : frozenset of str
+        The optional groups of :data:`SUMS` besides ``top``.
+    fuzzy_bins : int
+        Fuzzy bins of FCE.
+    classwise_bins : int
+        Bins per class column of SCE.
+    eps : float
+        Clip of the logs.
+    """
 
     top_bins: tuple[int, ...]
     groups: frozenset[str]
@@ -528,7 +638,19 @@ class SumsPlan:
 
 
 def plan(metrics: Iterable[str], settings: CalibrationSettings) -> SumsPlan:
-    """The sums that ``metrics`` need under ``settings``: fewer metrics skip the costlier sums."""
+    """Plan the sums that ``metrics`` need under ``settings``: fewer metrics skip the costlier sums.
+
+    Parameters
+    ----------
+    metrics : iterable of str
+        Names of :data:`REGISTRY`.
+    settings : CalibrationSettings
+        The bin counts and clip to fill the sums with.
+
+    Returns
+    -------
+    SumsPlan
+    """
     chosen = [metric(name) for name in metrics]
     top = sorted({getattr(settings, m.top_bins) for m in chosen if m.top_bins is not None})
     groups = frozenset(g for m in chosen for g in m.sums if g != "top")

@@ -86,6 +86,7 @@ class CalibrationSettings:
     ignore_index: int = -100
 
     def __post_init__(self) -> None:
+        """Check and normalise every setting (numpy integers become int, ...)."""
         checked = {
             "n_bins": check_bins(self.n_bins, "n_bins"),
             "ace_ranges": check_bins(self.ace_ranges, "ace_ranges"),
@@ -103,7 +104,7 @@ class CalibrationSettings:
             object.__setattr__(self, name, value)
 
     def replace(self, **changes: Any) -> CalibrationSettings:
-        """A copy with ``changes`` applied and validated.
+        """Return a copy with ``changes`` applied and validated.
 
         Parameters
         ----------
@@ -113,6 +114,11 @@ class CalibrationSettings:
         Returns
         -------
         CalibrationSettings
+
+        Raises
+        ------
+        ValueError
+            When a name is not a setting, or a value is out of range.
         """
         unknown = sorted(set(changes) - set(names()))
         if unknown:
@@ -120,12 +126,22 @@ class CalibrationSettings:
         return dataclasses.replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:
-        """Every setting by name (JSON-friendly)."""
+        """Return every setting by name (JSON-friendly).
+
+        Returns
+        -------
+        dict of str to object
+        """
         return dataclasses.asdict(self)
 
 
 def names() -> tuple[str, ...]:
-    """The names of every setting, in :class:`CalibrationSettings`' order."""
+    """List the names of every setting, in :class:`CalibrationSettings`' order.
+
+    Returns
+    -------
+    tuple of str
+    """
     return tuple(f.name for f in dataclasses.fields(CalibrationSettings))
 
 
@@ -134,7 +150,26 @@ DEFAULTS = CalibrationSettings()
 
 
 def either(settings: CalibrationSettings | None, keywords: CalibrationSettings) -> CalibrationSettings:
-    """``settings`` if given, else the settings built from a door's keywords; giving both is an error."""
+    """Choose between a door's ``settings`` argument and the settings built from its keywords.
+
+    Parameters
+    ----------
+    settings : CalibrationSettings or None
+        The ``settings`` argument.
+    keywords : CalibrationSettings
+        The settings built from the door's keyword arguments.
+
+    Returns
+    -------
+    CalibrationSettings
+        ``settings`` if given, else ``keywords``.
+
+    Raises
+    ------
+    ValueError
+        When both are given (``keywords`` away from the defaults), or ``settings`` is not a
+        :class:`CalibrationSettings`.
+    """
     if settings is None:
         return keywords
     if not isinstance(settings, CalibrationSettings):
@@ -147,9 +182,28 @@ def either(settings: CalibrationSettings | None, keywords: CalibrationSettings) 
 def renamed(old: str, value: Any, new: str, current: Any, default: Any, where: str) -> Any:
     """Resolve a deprecated keyword ``old`` of ``where`` to its one name ``new``.
 
-    Returns ``current`` when ``old`` was not given (``value is None``); else warns with a
-    :class:`FutureWarning` and returns ``value``. Giving both, with ``new`` away from its
-    default, is a :class:`ValueError`: which one was meant cannot be told.
+    Giving both, with ``new`` away from its default, is a :class:`ValueError`: which one was
+    meant cannot be told.
+
+    Parameters
+    ----------
+    old : str
+        The deprecated name.
+    value : object
+        What was passed as ``old`` (None when it was not).
+    new : str
+        The current name.
+    current : object
+        What was passed as ``new``.
+    default : object
+        ``new``'s default.
+    where : str
+        The door, for the warning (``"ace()"``).
+
+    Returns
+    -------
+    object
+        ``current`` when ``old`` was not given; else ``value``, after a :class:`FutureWarning`.
     """
     if value is None:
         return current

@@ -20,7 +20,21 @@ from calibkit.metrics import _kernels as K
 
 @dataclass(frozen=True)
 class PreparedInput:
-    """Arrays ready for the kernels: ``values`` is (rows, K), or (rows, 1) for 1-D binary input."""
+    """Hold arrays ready for the kernels: ``values`` is (rows, K), or (rows, 1) for 1-D binary input.
+
+    Parameters
+    ----------
+    values : ndarray of shape (rows, K) or (rows, 1)
+        Probabilities or logits, C-contiguous, float32 or float64 as given.
+    labels : ndarray of int32 or int64, shape (rows,)
+        Labels, ``ignore_index`` included (the kernels skip those rows).
+    mode : int
+        One of the kernels' ``MODE_*``: probabilities or logits, rows or 1-D binary.
+    num_classes : int
+        ``K`` (2 for 1-D binary input).
+    original_shape : tuple of int
+        The shape of the input ``probs``, for error messages.
+    """
 
     values: np.ndarray
     labels: np.ndarray
@@ -30,7 +44,26 @@ class PreparedInput:
 
 
 def to_numpy(array: Any, name: str) -> np.ndarray:
-    """Zero-copy view of a numpy array, torch tensor or sequence."""
+    """Return a zero-copy view of a numpy array, torch tensor or sequence.
+
+    torch float16 and bfloat16 tensors become float32 (numpy has no bfloat16).
+
+    Parameters
+    ----------
+    array : array-like or torch.Tensor
+        The input.
+    name : str
+        Its argument name, for the error message.
+
+    Returns
+    -------
+    ndarray
+
+    Raises
+    ------
+    ValueError
+        When ``array`` cannot be read as an array (ragged lists).
+    """
     if hasattr(array, "detach") and hasattr(array, "cpu"):  # torch.Tensor, without importing torch
         tensor = array.detach().cpu()
         if str(tensor.dtype) in ("torch.bfloat16", "torch.float16"):
@@ -48,6 +81,26 @@ any evaluation set, and a typo such as ``n_bins=10**12`` would end in a MemoryEr
 
 
 def check_positive_int(value: Any, name: str, maximum: int | None = None) -> int:
+    """Check that ``value`` is an integer >= 1 (and at most ``maximum``).
+
+    Parameters
+    ----------
+    value : object
+        The user's value; bools are refused.
+    name : str
+        The argument's name, for the error message.
+    maximum : int, optional
+        Upper bound.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, when ``value`` is out of range or not an integer.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}")
     if maximum is not None and value > maximum:
@@ -56,10 +109,46 @@ def check_positive_int(value: Any, name: str, maximum: int | None = None) -> int
 
 
 def check_bins(value: Any, name: str) -> int:
+    """Check a bin or range count: an integer in ``[1, MAX_BINS]``.
+
+    Parameters
+    ----------
+    value : object
+        The user's value.
+    name : str
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Naming the argument.
+    """
     return check_positive_int(value, name, MAX_BINS)
 
 
 def check_non_negative(value: Any, name: str) -> float:
+    """Check that ``value`` is a finite number >= 0.
+
+    Parameters
+    ----------
+    value : object
+        The user's value; bools are refused.
+    name : str
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Naming the argument.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"`{name}` must be a number >= 0, got {value!r}")
     if not np.isfinite(value) or value < 0:
@@ -68,6 +157,22 @@ def check_non_negative(value: Any, name: str) -> float:
 
 
 def check_eps(value: Any) -> float:
+    """Check ``eps``, the clip of the logs: a number in (0, 1).
+
+    Parameters
+    ----------
+    value : object
+        The user's value.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Naming ``eps``.
+    """
     eps = check_non_negative(value, "eps")
     if not 0 < eps < 1:
         raise ValueError(f"`eps` must lie in (0, 1), got {value!r}")
@@ -78,7 +183,22 @@ _INT64 = np.iinfo(np.int64)
 
 
 def check_ignore_index(value: Any) -> int:
-    """``ignore_index`` is an integer that a label array of int64 can hold."""
+    """Check ``ignore_index``: an integer that a label array of int64 can hold.
+
+    Parameters
+    ----------
+    value : object
+        The user's value; bools are refused.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Naming ``ignore_index``.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"`ignore_index` must be an integer, got {value!r}")
     if not _INT64.min <= int(value) <= _INT64.max:
@@ -87,33 +207,102 @@ def check_ignore_index(value: Any) -> int:
 
 
 def check_bool(value: Any, name: str) -> bool:
+    """Check that ``value`` is True or False (numpy bools included).
+
+    Parameters
+    ----------
+    value : object
+        The user's value.
+    name : str
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError
+        Naming the argument.
+    """
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"`{name}` must be True or False, got {value!r}")
     return bool(value)
 
 
 def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
-    """One of ``choices`` (strings), e.g. ``variant`` of :func:`calibkit.fce`."""
+    """Check that ``value`` is one of ``choices`` (strings), e.g. ``variant`` of :func:`calibkit.fce`.
+
+    Parameters
+    ----------
+    value : object
+        The user's value.
+    name : str
+        The argument's name, for the error message.
+    choices : tuple of str
+        The accepted values.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        Naming the argument and the choices.
+    """
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"`{name}` must be one of {list(choices)}, got {value!r}")
     return value
 
 
 def check_num_threads(value: Any) -> int | None:
-    """``None`` (one thread per core) or an integer >= 1."""
+    """Check ``num_threads``: None (one thread per core) or an integer >= 1.
+
+    Parameters
+    ----------
+    value : object
+        The user's value.
+
+    Returns
+    -------
+    int or None
+
+    Raises
+    ------
+    ValueError
+        Naming ``num_threads``.
+    """
     return None if value is None else check_positive_int(value, "num_threads")
 
 
 def _first_bad(y: np.ndarray, bad: np.ndarray) -> tuple[Any, int]:
-    """The first offending label as the user passed it, and its flat position."""
+    """Return the first offending label as the user passed it, and its flat position."""
     i = int(np.flatnonzero(bad.ravel())[0])
     return y.ravel()[i].item(), i
 
 
 def prepare_labels(labels: Any) -> np.ndarray:
-    """Labels as a flat int32/int64 array; a value that does not fit in int64 is refused with the
-    value itself (a cast would wrap 2**64 - 100 to -100, silently ignored, or turn 1e20 into
-    -2**63)."""
+    """Return labels as a flat int32/int64 array, refusing a value that does not fit in int64.
+
+    The value itself is refused, never cast: a cast would wrap 2**64 - 100 to -100 (silently
+    ignored), or turn 1e20 into -2**63. Float labels must hold integers.
+
+    Parameters
+    ----------
+    labels : array-like or torch.Tensor
+        Integer (or integral float, or bool) labels of any shape.
+
+    Returns
+    -------
+    ndarray of int32 or int64, shape (N,)
+        Flattened, C-contiguous.
+
+    Raises
+    ------
+    ValueError
+        Naming ``labels``, the value and its position.
+    """
     y = to_numpy(labels, "labels")
     if y.dtype == np.bool_:
         y = y.astype(np.int64)
@@ -143,7 +332,30 @@ def prepare_labels(labels: Any) -> np.ndarray:
 
 
 def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) -> PreparedInput:
-    """Check shapes and dtypes; value checks (NaN, range, row sums, labels) run in the kernel."""
+    """Check shapes and dtypes and return the rows the kernels read.
+
+    Value checks (NaN, range, row sums, labels) run in the kernel, during the pass.
+
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities or logits.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes, ``ignore_index`` for the positions to skip.
+    from_logits : bool
+        ``probs`` holds logits.
+    ignore_index : int
+        Label of the positions to skip.
+
+    Returns
+    -------
+    PreparedInput
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, when a shape, a dtype or a setting is wrong.
+    """
     check_bool(from_logits, "from_logits")
     check_ignore_index(ignore_index)
     p = to_numpy(probs, "probs")
