@@ -117,7 +117,7 @@ PAPERS: dict[str, str] = {
 
 
 class Sums:
-    """Hold what a metric's ``compute`` reads: the statistics, the settings, and shared intermediate values.
+    """What a metric's ``compute`` reads: the statistics, the settings, and shared intermediate values.
 
     Values that several metrics share (a table, the per-class ECEs, ACE's boundary points) are
     computed once per report.
@@ -614,7 +614,7 @@ def metric_names(metrics: Iterable[str] | str | None) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class SumsPlan:
-    """Say which sums a pass must fill for some metrics and settings (see :func:`plan`).
+    """Which sums a pass must fill for some metrics and settings (see :func:`plan`).
 
     Parameters
     ----------

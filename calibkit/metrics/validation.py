@@ -20,7 +20,7 @@ from calibkit.metrics import _kernels as K
 
 @dataclass(frozen=True)
 class PreparedInput:
-    """Hold arrays ready for the kernels: ``values`` is (rows, K), or (rows, 1) for 1-D binary input.
+    """Arrays ready for the kernels: ``values`` is (rows, K), or (rows, 1) for 1-D binary input.
 
     Parameters
     ----------
