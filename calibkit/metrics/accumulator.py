@@ -38,7 +38,7 @@ def compute_statistics(
     *,
     num_threads: int | None = None,
 ) -> CalibrationStatistics:
-    """The per-bin sums that ``metrics`` need, over one prepared batch.
+    """Compute the per-bin sums that ``metrics`` need, over one prepared batch.
 
     Parameters
     ----------
@@ -77,12 +77,30 @@ def exact_report(
     *,
     num_threads: int | None = None,
 ) -> tuple[dict[str, Any], CalibrationStatistics]:
-    """Every metric of ``metrics`` on one prepared batch, ACE exact; also returns the statistics.
+    """Compute every metric of ``metrics`` on one prepared batch, ACE exact, and return the statistics too.
 
     One pass fills the sums; when ACE is asked for, a second pass copies only the samples of
     the fine buckets that an equal-mass range boundary cuts and sorts them (on rows of 16
     classes or more and up to 32 ``sce_bins``, also those a class-wise bin edge cuts: SCE's bins
     are then built from the ACE buckets instead of a second histogram in the first pass).
+
+    Parameters
+    ----------
+    prep : PreparedInput
+        From :func:`calibkit.metrics.validation.prepare`.
+    settings : CalibrationSettings
+        Bin counts and conventions (SPEC.md's defaults).
+    metrics : iterable of str, optional
+        Names from :data:`calibkit.METRICS` (default: all).
+    num_threads : int, optional
+        Threads of the passes (default: the CPUs available).
+
+    Returns
+    -------
+    report : dict
+        As :func:`calibkit.calibration_report`.
+    statistics : CalibrationStatistics
+        The sums of the first pass (for plots and per-bin tables).
 
     Raises
     ------
@@ -217,16 +235,35 @@ class CalibrationAccumulator:
     eps = property(lambda self: self.settings.eps)
 
     def __getstate__(self) -> dict[str, Any]:  # a lock does not pickle (evaluate, multiprocessing)
+        """Return the state to pickle, without the lock (evaluate and multiprocessing pickle accumulators)."""
         state = self.__dict__.copy()
         del state["_lock"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled state, with a new lock."""
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
     def add_statistics(self, stats: CalibrationStatistics) -> CalibrationAccumulator:
-        """Add statistics filled with this accumulator's metrics and settings (see :func:`compute_statistics`)."""
+        """Add statistics filled with this accumulator's metrics and settings.
+
+        Parameters
+        ----------
+        stats : CalibrationStatistics
+            From :func:`compute_statistics` (or another accumulator) with the same metrics and
+            settings.
+
+        Returns
+        -------
+        CalibrationAccumulator
+            ``self``, for chaining.
+
+        Raises
+        ------
+        ValueError
+            When ``stats`` is not statistics, or has other classes than the earlier batches.
+        """
         if not isinstance(stats, CalibrationStatistics):
             raise ValueError(f"`stats` must be a CalibrationStatistics, got {type(stats).__name__}")
         with self._lock:
@@ -242,12 +279,47 @@ class CalibrationAccumulator:
         return self
 
     def update(self, probs: Any, labels: Any) -> CalibrationAccumulator:
-        """Add a batch: ``probs`` (N,), (N, K) or (N, L, K); ``labels`` (N,) or (N, L)."""
+        """Add a batch of predictions.
+
+        Parameters
+        ----------
+        probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+            Probabilities, or logits when the accumulator was built with ``from_logits=True``.
+        labels : array-like of int, shape (N,) or (N, L)
+            True classes, ``ignore_index`` for the positions to skip.
+
+        Returns
+        -------
+        CalibrationAccumulator
+            ``self``, for chaining.
+
+        Raises
+        ------
+        ValueError
+            On bad input (as :func:`calibkit.calibration_report`), or a class count that differs
+            from the earlier batches.
+        """
         prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
         return self.add_statistics(compute_statistics(prep, self.settings, self.metrics, num_threads=self.num_threads))
 
     def merge(self, other: CalibrationAccumulator) -> CalibrationAccumulator:
-        """Add the statistics of another accumulator built with the same metrics and settings."""
+        """Add the statistics of another accumulator built with the same metrics and settings.
+
+        Parameters
+        ----------
+        other : CalibrationAccumulator
+            Another process's or shard's accumulator; it is not changed.
+
+        Returns
+        -------
+        CalibrationAccumulator
+            ``self``, for chaining.
+
+        Raises
+        ------
+        ValueError
+            When ``other`` is this accumulator or was built with other metrics or settings.
+        """
         if not isinstance(other, CalibrationAccumulator):
             raise ValueError(f"`other` must be a CalibrationAccumulator, got {type(other).__name__}")
         if other is self:

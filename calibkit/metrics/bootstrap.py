@@ -30,7 +30,7 @@ _BLOCK_MEMORY = 256 * 2**20  # bytes of per-block statistics held at once
 _REPLICATE_CHUNK = 64
 MAX_REPLICATES = 100_000
 """Upper bound of ``n_boot``: percentiles of 1e5 replicates are stable far beyond the 4 decimals
-reported, and each replicate costs the metric formulas once (about 0.1-1 ms)."""
+reported, and each replicate costs the metric formulas once."""
 
 
 def bootstrap_intervals(
@@ -55,26 +55,34 @@ def bootstrap_intervals(
     fce_variant: str = "paper",
     settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
-    """Percentile bootstrap intervals of every metric (and of each class's ECE).
+    """Compute percentile bootstrap intervals of every metric (and of each class's ECE).
 
     Parameters
     ----------
-    probs, labels, metrics, from_logits, ignore_index, n_bins, ..., fce_variant, settings :
-        As in :func:`calibkit.calibration_report` (``fce_variant="authors"``: FCE as the
-        fuzzy-binning authors' code computes it, see :func:`calibkit.fce`).
+    probs, labels, metrics, from_logits, ignore_index
+        As in :func:`calibkit.calibration_report`.
     n_boot : int, default 1000
-        Bootstrap replicates.
+        Bootstrap replicates (at most :data:`MAX_REPLICATES`).
     confidence : float, default 0.95
         Two-sided level of the percentile intervals.
     seed : int, default 0
+        Seed of the block permutation and of the Poisson weights.
     max_blocks : int, default 4000
         Upper bound on the resampled blocks (rows are single blocks when there are fewer).
+    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, settings
+        As in :func:`calibkit.calibration_report` (``fce_variant="authors"``: FCE as the
+        fuzzy-binning authors' code computes it, see :func:`calibkit.fce`).
 
     Returns
     -------
     dict
         ``{"intervals": {metric: (low, high)}, "subset_ece": (low_per_class, high_per_class),
         "n_boot", "n_blocks", "confidence"}``.
+
+    Raises
+    ------
+    ValueError
+        On bad input or settings, or when no sample remains after masking.
 
     Examples
     --------

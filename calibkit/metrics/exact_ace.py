@@ -64,9 +64,26 @@ def _bucket_range(bucket: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass
 class PassContribution:
-    """One batch's share of a pass: per cell, a histogram (``counts``, ``sums_p``, ``sums_o``,
-    ``lows``, ``highs``, each ``(cells, sub-ranges)``) or the gathered ``samples`` (packed as
-    ``_kernels._packed_sample``) with their ``cell`` index. Contributions of the same pass add."""
+    """One batch's share of a pass: per cell, a histogram or the gathered values.
+
+    Contributions of the same pass add (histograms sum, gathered values concatenate), so
+    batches, shards and workers can be combined in any order.
+
+    Parameters
+    ----------
+    histogram : bool
+        A histogram pass (else a gathering pass).
+    counts : ndarray of int64, shape (cells, sub-ranges) or (cells, 1)
+        Values per sub-range of each cell (gathering pass: per cell).
+    sums_p, sums_o : ndarray of shape (cells, sub-ranges)
+        Histogram pass: sums of p and of the outcome per sub-range.
+    lows, highs : ndarray of int64, shape (cells, sub-ranges)
+        Histogram pass: smallest and largest float64 bit pattern per sub-range.
+    samples : ndarray of int64
+        Gathering pass: the values, packed as ``_kernels._packed_sample``.
+    cell : ndarray of int64
+        Gathering pass: the cell of each value.
+    """
 
     histogram: bool
     counts: np.ndarray
@@ -78,6 +95,22 @@ class PassContribution:
     cell: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def __add__(self, other: PassContribution) -> PassContribution:
+        """Add two contributions of the same pass.
+
+        Parameters
+        ----------
+        other : PassContribution
+            A contribution of the same pass (same kind and cells).
+
+        Returns
+        -------
+        PassContribution
+
+        Raises
+        ------
+        ValueError
+            When ``other`` belongs to another pass.
+        """
         if self.histogram != other.histogram or self.counts.shape != other.counts.shape:
             raise ValueError("contributions of different passes cannot be added")
         if self.histogram:
@@ -148,6 +181,7 @@ class ExactACE:
     # -- a pass ----------------------------------------------------------------------------
     @property
     def done(self) -> bool:
+        """No pass is left: :meth:`partials` is ready."""
         return not self._open.any()
 
     def _begin_pass(self) -> None:
@@ -179,7 +213,13 @@ class ExactACE:
         self._cell_slot = self._cell_slot.reshape(-1)
 
     def empty_contribution(self) -> PassContribution:
-        """The neutral element of this pass's contributions."""
+        """Return the neutral element of this pass's contributions.
+
+        Returns
+        -------
+        PassContribution
+            Zero counts (and empty values) for every cell of the pass.
+        """
         n = len(self._cells)
         if self._histogram:
             m = self._n_sub
@@ -194,7 +234,25 @@ class ExactACE:
         return PassContribution(False, np.zeros((n, 1), np.int64))
 
     def contribution(self, probs: Any, labels: Any) -> PassContribution:
-        """This pass's work on one batch (validated as ``CalibrationAccumulator.update`` does)."""
+        """Compute this pass's work on one batch (validated as ``CalibrationAccumulator.update`` does).
+
+        Parameters
+        ----------
+        probs : array-like or torch.Tensor
+            The batch's probabilities (or logits, as the first pass read them).
+        labels : array-like of int
+            The batch's labels.
+
+        Returns
+        -------
+        PassContribution
+            To :meth:`add`, here or after summing with other batches' contributions.
+
+        Raises
+        ------
+        ValueError
+            When no pass is left, or the batch has another class count than the first pass.
+        """
         if self.done:
             raise ValueError("no pass is left: ACE is already exact")
         prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
@@ -252,16 +310,41 @@ class ExactACE:
         return out
 
     def add(self, contribution: PassContribution) -> None:
-        """Add a batch's (or a sum of batches') contribution to the current pass."""
+        """Add a batch's (or a sum of batches') contribution to the current pass.
+
+        Parameters
+        ----------
+        contribution : PassContribution
+            From :meth:`contribution` in this pass.
+        """
         self._pending = contribution if self._pending is None else self._pending + contribution
 
     def update(self, probs: Any, labels: Any) -> ExactACE:
-        """``add(contribution(probs, labels))``: one batch of the current pass."""
+        """Run one batch of the current pass: ``add(contribution(probs, labels))``.
+
+        Parameters
+        ----------
+        probs : array-like or torch.Tensor
+            The batch's probabilities (or logits, as the first pass read them).
+        labels : array-like of int
+            The batch's labels.
+
+        Returns
+        -------
+        ExactACE
+            ``self``, for chaining.
+        """
         self.add(self.contribution(probs, labels))
         return self
 
     def end_pass(self) -> None:
-        """Resolve what the pass's data settles, and prepare the next pass (if any)."""
+        """Resolve what the pass's data settles, and prepare the next pass (if any).
+
+        Raises
+        ------
+        ValueError
+            When the pass read other data than the first pass (a cell's count differs).
+        """
         total = self._pending if self._pending is not None else self.empty_contribution()
         seen = total.counts.sum(axis=1)
         if not np.array_equal(seen, self._cell_count):
@@ -319,9 +402,20 @@ class ExactACE:
         self._open[q] = False
 
     def partials(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per class and range boundary: the exact sums of p and outcome over the values of the
-        boundary's bucket below it (NaN where no boundary cuts a bucket), for
-        :meth:`CalibrationAccumulator.compute`'s ``ace_partials``."""
+        """Return the exact sums below each range boundary, for ``CalibrationAccumulator.compute``.
+
+        Returns
+        -------
+        tuple of ndarray
+            Per class and range boundary: the exact sums of p and of the outcome over the values of
+            the boundary's bucket below it (NaN where no boundary cuts a bucket), for
+            :meth:`CalibrationAccumulator.compute`'s ``ace_partials``.
+
+        Raises
+        ------
+        ValueError
+            While passes are left (:attr:`done` is False).
+        """
         if not self.done:
             raise ValueError("passes are left: run them (ExactACE.done) before asking for the sums")
         part_p = np.full(self._shape, np.nan)
