@@ -18,7 +18,24 @@ from calibkit.metrics.validation import check_ignore_index, prepare_labels, to_n
 
 
 def check_num_classes(value: Any, name: str = "num_classes") -> int:
-    """A class count: an integer >= 2 (every calibrator maps rows of at least two logits)."""
+    """Check a class count: an integer >= 2 (every calibrator maps rows of at least two logits).
+
+    Parameters
+    ----------
+    value : object
+        The user's value; bools are refused.
+    name : str, default "num_classes"
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Naming the argument.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 2:
         raise ValueError(f"`{name}` must be an integer >= 2, got {value!r}")
     return int(value)
@@ -26,7 +43,21 @@ def check_num_classes(value: Any, name: str = "num_classes") -> int:
 
 @dataclass(frozen=True)
 class FitInput:
-    """Logits as rows ``(R, K)`` (a view: never copied) and labels ``(R,)``; ``ignore_index`` rows stay in."""
+    """Logits as rows ``(R, K)`` (a view: never copied) and labels ``(R,)``; ``ignore_index`` rows stay in.
+
+    Parameters
+    ----------
+    logits : ndarray of shape (R, K)
+        The fitting logits, float32 or float64.
+    labels : ndarray of int, shape (R,)
+        Their labels, ``ignore_index`` included.
+    ignore_index : int
+        Label of the rows a fit skips.
+    num_classes : int
+        ``K``.
+    n_kept : int
+        Rows whose label is not ``ignore_index``.
+    """
 
     logits: np.ndarray
     labels: np.ndarray
@@ -35,13 +66,39 @@ class FitInput:
     n_kept: int
 
     def kept(self) -> tuple[np.ndarray, np.ndarray]:
-        """Copies of the rows whose label is not ``ignore_index`` (for the baselines' fits)."""
+        """Copy the rows whose label is not ``ignore_index`` (for the baselines' fits).
+
+        Returns
+        -------
+        logits : ndarray of shape (n_kept, K)
+        labels : ndarray of shape (n_kept,)
+        """
         keep = self.labels != self.ignore_index
         return self.logits[keep], self.labels[keep]
 
 
 def logits_rows(logits: Any, name: str = "logits") -> tuple[np.ndarray, tuple[int, ...]]:
-    """``(N, K)`` or ``(N, L, K)`` logits as a float ``(rows, K)`` view, and the original shape."""
+    """Return ``(N, K)`` or ``(N, L, K)`` logits as a float ``(rows, K)`` view, and the original shape.
+
+    Parameters
+    ----------
+    logits : array-like or torch.Tensor of shape (N, K) or (N, L, K)
+        Logits of at least two classes; integers are converted to float64.
+    name : str, default "logits"
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    rows : ndarray of shape (rows, K)
+        C-contiguous, float32 or float64 (a view when the input already is).
+    shape : tuple of int
+        The original shape.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, on a wrong dtype or shape.
+    """
     z = to_numpy(logits, name)
     if z.dtype.kind not in "fiu":
         raise ValueError(f"`{name}` must be a float array, got dtype {z.dtype}")
@@ -55,7 +112,27 @@ def logits_rows(logits: Any, name: str = "logits") -> tuple[np.ndarray, tuple[in
 
 
 def prepare_fit(logits: Any, labels: Any, ignore_index: int) -> FitInput:
-    """Check logits and labels for fitting; value checks that need a pass are left to the fit."""
+    """Check logits and labels for fitting; value checks that need a pass are left to the fit.
+
+    Parameters
+    ----------
+    logits : array-like or torch.Tensor of shape (N, K) or (N, L, K)
+        Validation logits.
+    labels : array-like of int, shape (N,) or (N, L)
+        Their labels.
+    ignore_index : int
+        Label of the rows to skip.
+
+    Returns
+    -------
+    FitInput
+
+    Raises
+    ------
+    ValueError
+        On mismatched shapes, a label outside ``[0, K)`` other than ``ignore_index``, or no row
+        left to fit on.
+    """
     ignore_index = check_ignore_index(ignore_index)
     z, shape = logits_rows(logits)
     y_raw = to_numpy(labels, "labels")
@@ -74,12 +151,37 @@ def prepare_fit(logits: Any, labels: Any, ignore_index: int) -> FitInput:
 
 
 def softmax_rows(z: np.ndarray) -> np.ndarray:
-    """Row-wise softmax of ``(N, K)`` logits (shifted by the row maximum)."""
+    """Compute the row-wise softmax of ``(N, K)`` logits (shifted by the row maximum).
+
+    Parameters
+    ----------
+    z : ndarray of shape (N, K)
+        Logits.
+
+    Returns
+    -------
+    ndarray of shape (N, K)
+        Probabilities; each row sums to 1.
+    """
     e = np.exp(z - z.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
 
 def check_finite(z: np.ndarray, name: str = "logits") -> None:
+    """Refuse logits holding NaN or inf, naming the first such row.
+
+    Parameters
+    ----------
+    z : ndarray of shape (N, K)
+        The kept rows of a fit.
+    name : str, default "logits"
+        The argument's name, for the error message.
+
+    Raises
+    ------
+    ValueError
+        When a value is NaN or inf.
+    """
     if not np.isfinite(z).all():
         row = int(np.flatnonzero(~np.isfinite(z).all(axis=1))[0])
         raise ValueError(f"`{name}` contains NaN or inf (row {row} of the kept rows): cannot fit a calibrator")
@@ -90,6 +192,11 @@ class Calibrator:
 
     Subclasses set ``method`` (the name used in a model's ``calibration`` block) and implement
     ``_fit(FitInput)`` and ``calibration_block()``. Learned attributes end with ``_``.
+
+    Parameters
+    ----------
+    ignore_index : int, default -100
+        Label of the rows to skip when fitting (padding of token classification).
     """
 
     method: str = ""
@@ -106,7 +213,12 @@ class Calibrator:
     # -- scikit-learn conventions ------------------------------------------------------------
     @classmethod
     def param_names(cls) -> list[str]:
-        """The constructor's argument names."""
+        """List the constructor's argument names.
+
+        Returns
+        -------
+        list of str
+        """
         return [
             p.name
             for p in inspect.signature(cls.__init__).parameters.values()
@@ -115,18 +227,55 @@ class Calibrator:
 
     @classmethod
     def check_param_names(cls, params: dict[str, Any]) -> None:
-        """``ValueError`` naming the first argument that the constructor does not take."""
+        """Refuse, with a ``ValueError`` naming it, the first argument that the constructor does not take.
+
+        Parameters
+        ----------
+        params : dict of str to object
+            Arguments by name.
+
+        Raises
+        ------
+        ValueError
+            Naming the argument and the valid ones.
+        """
         valid = cls.param_names()
         for name in params:
             if name not in valid:
                 raise ValueError(f"`{name}` is not a parameter of {cls.__name__}; valid: {sorted(valid)}")
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's arguments and their current values (scikit-learn convention)."""
+        """Return the constructor's arguments and their current values (scikit-learn convention).
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Accepted for scikit-learn compatibility; calibrators hold no sub-estimators.
+
+        Returns
+        -------
+        dict of str to object
+        """
         return {name: getattr(self, name) for name in self.param_names()}
 
     def set_params(self, **params: Any) -> Calibrator:
-        """Change settings; each is checked as the constructor checks it, before any is set."""
+        """Change settings; each is checked as the constructor checks it, before any is set.
+
+        Parameters
+        ----------
+        **params
+            Constructor arguments by name.
+
+        Returns
+        -------
+        Calibrator
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            When a name is not a constructor argument or a value is out of range.
+        """
         self.check_param_names(params)
         checked = type(self)(**{**self.get_params(), **params})
         for name in params:
@@ -134,12 +283,31 @@ class Calibrator:
         return self
 
     def __repr__(self) -> str:
+        """Return ``ClassName(arg=value, ...)`` with the constructor's arguments."""
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
 
     # -- fitting -----------------------------------------------------------------------------
     def fit(self, logits: Any, labels: Any) -> Calibrator:
-        """Fit on validation logits ``(N, K)`` or ``(N, L, K)`` and labels (``ignore_index`` rows skipped)."""
+        """Fit on validation logits and labels (``ignore_index`` rows skipped).
+
+        Parameters
+        ----------
+        logits : array-like or torch.Tensor of shape (N, K) or (N, L, K)
+            Validation logits.
+        labels : array-like of int, shape (N,) or (N, L)
+            Their labels.
+
+        Returns
+        -------
+        Calibrator
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            On bad input (shapes, labels, NaN or inf), or when the fit cannot succeed.
+        """
         data = prepare_fit(logits, labels, self.ignore_index)
         self.num_classes_ = data.num_classes
         self._fit(data)
@@ -149,7 +317,13 @@ class Calibrator:
         raise NotImplementedError
 
     def calibration_block(self) -> dict[str, Any]:
-        """The fitted parameters as the JSON-able ``calibration`` block of a model's config."""
+        """Return the fitted parameters as the JSON-able ``calibration`` block of a model's config.
+
+        Returns
+        -------
+        dict
+            ``{"method": ..., <parameters>}``: what :class:`CalibrationHead` is built from.
+        """
         raise NotImplementedError  # pragma: no cover - abstract
 
     def _check_fitted(self) -> None:
@@ -158,7 +332,17 @@ class Calibrator:
 
     # -- applying ----------------------------------------------------------------------------
     def head(self):
-        """The torch module that applies this calibrator (what a calibrated model runs)."""
+        """Build the torch module that applies this calibrator (what a calibrated model runs).
+
+        Returns
+        -------
+        CalibrationHead
+
+        Raises
+        ------
+        ValueError
+            When the calibrator is not fitted yet.
+        """
         from calibkit.calibrators.modeling_calibkit import CalibrationHead
 
         self._check_fitted()
@@ -178,9 +362,31 @@ class Calibrator:
         return out.numpy().reshape(shape)
 
     def transform(self, logits: Any) -> np.ndarray:
-        """Calibrated logits, same shape as ``logits`` (IR and HB: log of calibrated probabilities)."""
+        """Return calibrated logits (IR and HB: the log of the calibrated probabilities).
+
+        Parameters
+        ----------
+        logits : array-like or torch.Tensor of shape (N, K) or (N, L, K)
+            Uncalibrated logits, with the class count the calibrator was fitted on.
+
+        Returns
+        -------
+        ndarray
+            Same shape as ``logits``.
+        """
         return self._apply(logits, probabilities=False)
 
     def predict_proba(self, logits: Any) -> np.ndarray:
-        """Calibrated probabilities, same shape as ``logits``."""
+        """Return calibrated probabilities.
+
+        Parameters
+        ----------
+        logits : array-like or torch.Tensor of shape (N, K) or (N, L, K)
+            Uncalibrated logits, with the class count the calibrator was fitted on.
+
+        Returns
+        -------
+        ndarray
+            Same shape as ``logits``; each row sums to 1.
+        """
         return self._apply(logits, probabilities=True)

@@ -1,5 +1,7 @@
-"""Baseline calibrators the papers compare against: vector and matrix scaling, isotonic
-regression and histogram binning (Guo et al. 2017; Zadrozny & Elkan 2001, 2002).
+"""Baseline calibrators the papers compare against: vector/matrix scaling, isotonic regression, histogram binning.
+
+Guo et al. 2017 (vector and matrix scaling); Zadrozny & Elkan 2001, 2002 (histogram binning,
+isotonic regression).
 
 Vector/matrix scaling are affine maps of the logits fitted by NLL (full-batch L-BFGS with a
 strong-Wolfe line search, in torch). Isotonic regression and histogram binning calibrate each
@@ -19,7 +21,7 @@ from calibkit.metrics.validation import check_bins, check_positive_int
 
 
 def _unit_scale(z: np.ndarray) -> float:
-    """A power of two ``s`` with ``max |z / s|`` in [4, 8), or 1 for logits of ordinary size.
+    """Return a power of two ``s`` with ``max |z / s|`` in [4, 8), or 1 for logits of ordinary size.
 
     L-BFGS started at the identity stalls or overflows on logits far from unit scale (matrix
     scaling stopped at a uniform map at 1e8, vector scaling at NaN parameters at 1e100). VS and
@@ -86,9 +88,18 @@ class _AffineScaling(Calibrator):
 class VectorScaling(_AffineScaling):
     """Vector scaling (Guo et al. 2017): calibrated logits ``v * z + b`` (per-class scale and bias), NLL fit.
 
+    Parameters
+    ----------
+    max_iter : int, default 500
+        Iterations of L-BFGS.
+    ignore_index : int, default -100
+        Label of the rows to skip when fitting (padding of token classification).
+
     Attributes
     ----------
     scale_, bias_ : ndarray of shape (K,)
+    n_iter_ : int
+        L-BFGS iterations the fit took.
     """
 
     method = "vs"
@@ -103,6 +114,19 @@ class VectorScaling(_AffineScaling):
         self.scale_, self.bias_ = params
 
     def calibration_block(self) -> dict[str, Any]:
+        """Return the fitted parameters as the ``calibration`` block of a model's config.
+
+        Returns
+        -------
+        dict
+            ``{"method": ..., "scale": [...], "bias": [...]}``, JSON-able: what
+            :class:`CalibrationHead` is built from.
+
+        Raises
+        ------
+        ValueError
+            When the calibrator is not fitted yet.
+        """
         self._check_fitted()
         return {"method": self.method, "scale": self.scale_.tolist(), "bias": self.bias_.tolist()}
 
@@ -110,10 +134,19 @@ class VectorScaling(_AffineScaling):
 class MatrixScaling(_AffineScaling):
     """Matrix scaling (Guo et al. 2017): calibrated logits ``W z + b``, NLL fit (K^2 + K parameters).
 
+    Parameters
+    ----------
+    max_iter : int, default 500
+        Iterations of L-BFGS.
+    ignore_index : int, default -100
+        Label of the rows to skip when fitting (padding of token classification).
+
     Attributes
     ----------
     weight_ : ndarray of shape (K, K)
     bias_ : ndarray of shape (K,)
+    n_iter_ : int
+        L-BFGS iterations the fit took.
     """
 
     method = "ms"
@@ -128,6 +161,19 @@ class MatrixScaling(_AffineScaling):
         self.weight_, self.bias_ = params
 
     def calibration_block(self) -> dict[str, Any]:
+        """Return the fitted parameters as the ``calibration`` block of a model's config.
+
+        Returns
+        -------
+        dict
+            ``{"method": ..., "weight": [[...]], "bias": [...]}``, JSON-able: what
+            :class:`CalibrationHead` is built from.
+
+        Raises
+        ------
+        ValueError
+            When the calibrator is not fitted yet.
+        """
         self._check_fitted()
         return {"method": self.method, "weight": self.weight_.tolist(), "bias": self.bias_.tolist()}
 
@@ -139,6 +185,11 @@ class IsotonicCalibration(Calibrator):
     violators over the distinct values of ``p_k``; equal values share one fitted value), applied
     by linear interpolation between block ends and clipped outside the fitted range, as
     scikit-learn's ``IsotonicRegression(out_of_bounds="clip")``.
+
+    Parameters
+    ----------
+    ignore_index : int, default -100
+        Label of the rows to skip when fitting (padding of token classification).
 
     Attributes
     ----------
@@ -168,6 +219,19 @@ class IsotonicCalibration(Calibrator):
             self.values_.append(vs[keep])
 
     def calibration_block(self) -> dict[str, Any]:
+        """Return the fitted parameters as the ``calibration`` block of a model's config.
+
+        Returns
+        -------
+        dict
+            ``{"method": ..., "thresholds": [[...]], "values": [[...]]}``, JSON-able: what
+            :class:`CalibrationHead` is built from.
+
+        Raises
+        ------
+        ValueError
+            When the calibrator is not fitted yet.
+        """
         self._check_fitted()
         return {
             "method": self.method,
@@ -181,6 +245,13 @@ class HistogramBinning(Calibrator):
 
     Per class k, ``n_bins`` equal-width bins of ``p_k`` (right-closed, as the metrics' bins);
     each bin maps to the fraction of its samples with ``y = k``; an empty bin maps to its centre.
+
+    Parameters
+    ----------
+    n_bins : int, default 15
+        Equal-width bins per class.
+    ignore_index : int, default -100
+        Label of the rows to skip when fitting (padding of token classification).
 
     Attributes
     ----------
@@ -209,5 +280,18 @@ class HistogramBinning(Calibrator):
         self.values_ = np.where(counts > 0, positives / np.maximum(counts, 1), centres)
 
     def calibration_block(self) -> dict[str, Any]:
+        """Return the fitted parameters as the ``calibration`` block of a model's config.
+
+        Returns
+        -------
+        dict
+            ``{"method": ..., "values": [[...]]}``, JSON-able: what
+            :class:`CalibrationHead` is built from.
+
+        Raises
+        ------
+        ValueError
+            When the calibrator is not fitted yet.
+        """
         self._check_fitted()
         return {"method": self.method, "values": self.values_.tolist()}

@@ -68,7 +68,22 @@ _BY_NAME = {e.name: e for e in REGISTRY}
 
 
 def entry(name: str) -> CalibratorEntry:
-    """The registry entry of method ``name`` (a :class:`ValueError` naming the known ones if unknown)."""
+    """Return the registry entry of calibration method ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A method name of :data:`NAMES`.
+
+    Returns
+    -------
+    CalibratorEntry
+
+    Raises
+    ------
+    ValueError
+        Naming the known methods, when ``name`` is not one.
+    """
     try:
         return _BY_NAME[name]
     except KeyError:
@@ -76,5 +91,10 @@ def entry(name: str) -> CalibratorEntry:
 
 
 def classes() -> dict[str, Any]:
-    """Method name -> calibrator class (imports them)."""
+    """Map each method name to its calibrator class (imports them).
+
+    Returns
+    -------
+    dict of str to type
+    """
     return {e.name: e.cls for e in REGISTRY}
