@@ -54,7 +54,25 @@ CARD_METRICS = ("accuracy", *(name for name in METRICS if not metric_entry(name)
 
 
 def make_calibrator(method: str, **params: Any) -> Calibrator:
-    """A new, unfitted calibrator for ``method`` (one of :data:`CALIBRATORS`; case and ``_`` tolerated)."""
+    """Create a new, unfitted calibrator for ``method``.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`CALIBRATORS` (``"ts"``, ``"wts"``, ``"rd-ts"``, ...); case and ``_`` are
+        tolerated, and ``"rdts"`` and ``"temperature"`` too.
+    **params
+        Constructor arguments of that calibrator.
+
+    Returns
+    -------
+    Calibrator
+
+    Raises
+    ------
+    ValueError
+        On an unknown method, or an argument its constructor does not take.
+    """
     key = str(method).lower().replace("_", "-")
     key = {"rdts": "rd-ts", "temperature": "ts"}.get(key, key)
     if key not in CALIBRATORS:
@@ -76,7 +94,24 @@ def _task_of(model) -> str:
 
 
 def calibration_metrics(logits: Any, labels: Any, calibrator: Calibrator, ignore_index: int = -100) -> dict:
-    """Every scalar metric of :data:`CARD_METRICS` before and after ``calibrator`` on ``(logits, labels)``."""
+    """Compute every scalar metric of :data:`CARD_METRICS` before and after ``calibrator`` on ``(logits, labels)``.
+
+    Parameters
+    ----------
+    logits : array-like of shape (N, K) or (N, L, K)
+        Uncalibrated logits.
+    labels : array-like of int
+        Their labels.
+    calibrator : Calibrator
+        A fitted calibrator.
+    ignore_index : int, default -100
+        Label of the positions to skip.
+
+    Returns
+    -------
+    dict
+        ``{"n": samples, "before": {metric: value}, "after": {metric: value}}``.
+    """
     import warnings
 
     from calibkit.metrics import calibration_report
@@ -101,12 +136,37 @@ def collect_logits(
     label_column: str = "labels",
     progress: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Run ``model`` over a tokenised ``datasets.Dataset``; return ``(logits, labels)`` of the kept predictions.
+    """Run ``model`` over a tokenised ``datasets.Dataset`` and return the logits and labels of the kept predictions.
 
-    Sequence classification gives ``(N, K)`` and ``(N,)``; token classification gives the
-    tokens whose label is not -100, as ``(T, K)`` and ``(T,)`` (padding never stored).
-    ``data_collator`` pads a batch (e.g. ``DataCollatorWithPadding(tokenizer)``); without one,
-    the rows must already have equal lengths.
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A sequence- or token-classification model (put in eval mode while it runs).
+    dataset : datasets.Dataset
+        Tokenised, with a label column.
+    batch_size : int, default 32
+        Rows per forward pass.
+    data_collator : callable, optional
+        Pads a batch (e.g. ``DataCollatorWithPadding(tokenizer)``); without one, the rows must
+        already have equal lengths.
+    label_column : str, default "labels"
+        The label column; if absent, the first of ``labels``, ``label``, ``ner_tags`` present.
+    progress : bool, default True
+        Show a progress bar.
+
+    Returns
+    -------
+    logits : ndarray
+        Sequence classification: ``(N, K)``; token classification: the tokens whose label is
+        not -100, ``(T, K)`` (padding never stored).
+    labels : ndarray
+        ``(N,)`` or ``(T,)``.
+
+    Raises
+    ------
+    ValueError
+        When ``dataset`` is not a tokenised Dataset, has no label column or no rows, or its rows
+        cannot be collated.
     """
     import torch
     from torch.utils.data import DataLoader
@@ -180,16 +240,46 @@ def calibrate(
     report: bool = True,
     progress: bool = True,
 ):
-    """A calibrated copy-free wrapper of ``model``: same outputs, calibrated ``logits``.
+    """Wrap ``model`` with a calibrator: same outputs, calibrated ``logits``, no copy of the model.
 
-    Give either a fitted ``calibrator``, or a ``method`` (``"ts"``, ``"wts"``, ``"rd-ts"``,
-    ``"vs"``, ``"ms"``, ``"ir"``, ``"hb"``) and validation data: ``logits`` and ``labels``
-    (``(N, K)``/``(N, L, K)``, -100 labels skipped), or a tokenised ``dataset`` the model is run
-    on (batched, with a progress bar). With ``report=True`` the metrics before and after
-    calibration on that data are stored in the calibration block and the model card.
+    Give either a fitted ``calibrator``, or a ``method`` and validation data: ``logits`` and
+    ``labels``, or a tokenised ``dataset`` the model is run on (batched, with a progress bar).
 
-    Returns a :class:`CalibratedModelForSequenceClassification` or
-    :class:`CalibratedModelForTokenClassification` holding ``model`` itself (not a copy).
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A fine-tuned ``*ForSequenceClassification`` or ``*ForTokenClassification`` model.
+    calibrator : Calibrator, optional
+        Fitted, or fitted here on the data given.
+    method : str, optional
+        Instead of ``calibrator``: ``"ts"``, ``"wts"``, ``"rd-ts"``, ``"vs"``, ``"ms"``, ``"ir"``
+        or ``"hb"``.
+    logits : array-like of shape (N, K) or (N, L, K), optional
+        Validation logits (-100 labels skipped), with ``labels``.
+    labels : array-like of int, optional
+        Their labels.
+    dataset : datasets.Dataset, optional
+        Instead of ``logits`` and ``labels``: a tokenised validation set.
+    batch_size : int, default 32
+        Rows per forward pass over ``dataset``.
+    data_collator : callable, optional
+        Pads a batch of ``dataset`` (see :func:`collect_logits`).
+    report : bool, default True
+        Store the metrics before and after calibration on that data in the calibration block
+        and the model card.
+    progress : bool, default True
+        Show a progress bar while collecting logits.
+
+    Returns
+    -------
+    CalibratedModelForSequenceClassification or CalibratedModelForTokenClassification
+        Holding ``model`` itself (not a copy).
+
+    Raises
+    ------
+    ValueError
+        On a model of another task, conflicting or missing arguments, a class count that does
+        not match the model, or bad data.
     """
     task = _task_of(model)
     check_bool(report, "report")
@@ -271,11 +361,26 @@ def _affine_map(calibrator_block: dict, num_labels: int) -> tuple[np.ndarray, np
 
 
 def classifier_layer(model):
-    """``(name, module)`` of the linear layer that produces the logits of a classification model.
+    """Find the linear layer that produces the logits of a classification model.
 
     BERT, DistilBERT, DeBERTa(-v2) and token classifiers end in ``classifier``; RoBERTa-style
     sequence heads in ``classifier.out_proj``; decoder models in ``score``. The rule: the last
     registered ``nn.Linear`` whose ``out_features`` is ``num_labels``, preferring those names.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A classification model.
+
+    Returns
+    -------
+    name : str
+    module : torch.nn.Linear
+
+    Raises
+    ------
+    ValueError
+        When no linear layer has ``num_labels`` outputs.
     """
     import torch
 
@@ -295,11 +400,26 @@ def classifier_layer(model):
 
 
 def fold_into_classifier(calibrated_model):
-    """A plain base-architecture model whose logits equal ``calibrated_model``'s (affine methods only).
+    """Fold an affine calibration into a plain base-architecture model whose logits equal ``calibrated_model``'s.
 
     ``W' = A W``, ``b' = A b + c`` for the calibration ``z -> A z + c`` (TS, WTS: ``A = I/T``;
     VS: ``diag(v)``; MS: ``W``). The result saves and loads with no custom code and no
     ``trust_remote_code``. The wrapped model is not modified.
+
+    Parameters
+    ----------
+    calibrated_model : CalibratedModelForSequenceClassification or CalibratedModelForTokenClassification
+        Calibrated by an affine method (TS, WTS, VS or MS).
+
+    Returns
+    -------
+    transformers.PreTrainedModel
+        A copy of the base model with the rewritten last linear layer.
+
+    Raises
+    ------
+    ValueError
+        On a method that is not affine (RD-TS, IR, HB), or a bias the layer has no room for.
     """
     import torch
 

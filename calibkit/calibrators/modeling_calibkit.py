@@ -101,12 +101,24 @@ def _check_num_labels(value) -> int:
 
 
 class CalibrationHead(nn.Module):
-    """Maps logits ``(..., K)`` to calibrated logits ``(..., K)``; its parameters come from a dict.
+    """Map logits ``(..., K)`` to calibrated logits ``(..., K)``; the parameters come from a dict.
 
     ``config.json``'s ``calibration`` block is the parameters' one home: they are neither weights
     nor buffers (``from_pretrained`` builds models on the meta device and would leave buffers
     that are not in the checkpoint uninitialised), but CPU tensors built here from the block
     and moved to the logits' device and dtype when used.
+
+    Parameters
+    ----------
+    calibration : dict
+        The calibration block: ``{"method": ..., <parameters>}`` (module docstring).
+    num_labels : int
+        ``K``.
+
+    Raises
+    ------
+    ValueError
+        When the block is missing, names an unknown method, or holds invalid parameters.
     """
 
     def __init__(self, calibration: dict | None, num_labels: int) -> None:
@@ -165,6 +177,24 @@ class CalibrationHead(nn.Module):
         # Checked, not broadcast: 4-class logits through a 3-class VS head would raise a torch
         # error, through a TS head give a silently meaningless answer; integer logits would cast
         # the parameters to integers.
+        """Apply the calibration map.
+
+        Parameters
+        ----------
+        logits : torch.Tensor of shape (..., K)
+            Floating-point logits of the base model.
+
+        Returns
+        -------
+        torch.Tensor
+            Calibrated logits, same shape and dtype (IR and HB: the log of the calibrated
+            probabilities); a row whose softmax is NaN stays NaN.
+
+        Raises
+        ------
+        ValueError
+            On a tensor that is not floating-point or whose last axis is not ``K``.
+        """
         if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
             raise ValueError(f"`logits` must be a floating-point tensor, got {getattr(logits, 'dtype', type(logits))}")
         if logits.ndim == 0 or logits.shape[-1] != self.num_labels:
@@ -219,7 +249,17 @@ class CalibrationHead(nn.Module):
 
 
 class CalibratedConfig(PretrainedConfig):
-    """Config of a calibrated model: the base model's config (as a dict) and the calibration block."""
+    """Config of a calibrated model: the base model's config (as a dict) and the calibration block.
+
+    Parameters
+    ----------
+    base_config : dict, optional
+        The base model's ``config.to_dict()``.
+    calibration : dict, optional
+        The calibration block (:class:`CalibrationHead`).
+    task : {"sequence-classification", "token-classification"}, default "sequence-classification"
+        Which head the base model has.
+    """
 
     model_type = "calibkit-calibrated"
 
@@ -255,7 +295,18 @@ _FORMULAS = {
 
 
 def model_card(config: CalibratedConfig) -> str:
-    """The README.md of a calibrated model: method, parameters, before/after metrics on the calibration set."""
+    """Write the README.md of a calibrated model: method, parameters, before/after metrics on the calibration set.
+
+    Parameters
+    ----------
+    config : CalibratedConfig
+        The calibrated model's config.
+
+    Returns
+    -------
+    str
+        The Markdown card, with its YAML header.
+    """
     block = config.calibration or {}
     method = block.get("method", "?")
     base_type = (config.base_config or {}).get("model_type", "?")
@@ -350,7 +401,20 @@ class _CalibratedModel(PreTrainedModel):
         return
 
     def save_pretrained(self, save_directory, *args, **kwargs):
-        """``PreTrainedModel.save_pretrained``, plus a model card (README.md) stating the calibration."""
+        """Save as ``PreTrainedModel.save_pretrained`` does, plus a model card (README.md) stating the calibration.
+
+        Parameters
+        ----------
+        save_directory : str or os.PathLike
+            The folder.
+        *args, **kwargs
+            As ``PreTrainedModel.save_pretrained``.
+
+        Returns
+        -------
+        object
+            What ``PreTrainedModel.save_pretrained`` returns.
+        """
         result = super().save_pretrained(save_directory, *args, **kwargs)
         if kwargs.get("is_main_process", True):
             with open(os.path.join(save_directory, "README.md"), "w", encoding="utf-8") as f:
@@ -364,10 +428,29 @@ class _CalibratedModel(PreTrainedModel):
         return super()._upload_modified_files(working_dir, *args, **kwargs)
 
     def get_input_embeddings(self) -> nn.Module:
+        """Return the base model's input embeddings.
+
+        Returns
+        -------
+        torch.nn.Module
+        """
         return self.model.get_input_embeddings()
 
     def forward(self, *args, labels: torch.Tensor | None = None, **kwargs):
-        """Run the base model, replace its ``logits`` by calibrated ones (and the loss, if labels)."""
+        """Run the base model and replace its ``logits`` by calibrated ones (and the loss, if labels).
+
+        Parameters
+        ----------
+        *args, **kwargs
+            The base model's inputs (``input_ids``, ``attention_mask``, ...).
+        labels : torch.Tensor, optional
+            Labels (-100 ignored): the loss is then the cross-entropy of the calibrated logits.
+
+        Returns
+        -------
+        transformers.utils.ModelOutput
+            The base model's output type, with calibrated ``logits`` (and ``loss``).
+        """
         kwargs["return_dict"] = True
         output = self.model(*args, **kwargs)
         logits = self.calibration_head(output.logits)
@@ -380,9 +463,12 @@ class _CalibratedModel(PreTrainedModel):
 
 
 def _loss_labels(labels, logits: torch.Tensor) -> torch.Tensor:
-    """``labels`` as a flat int64 tensor on the logits' device, checked first: cross_entropy raises
-    an IndexError (CPU) or a device-side assert (CUDA) on a label out of range, a RuntimeError on
-    float labels, and a cast would wrap a uint64 2**64 - 100 to -100 (silently ignored)."""
+    """Return ``labels`` as a flat int64 tensor on the logits' device, checked first.
+
+    cross_entropy raises an IndexError (CPU) or a device-side assert (CUDA) on a label out of
+    range, a RuntimeError on float labels, and a cast would wrap a uint64 2**64 - 100 to -100
+    (silently ignored).
+    """
     if not isinstance(labels, torch.Tensor):
         try:
             labels = torch.as_tensor(labels)
@@ -409,13 +495,41 @@ def _loss_labels(labels, logits: torch.Tensor) -> torch.Tensor:
 
 
 class CalibratedModelForSequenceClassification(_CalibratedModel):
-    """A sequence classifier whose logits are calibrated; ``forward`` returns the base output type."""
+    """A sequence classifier whose logits are calibrated; ``forward`` returns the base output type.
+
+    Parameters
+    ----------
+    config : CalibratedConfig
+        With ``task="sequence-classification"``; the base model is built from its ``base_config``
+        when ``base_model`` is not given (as ``from_pretrained`` does).
+    base_model : transformers.PreTrainedModel, optional
+        The fine-tuned model to wrap (not copied).
+
+    Raises
+    ------
+    ValueError
+        When the config's task, base config or calibration block is invalid.
+    """
 
     _task = "sequence-classification"
 
 
 class CalibratedModelForTokenClassification(_CalibratedModel):
-    """A token classifier whose logits are calibrated; ``forward`` returns the base output type."""
+    """A token classifier whose logits are calibrated; ``forward`` returns the base output type.
+
+    Parameters
+    ----------
+    config : CalibratedConfig
+        With ``task="token-classification"``; the base model is built from its ``base_config``
+        when ``base_model`` is not given (as ``from_pretrained`` does).
+    base_model : transformers.PreTrainedModel, optional
+        The fine-tuned model to wrap (not copied).
+
+    Raises
+    ------
+    ValueError
+        When the config's task, base config or calibration block is invalid.
+    """
 
     _task = "token-classification"
 

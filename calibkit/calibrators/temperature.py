@@ -41,11 +41,33 @@ def nll_pass(
     h: np.ndarray | None = None,
     num_threads: int | None = None,
 ) -> tuple[float, float, float, float]:
-    """Weighted mean NLL, its first two derivatives and its slope at ``beta = 0``, in one threaded pass.
+    """Compute the weighted mean NLL, its first two derivatives and its slope at ``beta = 0``, in one threaded pass.
 
-    With ``h is None`` the parameter is ``beta`` (the logits are multiplied by it); otherwise it
-    is the RD-TS slope ``m`` and row i uses ``beta_i = 1 / (m h_i + 1)``.
-    Raises ``ValueError`` if a kept row holds NaN or inf.
+    Parameters
+    ----------
+    data : FitInput
+        The fitting rows.
+    class_weight : ndarray of shape (K,)
+        Weight of a row by its label (ones for TS, ``1 - n_k/N`` for WTS).
+    beta : float, default 1.0
+        The inverse temperature the logits are multiplied by (with ``h`` None).
+    slope : float, default 0.0
+        The RD-TS slope ``m`` (with ``h``): row i uses ``beta_i = 1 / (m h_i + 1)``.
+    h : ndarray of shape (rows,), optional
+        Each row's maximum softmax probability; selects the RD-TS parameter.
+    num_threads : int, optional
+        Threads of the pass (default: all cores).
+
+    Returns
+    -------
+    tuple of float
+        ``(f, f', f'', f'(0))``: the weighted mean NLL, its first and second derivative in the
+        parameter, and its slope at ``beta = 0``.
+
+    Raises
+    ------
+    ValueError
+        When a kept row holds NaN or inf.
     """
     region = h is not None
     h_arr = h if region else np.empty(0)
@@ -84,13 +106,33 @@ def minimise_1d(
     max_iter: int = 200,
     log_scale: bool = False,
 ) -> tuple[float, int]:
-    """Root of the derivative of a smooth 1-D function in ``(lower, upper)``: safeguarded Newton.
+    """Find the root of the derivative of a smooth 1-D function in ``(lower, upper)`` by safeguarded Newton.
 
-    ``derivatives(x) -> (f, f', f'', ...)``. The bracket ``[lower, upper]`` must hold the minimiser
-    (``f'(lower) < 0 < f'(upper)``, ends not evaluated). Each step is a Newton step if it stays
-    inside the current bracket and the curvature is positive, else a bisection; the bracket
-    shrinks with the sign of every derivative evaluated. With ``log_scale`` (``x > 0``) the
-    Newton steps are taken on ``log x``. Returns ``(x, evaluations)``.
+    Each step is a Newton step if it stays inside the current bracket and the curvature is
+    positive, else a bisection; the bracket shrinks with the sign of every derivative evaluated.
+
+    Parameters
+    ----------
+    derivatives : callable
+        ``derivatives(x) -> (f, f', f'', ...)``.
+    x0 : float
+        The starting point, inside the bracket.
+    lower, upper : float
+        The bracket; it must hold the minimiser (``f'(lower) < 0 < f'(upper)``, ends not
+        evaluated).
+    rtol : float, default 1e-6
+        Relative tolerance on the last step (quadratic convergence leaves about 1e-12 after it).
+    max_iter : int, default 200
+        Evaluations at most.
+    log_scale : bool, default False
+        ``x > 0`` is a scale: Newton steps are taken on ``log x``, and steps are relative.
+
+    Returns
+    -------
+    x : float
+        The minimiser.
+    evaluations : int
+        Calls of ``derivatives``.
     """
     x = x0
     for it in range(1, max_iter + 1):
@@ -119,11 +161,29 @@ def minimise_1d(
 
 
 def fit_inverse_temperature(derivatives: Callable[[float], tuple[float, ...]], start: float = 1.0) -> float:
-    """``beta = 1/T`` minimising a convex NLL given ``derivatives(beta) -> (f, f', f'', f'(0))``; ~1e-12 relative.
+    """Find ``beta = 1/T`` minimising a convex NLL, to about 1e-12 relative.
 
     The bracket starts at ``[0, inf)``; from ``start`` it grows (by log-scale Newton steps, at
     least 1.5x after the first) until the slope turns positive, then :func:`minimise_1d`
     finishes inside it.
+
+    Parameters
+    ----------
+    derivatives : callable
+        ``derivatives(beta) -> (f, f', f'', f'(0))``, as :func:`nll_pass`.
+    start : float, default 1.0
+        The first ``beta`` tried (a warm start).
+
+    Returns
+    -------
+    float
+        ``beta``; capped, with a RuntimeWarning, when the NLL keeps decreasing as ``T -> 0``
+        (separable data).
+
+    Raises
+    ------
+    ValueError
+        When the logits do not favour the labels (no ``T > 0`` lowers the NLL).
     """
     lower, beta, growing = 0.0, start, None
     _, g, hess, g0 = derivatives(beta)
@@ -237,7 +297,7 @@ class TemperatureScaling(Calibrator):
         self.n_iter_ = len(calls)
 
     def _warm_start(self, data: FitInput, weight: np.ndarray) -> float:
-        """beta fitted on an evenly strided subsample: the full-data Newton then starts ~1e-2 away."""
+        """Fit beta on an evenly strided subsample: the full-data Newton then starts about 1e-2 away."""
         step = data.logits.shape[0] // _WARM_ROWS
         if step < 8:
             return 1.0
@@ -253,12 +313,45 @@ class TemperatureScaling(Calibrator):
         return min(max(beta, 1e-3), 1e3)
 
     def calibration_block(self) -> dict[str, Any]:
+        """Return the fitted parameters as the ``calibration`` block of a model's config.
+
+        Returns
+        -------
+        dict
+            ``{"method": ..., "temperature": T}``, JSON-able: what
+            :class:`CalibrationHead` is built from.
+
+        Raises
+        ------
+        ValueError
+            When the calibrator is not fitted yet.
+        """
         self._check_fitted()
         return {"method": self.method, "temperature": float(self.temperature_)}
 
     @classmethod
     def from_temperature(cls, temperature: float, num_classes: int, **params: Any) -> TemperatureScaling:
-        """A calibrator with a known temperature (e.g. a published one), without data."""
+        """Build a calibrator with a known temperature (e.g. a published one), without data.
+
+        Parameters
+        ----------
+        temperature : float
+            ``T > 0``.
+        num_classes : int
+            ``K``, the classes of the logits it will calibrate.
+        **params
+            Constructor arguments (``ignore_index``, ``num_threads``).
+
+        Returns
+        -------
+        TemperatureScaling
+            Fitted: ``temperature_`` is ``temperature``.
+
+        Raises
+        ------
+        ValueError
+            On a temperature that is not a finite number > 0, or a bad class count or argument.
+        """
         temperature = _check_temperature(temperature, "temperature")
         num_classes = check_num_classes(num_classes)
         cls.check_param_names(params)
@@ -274,6 +367,13 @@ class WeightedTemperatureScaling(TemperatureScaling):
 
     ``n_k`` counts class k in the fitting set (``ignore_index`` rows excluded), so rare classes
     weigh more. Needs at least two classes present (with one, every weight is 0).
+
+    Parameters
+    ----------
+    ignore_index : int, default -100
+        Label of the rows to skip when fitting (padding of token classification).
+    num_threads : int, optional
+        Threads for the fitting passes (default: all cores).
 
     Attributes
     ----------
@@ -310,12 +410,23 @@ RD_TS_RULES = ("paper", "mean", "nll")
 
 
 def paper_slope(temperature: float) -> float:
-    """RD-TS slope from a TS temperature by the region-balanced paper's rule ``m = (T - 0.9)/0.89``."""
+    """Compute the RD-TS slope from a TS temperature by the region-balanced paper's rule ``m = (T - 0.9)/0.89``.
+
+    Parameters
+    ----------
+    temperature : float
+        A TS temperature ``T``.
+
+    Returns
+    -------
+    float
+        ``m``.
+    """
     return (temperature - 0.9) / 0.89
 
 
 def _check_slope(slope: Any, name: str | None = None) -> float:
-    """A slope ``m > -1``; ``name`` is the user's argument when the slope was passed, not derived."""
+    """Check a slope ``m > -1``; ``name`` is the user's argument when the slope was passed, not derived."""
     what = f"`{name}`" if name else "RD-TS slope m"
     if isinstance(slope, (bool, np.bool_)) or not isinstance(slope, (int, float, np.integer, np.floating)):
         raise ValueError(f"{what} must be a number > -1, got {slope!r}")
@@ -337,6 +448,15 @@ class RegionDependentTemperatureScaling(Calibrator):
 
     ``m > -1`` keeps every ``T(h)`` positive; the argmax never changes.
     :meth:`from_temperature` builds it from a published T without data, as the paper does.
+
+    Parameters
+    ----------
+    rule : {"paper", "mean", "nll"}, default "paper"
+        How the slope is derived (above).
+    ignore_index : int, default -100
+        Label of the rows to skip when fitting (padding of token classification).
+    num_threads : int, optional
+        Threads for the fitting passes (default: all cores).
 
     Attributes
     ----------
@@ -417,12 +537,45 @@ class RegionDependentTemperatureScaling(Calibrator):
         return _check_slope(slope), len(calls)
 
     def calibration_block(self) -> dict[str, Any]:
+        """Return the fitted parameters as the ``calibration`` block of a model's config.
+
+        Returns
+        -------
+        dict
+            ``{"method": ..., "slope": m}``, JSON-able: what
+            :class:`CalibrationHead` is built from.
+
+        Raises
+        ------
+        ValueError
+            When the calibrator is not fitted yet.
+        """
         self._check_fitted()
         return {"method": self.method, "slope": float(self.slope_)}
 
     @classmethod
     def from_temperature(cls, temperature: float, num_classes: int, **params: Any) -> RegionDependentTemperatureScaling:
-        """RD-TS from a published TS temperature, with the paper's rule ``m = (T - 0.9)/0.89`` (no data)."""
+        """Build RD-TS from a published TS temperature, with the paper's rule ``m = (T - 0.9)/0.89`` (no data).
+
+        Parameters
+        ----------
+        temperature : float
+            The TS temperature ``T > 0.01`` (below, ``m <= -1`` and ``T(h)`` would not stay positive).
+        num_classes : int
+            ``K``, the classes of the logits it will calibrate.
+        **params
+            Constructor arguments (``rule``, ``ignore_index``, ``num_threads``).
+
+        Returns
+        -------
+        RegionDependentTemperatureScaling
+            Fitted: ``slope_`` from the rule, ``temperature_`` is ``temperature``.
+
+        Raises
+        ------
+        ValueError
+            On a temperature of 0.01 or less, or a bad class count or argument.
+        """
         temperature = _check_temperature(temperature, "temperature")
         slope = paper_slope(temperature)
         if not slope > -1:  # T <= 0.01
@@ -440,7 +593,27 @@ class RegionDependentTemperatureScaling(Calibrator):
 
     @classmethod
     def from_slope(cls, slope: float, num_classes: int, **params: Any) -> RegionDependentTemperatureScaling:
-        """RD-TS with a given slope ``m > -1``."""
+        """Build RD-TS with a given slope ``m > -1``.
+
+        Parameters
+        ----------
+        slope : float
+            ``m``, finite and > -1.
+        num_classes : int
+            ``K``, the classes of the logits it will calibrate.
+        **params
+            Constructor arguments (``rule``, ``ignore_index``, ``num_threads``).
+
+        Returns
+        -------
+        RegionDependentTemperatureScaling
+            Fitted: ``slope_`` is ``slope``, ``temperature_`` NaN.
+
+        Raises
+        ------
+        ValueError
+            On a slope of -1 or less, or a bad class count or argument.
+        """
         slope = _check_slope(slope, "slope")
         num_classes = check_num_classes(num_classes)
         cls.check_param_names(params)
