@@ -146,7 +146,24 @@ class CalibrationCallback(TrainerCallback):
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(self, trainer) -> CalibrationCallback:
-        """Compose ``trainer.compute_metrics`` with calibkit's and register the callback (idempotent)."""
+        """Compose ``trainer.compute_metrics`` with calibkit's and register the callback (idempotent).
+
+        Parameters
+        ----------
+        trainer : transformers.Trainer
+            The trainer to log calibration metrics for; a user ``compute_metrics`` and
+            ``preprocess_logits_for_metrics`` it holds keep running.
+
+        Returns
+        -------
+        CalibrationCallback
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            When ``trainer`` is not a Trainer, or this callback is attached to another one.
+        """
         if self.trainer is trainer:
             return self
         if self.trainer is not None:
@@ -196,7 +213,20 @@ class CalibrationCallback(TrainerCallback):
         trainer.evaluation_loop = evaluation_loop
 
     def preprocess_logits_for_metrics(self, logits, labels):
-        """Run the user's preprocessing and, in evaluation, keep the raw logits for calibkit beside its output."""
+        """Run the user's preprocessing and, in evaluation, keep the raw logits for calibkit beside its output.
+
+        Parameters
+        ----------
+        logits : torch.Tensor
+            The model's logits for a batch.
+        labels : torch.Tensor
+            The batch's labels.
+
+        Returns
+        -------
+        object
+            ``(user_output, logits)`` in evaluation; the user's output alone in ``predict()``.
+        """
         processed = self.user_preprocess(logits, labels)
         return (processed, logits) if self._evaluating else processed
 
@@ -219,7 +249,7 @@ class CalibrationCallback(TrainerCallback):
         return out
 
     def _split(self, eval_pred):
-        """(what the user's compute_metrics should see, raw logits, labels)."""
+        """Return what the user's compute_metrics should see, the raw logits and the labels."""
         predictions = eval_pred.predictions
         if self.user_preprocess is not None:
             user_predictions, logits = predictions
@@ -245,7 +275,24 @@ class CalibrationCallback(TrainerCallback):
             return self._nan_metrics(num_classes)
 
     def compute_metrics(self, eval_pred, compute_result: bool | None = None) -> dict[str, float]:
-        """The user's metrics (keys unchanged) plus calibkit's; ``compute_result`` as in ``batch_eval_metrics``."""
+        """Return the user's metrics (keys unchanged) plus calibkit's.
+
+        Parameters
+        ----------
+        eval_pred : transformers.EvalPrediction
+            The (gathered) predictions and label ids of the evaluation, or of one batch with
+            ``batch_eval_metrics``.
+        compute_result : bool, optional
+            As in ``batch_eval_metrics``: None for the whole set at once; False for a batch to
+            accumulate; True for the last batch, which reports.
+
+        Returns
+        -------
+        dict of str to float
+            The calibration metrics by name (per-class ECEs as ``ece_class_<label>``) and the
+            user's; a user key wins a clash, with a warning. Only the user's metrics for a batch
+            that does not report.
+        """
         if self.user_preprocess is not None and not self._evaluating:  # predict(): no raw logits here
             return self._user_metrics(eval_pred, compute_result)
         user_pred, logits, labels = self._split(eval_pred)
@@ -340,6 +387,19 @@ class CalibrationCallback(TrainerCallback):
 
     # -- end of training ---------------------------------------------------------------------
     def on_train_end(self, args, state, control, **kwargs):
+        """Fit the calibrators on the last evaluation's logits, save (and push) each calibrated model, log the results.
+
+        Parameters
+        ----------
+        args : transformers.TrainingArguments
+            The run's arguments (``output_dir``, ``push_to_hub``, ``hub_model_id``, ``hub_token``).
+        state : transformers.TrainerState
+            Only the main process saves and pushes.
+        control : transformers.TrainerControl
+            Not used.
+        **kwargs
+            The other objects ``Trainer`` passes to callbacks.
+        """
         if not self.fit_methods:
             return
         if self.trainer is None:
