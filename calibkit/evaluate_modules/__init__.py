@@ -3,7 +3,7 @@
 The module scripts are the folders ``metrics/<name>/`` of the repository (shipped in the wheel
 as ``calibkit/_evaluate_modules/<name>/``), in the layout of ``evaluate``'s own
 ``metrics/accuracy/``. Their shared machinery is :class:`calibkit.evaluate_modules.metric.CalibrationMetric`;
-this module stays free of ``evaluate`` imports (about 7 s) so that ``import calibkit`` and
+this module stays free of ``evaluate`` imports (a slow import) so that ``import calibkit`` and
 ``calibkit install-modules`` stay fast.
 
 Three ways to load a module (see README.md, "evaluate modules"):
@@ -56,7 +56,22 @@ CITATIONS = PAPERS
 
 
 def bibtex(*keys: str) -> str:
-    """The BibTeX entries of ``keys`` (see :data:`CITATIONS`), one blank line apart, for ``_CITATION``."""
+    """Join the BibTeX entries of ``keys`` (see :data:`CITATIONS`), one blank line apart, for ``_CITATION``.
+
+    Parameters
+    ----------
+    *keys : str
+        Keys of :data:`CITATIONS`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        Naming the unknown keys.
+    """
     unknown = [key for key in keys if key not in CITATIONS]
     if unknown:
         raise ValueError(f"`keys` has unknown papers {unknown}; known: {sorted(CITATIONS)}")
@@ -68,10 +83,19 @@ def bibtex(*keys: str) -> str:
 
 
 def modules_root() -> Path:
-    """The folder holding one sub-folder per module.
+    """Locate the folder holding one sub-folder per module.
 
     In an installed wheel: ``calibkit/_evaluate_modules`` (setup.py maps the repository's
     ``metrics/`` there); in a source checkout (editable install, ``PYTHONPATH``): ``metrics/``.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    FileNotFoundError
+        When neither folder holds the modules.
     """
     package = Path(__file__).resolve().parent.parent
     for root in (package / "_evaluate_modules", package.parent / "metrics"):
@@ -90,8 +114,24 @@ def _check_name(name: str) -> str:
 
 
 def evaluate_module_path(name: str) -> str:
-    """Path of the script of module ``name``, for ``evaluate.load(path)``: always calibkit's, offline.
+    """Return the path of the script of module ``name``, for ``evaluate.load(path)``: always calibkit's, offline.
 
+    Parameters
+    ----------
+    name : str
+        One of :data:`MODULE_NAMES`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        On an unknown module name.
+
+    Examples
+    --------
     >>> Path(evaluate_module_path("cece")).name
     'cece.py'
     """
@@ -103,11 +143,15 @@ def evaluate_module_path(name: str) -> str:
 
 
 def hf_modules_cache() -> Path:
-    """``evaluate``'s module cache: ``evaluate.config.HF_MODULES_CACHE`` if evaluate is imported.
+    """Locate ``evaluate``'s module cache: ``evaluate.config.HF_MODULES_CACHE`` if evaluate is imported.
 
     Otherwise the same rule evaluate 0.4.6 applies at import (evaluate/config.py), read here
-    so that installing does not cost the 7 s import: ``$HF_MODULES_CACHE``, else
+    so that installing does not pay for importing evaluate: ``$HF_MODULES_CACHE``, else
     ``$HF_HOME/modules``, else ``$XDG_CACHE_HOME/huggingface/modules`` (``~/.cache`` by default).
+
+    Returns
+    -------
+    Path
     """
     config = sys.modules.get("evaluate.config")
     if config is not None:
@@ -146,7 +190,7 @@ def install_evaluate_modules(
     (evaluate/loading.py, ``CachedEvaluationModuleFactory``); ``"calibkit/cece"`` likewise
     reads ``calibkit--cece``. This writes each module folder there, under a directory named by
     the SHA-256 of its files, and refreshes its mtime so it is the newest. Set
-    ``HF_EVALUATE_OFFLINE=1`` to skip the Hub look-ups (about 1.5 s without a network).
+    ``HF_EVALUATE_OFFLINE=1`` to skip the Hub look-ups, which are slow without a network.
 
     Parameters
     ----------

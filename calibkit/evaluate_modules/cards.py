@@ -123,7 +123,17 @@ exact one-shot computation on all of them: memory is the size of the predictions
 
 
 def load_script(name: str) -> ModuleType:
-    """Import the script of module ``name`` by path (it imports ``evaluate``)."""
+    """Import the script of module ``name`` by path (it imports ``evaluate``).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`MODULE_NAMES`.
+
+    Returns
+    -------
+    types.ModuleType
+    """
     path = modules_root() / name / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"calibkit_evaluate_script_{name}", path)
     module = importlib.util.module_from_spec(spec)
@@ -153,7 +163,18 @@ def _markdown_list(block: str) -> str:
 
 
 def render(name: str) -> dict[str, str]:
-    """The generated files of module ``name``: ``README.md``, ``app.py``, ``requirements.txt``, ``SPEC.md``."""
+    """Render the generated files of module ``name``: ``README.md``, ``app.py``, ``requirements.txt``, ``SPEC.md``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`MODULE_NAMES`.
+
+    Returns
+    -------
+    dict of str to str
+        File name -> text.
+    """
     script = load_script(name)
     sections = _sections(script._KWARGS_DESCRIPTION)
     title = script.__doc__.split(" as an ")[0]
@@ -177,7 +198,18 @@ def render(name: str) -> dict[str, str]:
 
 
 def write(names: tuple[str, ...] = MODULE_NAMES) -> list[Path]:
-    """Regenerate the files of ``names`` in :func:`calibkit.evaluate_modules.modules_root`."""
+    """Regenerate the files of ``names`` in :func:`calibkit.evaluate_modules.modules_root`.
+
+    Parameters
+    ----------
+    names : tuple of str, default MODULE_NAMES
+        The modules to regenerate.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
     written = []
     for name in names:
         for filename, text in render(name).items():

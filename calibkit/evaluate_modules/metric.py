@@ -1,8 +1,9 @@
 """The base class of calibkit's ``evaluate`` metric scripts: fast storage, inputs, errors.
 
 Why not plain ``evaluate.Metric`` storage: evaluate 0.4.6 encodes every row of ``add_batch``
-and ``compute`` into Arrow and writes it to a cache file: 11 s and 930 MB for 1M x 4
-probabilities, against 0.02 s for the computation (``benchmarks/hf_evaluate_modules.py``). And
+and ``compute`` into Arrow and writes it to a cache file, which for large evaluations costs
+orders of magnitude more time and memory than the computation itself
+(``benchmarks/hf_evaluate_modules.py`` measures both). And
 calibkit's additive statistics cannot be taken at ``add_batch`` time either, because the
 settings they depend on (``n_bins``, ``from_logits``, ``ignore_index``) reach the module only
 in ``compute``. So :class:`CalibrationMetric` keeps the batches as numpy arrays and, in
@@ -71,7 +72,7 @@ def _unpack(blob: dict[str, Any]) -> np.ndarray:
 
 
 def _renamed(message: str) -> str:
-    """The functional core names its arguments ``probs``/``labels``; a module's are ``predictions``/``references``."""
+    """Rename the functional core's ``probs``/``labels`` in a message to a module's ``predictions``/``references``."""
     return message.replace("`probs", "`predictions").replace("`labels`", "`references`")
 
 
@@ -94,6 +95,13 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
     ``(N, L, K)`` or ``(N, L)`` arrays, or lists of per-sequence ``(L_i, K)`` arrays, and
     references ``(N, L)`` (or per-sequence lists) where ``-100`` marks padding, as ``Trainer``
     produces them (its -100 padding of the logits is masked by the labels).
+
+    Parameters
+    ----------
+    config_name : {"default", "token"}, optional
+        The configuration (None means ``"default"``).
+    **kwargs
+        ``evaluate.Metric``'s options (``num_process``, ``process_id``, ``experiment_id``, ...).
     """
 
     def __init__(self, config_name: str | None = None, **kwargs: Any) -> None:
@@ -110,7 +118,7 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def _compute(self, *, predictions: Any = None, references: Any = None, **settings: Any) -> dict[str, Any]:
-        """The script's: explicit keyword settings, then ``return self._run(core_function, ...)``.
+        """Compute the metric: the script's explicit keyword settings, then ``return self._run(core_function, ...)``.
 
         Abstract so that evaluate's ``import_main_class``, which takes the first non-abstract
         ``EvaluationModule`` subclass in the script's namespace, never picks this base class.
@@ -228,13 +236,39 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
     # ---------------------------------------------------------------- evaluate API
 
     def add_batch(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> None:
-        """Add a batch of predictions and references (held as arrays; see the class docstring)."""
+        """Add a batch of predictions and references (held as arrays; see the class docstring).
+
+        Parameters
+        ----------
+        predictions : array-like, torch.Tensor or list
+            Probabilities (logits with ``from_logits=True`` at ``compute``): ``(N, K)`` or ``(N,)``;
+            token configuration: ``(N, L, K)``/``(N, L)`` or per-sequence lists.
+        references : array-like or list of int
+            True classes: ``(N,)``; token configuration: ``(N, L)`` or per-sequence lists.
+        **kwargs
+            Refused: ``evaluate`` takes only the features here.
+
+        Raises
+        ------
+        ValueError
+            On a missing input or shapes that do not match.
+        """
         self._check_inputs(kwargs)
         batch = {"predictions": predictions, "references": references, **kwargs}
         self._hold(*self._rows(batch["predictions"], batch["references"]))
 
     def add(self, *, prediction: Any = None, reference: Any = None, **kwargs: Any) -> None:
-        """Add one prediction and reference (one sequence for the token configuration)."""
+        """Add one prediction and reference (one sequence for the token configuration).
+
+        Parameters
+        ----------
+        prediction : array-like or float
+            One probability vector (or P(class 1)); token configuration: one sequence's vectors.
+        reference : int or list of int
+            Its true class; token configuration: the sequence's labels.
+        **kwargs
+            Refused: ``evaluate`` takes only the features here.
+        """
         self._check_inputs(kwargs)
         example = {"predictions": prediction, "references": reference, **kwargs}
         self.add_batch(predictions=[example["predictions"]], references=[example["references"]])
@@ -242,7 +276,27 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
     def compute(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> dict[str, Any] | None:
         """Compute the metric on everything added, plus ``predictions``/``references`` if given.
 
-        Returns the result dict on process 0 and ``None`` on the other processes, as evaluate does.
+        A failed compute (a bad setting, a NaN) keeps the added batches, so it can be retried.
+
+        Parameters
+        ----------
+        predictions : array-like, torch.Tensor or list
+            Probabilities (logits with ``from_logits=True`` at ``compute``): ``(N, K)`` or ``(N,)``;
+            token configuration: ``(N, L, K)``/``(N, L)`` or per-sequence lists.
+        references : array-like or list of int
+            True classes: ``(N,)``; token configuration: ``(N, L)`` or per-sequence lists.
+        **kwargs
+            The module's settings (``from_logits``, ``ignore_index``, ``n_bins``, ...).
+
+        Returns
+        -------
+        dict or None
+            The result dict on process 0 and ``None`` on the other processes, as evaluate does.
+
+        Raises
+        ------
+        ValueError
+            When nothing was added or given, or on bad input or settings.
         """
         compute_kwargs = {k: v for k, v in kwargs.items() if k not in self._feature_names()}
         given = predictions is not None or references is not None
