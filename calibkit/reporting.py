@@ -36,7 +36,35 @@ SIGNED = tuple(m for m in TABLE_METRICS if metric_registry.signed(m))  # 0 is ca
 
 @dataclass
 class Comparison:
-    """Methods x metrics on the test set, and what the plots and the calibrated model need."""
+    """Methods x metrics on the test set, and what the plots and the calibrated model need.
+
+    Parameters
+    ----------
+    rows : dict of str to dict of str to float
+        Method -> metric -> value on the test set (:data:`TABLE_METRICS`).
+    per_class : dict of str to ndarray of shape (K,)
+        Method -> each class's ECE on the test set.
+    statistics : dict of str to CalibrationStatistics
+        Method -> the per-bin sums the figures are drawn from.
+    calibrators : dict of str to Calibrator
+        Method -> the calibrator fitted on the validation set.
+    class_names : list of str
+        One name per class.
+    best : str
+        The calibrated method with the best ``select`` value ("uncalibrated" if none was fitted).
+    select : str
+        The metric ``best`` is chosen by.
+    n_bins, rbece_bins, theta
+        The settings of the reliability diagrams and of RBECE.
+    n_val, n_test : int
+        Labelled predictions of the validation and test sets.
+    errors : dict of str to str, optional
+        Method -> why it could not be fitted.
+    intervals : dict of str to dict of str to (float, float), optional
+        Method -> metric -> bootstrap interval (with ``bootstrap > 0``).
+    class_intervals : dict of str to (ndarray, ndarray), optional
+        Method -> bootstrap intervals of each class's ECE.
+    """
 
     rows: dict[str, dict[str, float]]
     per_class: dict[str, np.ndarray]
@@ -56,7 +84,27 @@ class Comparison:
 
 
 def labelled_rows(logits: Any, labels: Any, ignore_index: int = -100) -> tuple[np.ndarray, np.ndarray]:
-    """``(N, K)``/``(N, L, K)`` logits and labels as the rows whose label is not ``ignore_index``."""
+    """Return ``(N, K)``/``(N, L, K)`` logits and labels as the rows whose label is not ``ignore_index``.
+
+    Parameters
+    ----------
+    logits : array-like of shape (N, K) or (N, L, K)
+        Logits (or probabilities).
+    labels : array-like of int, shape (N,) or (N, L)
+        Their labels.
+    ignore_index : int, default -100
+        Label of the rows to drop.
+
+    Returns
+    -------
+    logits : ndarray of shape (R, K)
+    labels : ndarray of shape (R,)
+
+    Raises
+    ------
+    ValueError
+        When the shapes do not match.
+    """
     z = np.asarray(logits)
     y = np.asarray(labels)
     if z.ndim < 2 or y.shape != z.shape[:-1]:
@@ -69,7 +117,19 @@ def labelled_rows(logits: Any, labels: Any, ignore_index: int = -100) -> tuple[n
 
 
 def macro_f1(probs: np.ndarray, labels: np.ndarray) -> float:
-    """Macro F1 of the argmax over the classes that occur in the labels or the predictions."""
+    """Compute the macro F1 of the argmax over the classes that occur in the labels or the predictions.
+
+    Parameters
+    ----------
+    probs : ndarray of shape (N, K)
+        Probabilities (or logits: only the argmax counts).
+    labels : ndarray of int, shape (N,)
+        True classes.
+
+    Returns
+    -------
+    float
+    """
     k = probs.shape[-1]
     predicted = probs.argmax(axis=-1)
     tp = np.bincount(labels[predicted == labels], minlength=k)
@@ -95,13 +155,44 @@ def compare_calibrators(
     bootstrap: int = 0,
     seed: int = 0,
 ) -> Comparison:
-    """Fit every calibrator on validation logits; evaluate every metric on test logits.
+    """Fit every calibrator on validation logits and evaluate every metric on test logits.
 
     A method that cannot be fitted (e.g. the RD-TS paper rule with T < 0.01) is reported in
-    ``errors`` and left out of the table. ``best`` is the calibrated method with the lowest
-    ``select`` metric on test. With ``bootstrap > 0``, percentile 95% intervals (Poisson
-    bootstrap, :func:`calibkit.metrics.bootstrap.bootstrap_intervals`) for every cell.
-    ``fce_variant`` as in :func:`calibkit.fce` (``"authors"``: their published code's FCE).
+    ``errors`` and left out of the table.
+
+    Parameters
+    ----------
+    val_logits, val_labels : array-like
+        Validation logits ``(N, K)`` or ``(N, L, K)`` and labels; the calibrators are fitted on them.
+    test_logits, test_labels : array-like
+        Test logits and labels, with the same classes; every metric is computed on them.
+    methods : tuple of str, default METHODS
+        ``"uncalibrated"`` and calibrator names of :data:`METHODS`.
+    class_names : list of str, optional
+        One name per class (default: the class indices).
+    ignore_index : int, default -100
+        Label of the positions to skip.
+    select : str, default "cece"
+        The metric of :data:`TABLE_METRICS` ``best`` is chosen by: the calibrated method with
+        the lowest value on test (highest for accuracy-like metrics, closest to 0 for signed ones).
+    n_bins, rbece_bins, theta
+        As in :func:`calibkit.calibration_report`.
+    fce_variant : {"paper", "authors"}, default "paper"
+        As in :func:`calibkit.fce` (``"authors"``: their published code's FCE).
+    bootstrap : int, default 0
+        With ``bootstrap > 0``, that many replicates of percentile 95% intervals (Poisson
+        bootstrap, :func:`calibkit.metrics.bootstrap.bootstrap_intervals`) for every cell.
+    seed : int, default 0
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    ValueError
+        On mismatched shapes or class counts, unknown methods or metrics, or bad settings.
     """
     from calibkit.calibrators import make_calibrator
     from calibkit.calibrators.base import softmax_rows
@@ -165,7 +256,19 @@ def _cell(value: float, interval: tuple[float, float] | None = None) -> str:
 
 
 def markdown_table(comparison: Comparison) -> str:
-    """Methods x metrics, the best value of each column in bold (closest to 0 for ECD and ESCE)."""
+    """Render methods x metrics as a Markdown table, the best value of each column in bold.
+
+    The best is the closest to 0 for the signed ECD and ESCE.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+
+    Returns
+    -------
+    str
+    """
     metrics = [m for m in TABLE_METRICS if any(m in row for row in comparison.rows.values())]
     best = {}
     for m in metrics:
@@ -185,7 +288,18 @@ def markdown_table(comparison: Comparison) -> str:
 
 
 def per_class_table(comparison: Comparison) -> str:
-    """Each class's test-set ECE (rows) under each method (columns), with its support."""
+    """Render each class's test-set ECE (rows) under each method (columns), with its support.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+
+    Returns
+    -------
+    str
+        A Markdown table.
+    """
     support = comparison.statistics["uncalibrated"].top_table(comparison.n_bins)[:, :, 0].sum(axis=1)
     methods = list(comparison.rows)
     lines = ["| class | n | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |", "|---" * (len(methods) + 2) + "|"]
@@ -199,7 +313,15 @@ def per_class_table(comparison: Comparison) -> str:
 
 
 def write_csv(comparison: Comparison, path: str | Path) -> None:
-    """One row per method; interval columns ``<metric>_low``/``<metric>_high`` when bootstrapped."""
+    """Write one row per method; interval columns ``<metric>_low``/``<metric>_high`` when bootstrapped.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+    path : str or Path
+        The CSV file to write.
+    """
     metrics = [m for m in TABLE_METRICS if any(m in row for row in comparison.rows.values())]
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
@@ -216,7 +338,20 @@ def write_csv(comparison: Comparison, path: str | Path) -> None:
 
 
 def to_json(comparison: Comparison) -> dict[str, Any]:
-    """A JSON-able summary (NaN as null)."""
+    """Summarise the comparison as JSON-able data (NaN as null).
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+
+    Returns
+    -------
+    dict
+        ``methods``, ``per_class_ece``, ``intervals``, ``per_class_intervals``, ``best``,
+        ``select``, ``errors``, ``parameters`` (each calibrator's block), ``n_validation`` and
+        ``n_test``.
+    """
 
     def clean(value):
         if isinstance(value, dict):
@@ -251,10 +386,26 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
 def write_report(comparison: Comparison, folder: str | Path, title: str, resplits: Any = None) -> dict[str, Path]:
     """Write ``table.md``, ``table.csv``, ``report.json``, the figures and ``index.html``.
 
-    With ``resplits`` (a :class:`calibkit.resplits.Resplits`), the table of means, standard
-    deviations and 95% intervals over the re-splits leads, followed by the verdicts on the papers'
-    claims (also in ``verdicts.md`` and under ``resplits`` in ``report.json``); the single split's
-    table follows it.
+    With ``resplits``, the table of means, standard deviations and 95% intervals over the
+    re-splits leads, followed by the verdicts on the papers' claims (also in ``verdicts.md`` and
+    under ``resplits`` in ``report.json``); the single split's table follows it.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+    folder : str or Path
+        Created if needed.
+    title : str
+        Heading of the Markdown and HTML pages.
+    resplits : Resplits, optional
+        From :func:`calibkit.resplits.resplit_comparison`.
+
+    Returns
+    -------
+    dict of str to Path
+        The files written, by name (``markdown``, ``csv``, ``json``, ``html``, the figures and,
+        with ``resplits``, ``verdicts``).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -295,6 +446,17 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
 
 
 def resplit_note(resplits: Any) -> str:
+    """Describe the re-splits in one paragraph: what each fits and evaluates, and what the marks mean.
+
+    Parameters
+    ----------
+    resplits : Resplits
+        From :func:`calibkit.resplits.resplit_comparison`.
+
+    Returns
+    -------
+    str
+    """
     return (
         f"Each of {resplits.resplits} re-splits pools the validation and test {resplits.unit}, fits every "
         f"calibrator on {resplits.n_calibration} of them and evaluates on the other {resplits.n_evaluation}"
@@ -307,7 +469,7 @@ def resplit_note(resplits: Any) -> str:
 
 
 def _markdown_to_html_table(markdown: str) -> str:
-    """A pipe table (as this module writes them) as an HTML table; ``**x**`` becomes bold."""
+    """Convert a pipe table (as this module writes them) to an HTML table; ``**x**`` becomes bold."""
     import html
     import re
 
@@ -325,7 +487,24 @@ def _markdown_to_html_table(markdown: str) -> str:
 
 
 def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resplits: Any = None) -> str:
-    """One self-contained page (figures embedded as data URIs, no network): table, verdicts, figures."""
+    """Render one self-contained page (figures embedded as data URIs, no network): table, verdicts, figures.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+    title : str
+        The page's title.
+    paths : dict of str to Path
+        The files written so far; the ``.png`` ones are embedded.
+    resplits : Resplits, optional
+        Adds the verdicts and the table over the re-splits.
+
+    Returns
+    -------
+    str
+        The HTML.
+    """
     import base64
     import html
 
@@ -388,7 +567,21 @@ _COLOURS = {"uncalibrated": "tab:red"}
 
 
 def small_classes_line(comparison: Comparison, classes: list[int], support: np.ndarray) -> str:
-    """One line naming the classes too small for a panel, with their support and ECE."""
+    """Name, in one line, the classes too small for a panel, with their support and ECE.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+    classes : list of int
+        The classes to name.
+    support : ndarray of shape (K,)
+        Test samples of each class.
+
+    Returns
+    -------
+    str
+    """
     parts = [
         f"{comparison.class_names[c]} (n={int(support[c])}, ECE {comparison.per_class['uncalibrated'][c]:.3f})"
         for c in classes
@@ -419,7 +612,17 @@ def _colour(comparison: Comparison, method: str) -> str:
 
 
 def reliability_figure(comparison: Comparison) -> Any:
-    """The overall reliability diagram: uncalibrated and the best calibrator side by side."""
+    """Draw the overall reliability diagram: uncalibrated and the best calibrator side by side.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     methods = _drawn_methods(comparison)
     fig = _figure(figsize=(4.2 * len(methods), 5))
     axes = fig.subplots(2, len(methods), squeeze=False, gridspec_kw={"height_ratios": [3, 1]})
@@ -440,9 +643,18 @@ def reliability_figure(comparison: Comparison) -> Any:
 
 
 def per_class_figure(comparison: Comparison) -> Any:
-    """One reliability panel per class with at least :data:`MIN_PANEL_SUPPORT` test samples.
+    """Draw one reliability panel per class with at least :data:`MIN_PANEL_SUPPORT` test samples.
 
     The methods are overlaid in each panel; the smaller classes are listed in one line below.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     n_bins = comparison.n_bins
     methods = _drawn_methods(comparison)
@@ -478,9 +690,18 @@ def per_class_figure(comparison: Comparison) -> Any:
 
 
 def class_ece_figure(comparison: Comparison) -> Any:
-    """Each class's ECE against its support (log scale), uncalibrated, TS and WTS.
+    """Draw each class's ECE against its support (log scale), uncalibrated, TS and WTS.
 
     The class-wise paper's point: the rare classes are the worse calibrated ones.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     support = comparison.statistics["uncalibrated"].top_table(comparison.n_bins)[:, :, 0].sum(axis=1)
     fig = _figure(figsize=(6.5, 4.2))
@@ -506,7 +727,17 @@ def class_ece_figure(comparison: Comparison) -> Any:
 
 
 def regions_figure(comparison: Comparison) -> Any:
-    """The RBECE bins of uncalibrated and the best calibrator: which regions RBECE counts."""
+    """Draw the RBECE bins of uncalibrated and the best calibrator: which regions RBECE counts.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     methods = _drawn_methods(comparison)
     fig = _figure(figsize=(5 * len(methods), 3.6))
     axes = fig.subplots(1, len(methods), squeeze=False)
@@ -524,10 +755,22 @@ def regions_figure(comparison: Comparison) -> Any:
 
 
 def write_figures(comparison: Comparison, folder: str | Path) -> dict[str, Path]:
-    """Write ``reliability.png``, ``reliability_per_class.png``, ``class_ece_vs_support.png`` and
-    ``regions.png`` into ``folder``; return their paths by name.
+    """Write the report's four figures into ``folder`` and return their paths by name.
 
-    Every number drawn comes from the comparison's per-bin statistics (no metric is recomputed).
+    ``reliability.png``, ``reliability_per_class.png``, ``class_ece_vs_support.png`` and
+    ``regions.png``. Every number drawn comes from the comparison's per-bin statistics (no metric
+    is recomputed).
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`compare_calibrators`.
+    folder : str or Path
+        An existing folder.
+
+    Returns
+    -------
+    dict of str to Path
     """
     folder = Path(folder)
     return {

@@ -39,14 +39,32 @@ HOLD_SHARE = 0.95
 class Resplits:
     """Every metric of every method on ``R`` re-splits of the pooled validation and test data.
 
-    Attributes
+    Parameters
     ----------
+    methods : list of str
+        The methods compared (``"uncalibrated"`` and calibrator names).
+    metrics : list of str
+        The metrics, the columns of ``values``.
     values : dict of str to ndarray (R, len(metrics))
         Per method, the metric values of each re-split (NaN where the method could not be fitted).
     per_class : dict of str to ndarray (R, K)
         Per method, each class's ECE on each re-split's evaluation part.
     support : ndarray (K,)
         Labelled predictions of each class in the pooled data.
+    class_names : list of str
+        One name per class.
+    resplits : int
+        ``R``.
+    n_calibration, n_evaluation : int
+        Examples in the calibration and evaluation parts of each re-split.
+    seed : int
+        The seed of the re-splits.
+    unit : {"rows", "sequences"}, default "rows"
+        What was re-split (the tokens of a sequence stay together).
+    errors : dict of str to int, optional
+        Method -> re-splits in which it could not be fitted.
+    error_messages : dict of str to str, optional
+        Method -> the first such error.
     """
 
     methods: list[str]
@@ -64,10 +82,37 @@ class Resplits:
     error_messages: dict[str, str] = field(default_factory=dict)
 
     def column(self, method: str, metric: str) -> np.ndarray:
+        """Return one metric's values of one method over the re-splits.
+
+        Parameters
+        ----------
+        method : str
+            One of :attr:`methods`.
+        metric : str
+            One of :attr:`metrics`.
+
+        Returns
+        -------
+        ndarray of shape (R,)
+            NaN where the method could not be fitted.
+        """
         return self.values[method][:, self.metrics.index(metric)]
 
     def summary(self, method: str, metric: str) -> dict[str, float]:
-        """Mean, standard deviation (ddof 1) and 2.5/97.5 percentiles over the re-splits."""
+        """Summarise one cell: mean, standard deviation (ddof 1) and 2.5/97.5 percentiles over the re-splits.
+
+        Parameters
+        ----------
+        method : str
+            One of :attr:`methods`.
+        metric : str
+            One of :attr:`metrics`.
+
+        Returns
+        -------
+        dict of str to float
+            ``mean``, ``std``, ``low``, ``high`` and ``n`` (re-splits with a value).
+        """
         v = self.column(method, metric)
         v = v[~np.isnan(v)]
         if v.size == 0:
@@ -77,11 +122,22 @@ class Resplits:
         return {"mean": float(v.mean()), "std": std, "low": float(low), "high": float(high), "n": int(v.size)}
 
     def paired(self, method: str, reference: str, metric: str) -> dict[str, float]:
-        """``method`` against ``reference`` on the same re-splits.
+        """Compare ``method`` against ``reference`` on the same re-splits.
 
-        ``better``/``worse``: the share of re-splits in which ``method`` is better/worse (lower;
-        higher for accuracy and macro-F1; closer to 0 for the signed ECD and ESCE); ties count as
-        neither. ``difference``: mean of ``method - reference`` with its 2.5/97.5 percentiles.
+        Parameters
+        ----------
+        method, reference : str
+            Two of :attr:`methods`.
+        metric : str
+            One of :attr:`metrics`.
+
+        Returns
+        -------
+        dict of str to float
+            ``better``/``worse``: the share of re-splits in which ``method`` is better/worse (lower;
+            higher for accuracy and macro-F1; closer to 0 for the signed ECD and ESCE); ties count as
+            neither. ``difference``: mean of ``method - reference``, with its 2.5/97.5 percentiles
+            ``low`` and ``high``. ``n``: the re-splits where both have a value.
         """
         a, b = self.column(method, metric), self.column(reference, metric)
         both = ~(np.isnan(a) | np.isnan(b))
@@ -223,10 +279,21 @@ def _verdict(better: float, worse: float) -> str:
 
 
 def verdicts(resplits: Resplits) -> list[dict[str, Any]]:
-    """The seed papers' claims that a calibrator comparison can test, each with a verdict.
+    """Test the seed papers' claims that a calibrator comparison can test, each with a verdict.
 
     ``holds``: the claimed direction in at least 95% of the re-splits; ``does not hold``: the
     opposite direction in at least 95%; ``inconclusive``: neither.
+
+    Parameters
+    ----------
+    resplits : Resplits
+        From :func:`resplit_comparison`.
+
+    Returns
+    -------
+    list of dict
+        Per claim: ``claim``, ``paper``, ``metric``, ``verdict``, ``share`` (of re-splits in the
+        claimed direction) and ``numbers`` (a sentence with the means and the difference).
     """
     out: list[dict[str, Any]] = []
     have = set(resplits.methods)
@@ -296,10 +363,20 @@ def verdicts(resplits: Resplits) -> list[dict[str, Any]]:
 
 
 def markdown_table(resplits: Resplits) -> str:
-    """Metrics (rows) x methods (columns): ``mean ± std [2.5%, 97.5%]`` over the re-splits.
+    """Render metrics (rows) x methods (columns): ``mean ± std [2.5%, 97.5%]`` over the re-splits.
 
     Marks: ``▲`` better than the uncalibrated model and ``▼`` worse, in at least 95% of the
     re-splits (paired); ``†`` better than TS in at least 95%.
+
+    Parameters
+    ----------
+    resplits : Resplits
+        From :func:`resplit_comparison`.
+
+    Returns
+    -------
+    str
+        A Markdown table.
     """
     methods = resplits.methods
     lines = [
@@ -331,12 +408,37 @@ def _marks(resplits: Resplits, method: str, metric: str) -> str:
 
 
 def verdict_text(claims: list[dict[str, Any]]) -> str:
-    """The claims as a Markdown list: verdict, claim, paper, numbers."""
+    """Render the claims as a Markdown list: verdict, claim, paper, numbers.
+
+    Parameters
+    ----------
+    claims : list of dict
+        From :func:`verdicts`.
+
+    Returns
+    -------
+    str
+    """
     return "\n".join(f"- **{c['verdict']}**: {c['claim']} ({c['paper']}). {c['numbers']}." for c in claims)
 
 
 def to_json(resplits: Resplits, claims: list[dict[str, Any]]) -> dict[str, Any]:
-    """Everything the table and the verdicts show, for scripts (NaN as null)."""
+    """Collect everything the table and the verdicts show, for scripts (NaN as null).
+
+    Parameters
+    ----------
+    resplits : Resplits
+        From :func:`resplit_comparison`.
+    claims : list of dict
+        From :func:`verdicts`.
+
+    Returns
+    -------
+    dict
+        ``resplits``, ``seed``, ``unit``, the part sizes, ``hold_share``, ``table`` (per method
+        and metric: the summary and the paired comparisons), ``per_class_ece``, ``not_fitted``
+        and ``verdicts``.
+    """
 
     def clean(value: float) -> float | None:
         return None if isinstance(value, float) and math.isnan(value) else value
