@@ -74,7 +74,7 @@ def _add_contributions(*parts: PassContribution) -> PassContribution:
 
 
 def _tree(items: list, combine: Callable, split_every: int):
-    """A reduction tree of delayed ``combine`` calls, ``split_every`` inputs each."""
+    """Build a reduction tree of delayed ``combine`` calls, ``split_every`` inputs each."""
     import dask
 
     items = list(items)
@@ -146,12 +146,30 @@ def _frame_partitions(frame) -> list:
 
 
 def partitions(data: Any, labels: Any = None, *, from_logits: bool = False) -> list:
-    """Delayed ``(values, labels, from_logits)`` per partition (``None`` for an empty one).
+    """Return delayed ``(values, labels, from_logits)`` per partition (``None`` for an empty one).
 
-    ``data``: a Dask array of probabilities or logits (with ``labels``, a Dask array), a Dask
-    DataFrame with a ``labels`` column and a ``probs``/``logits`` list column (or the wide
-    ``probs_0 .. probs_{K-1}`` columns), or a path or glob of Parquet shards (read with
-    ``dask.dataframe.read_parquet``, Arrow types kept). Token rows are flattened per partition.
+    Token rows are flattened per partition.
+
+    Parameters
+    ----------
+    data : dask.array.Array, dask.dataframe.DataFrame, str or path
+        A Dask array of probabilities or logits (with ``labels``), a Dask DataFrame with a
+        ``labels`` column and a ``probs``/``logits`` list column (or the wide
+        ``probs_0 .. probs_{K-1}`` columns), or a path or glob of Parquet shards (read with
+        ``dask.dataframe.read_parquet``, Arrow types kept).
+    labels : dask.array.Array, optional
+        With a Dask array only: the labels, ``(N,)`` or ``(N, L)``.
+    from_logits : bool, default False
+        With a Dask array only: the values are logits.
+
+    Returns
+    -------
+    list of dask.delayed.Delayed
+
+    Raises
+    ------
+    ValueError
+        On another type of ``data``, ``labels`` with a DataFrame, or mismatched shapes.
     """
     import dask.array as da
     import dask.dataframe as dd

@@ -44,7 +44,7 @@ def _axes(ax: Any) -> Any:
 
 
 def _table(statistics: CalibrationStatistics, n_bins: int, class_index: int | None, name: str) -> np.ndarray:
-    """The (n_bins, 4) top-label sums: all samples, or those whose true class is ``class_index``."""
+    """Return the (n_bins, 4) top-label sums: all samples, or those whose true class is ``class_index``."""
     if not isinstance(statistics, CalibrationStatistics):
         raise ValueError(f"`statistics` must be a CalibrationStatistics, got {type(statistics).__name__}")
     if n_bins not in statistics.top_bins:

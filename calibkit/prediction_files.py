@@ -1,5 +1,4 @@
-"""Read saved predictions for ``calibkit report --predictions``: ``.npz``, ``.parquet``, ``.csv``,
-``.json`` and ``.jsonl``.
+"""Read saved predictions for ``calibkit report --predictions`` (.npz, .parquet, .csv, .json, .jsonl).
 
 What this module guarantees (README, "Bad input"):
 
@@ -36,14 +35,32 @@ _WIDE = re.compile(r"^(probs|logits)_(0|[1-9][0-9]*)$")
 
 
 def one_line(exc: BaseException, limit: int = 200) -> str:
-    """An exception's first line, printable (a parser may quote the random bytes it choked on)."""
+    """Return an exception's first line, printable (a parser may quote the random bytes it choked on).
+
+    Parameters
+    ----------
+    exc : BaseException
+        The exception.
+    limit : int, default 200
+        Characters kept; longer lines end in `` ...``.
+
+    Returns
+    -------
+    str
+        ASCII: other characters are backslash-escaped.
+    """
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     text = text.encode("ascii", "backslashreplace").decode("ascii")
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (``MemAvailable``), or None if unknown."""
+    """Return the bytes of memory available to a new allocation (``MemAvailable``), or None if unknown.
+
+    Returns
+    -------
+    int or None
+    """
     try:
         with open("/proc/meminfo", encoding="ascii") as meminfo:
             for line in meminfo:
@@ -60,7 +77,20 @@ def available_memory() -> int | None:
 
 
 def check_fits_in_memory(needed: int, what: str) -> None:
-    """Refuse, before reading, what cannot fit: a MemoryError halfway through helps nobody."""
+    """Refuse, before reading, what cannot fit: a MemoryError halfway through helps nobody.
+
+    Parameters
+    ----------
+    needed : int
+        Bytes the load needs.
+    what : str
+        Start of the error message (``"--predictions: <file>"``).
+
+    Raises
+    ------
+    ValueError
+        When ``needed`` exceeds the memory available.
+    """
     available = available_memory()
     if available is not None and needed > available:
         raise ValueError(
@@ -111,6 +141,20 @@ def load_predictions(path: str | Path) -> tuple[np.ndarray, np.ndarray, bool]:
 
 
 def npz_header(archive: zipfile.ZipFile, member: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Read the shape and dtype of an ``.npz`` member from its header, without reading its data.
+
+    Parameters
+    ----------
+    archive : zipfile.ZipFile
+        The open ``.npz``.
+    member : str
+        The member's name (``"labels.npy"``).
+
+    Returns
+    -------
+    shape : tuple of int
+    dtype : numpy.dtype
+    """
     with archive.open(member) as fp:
         version = np.lib.format.read_magic(fp)
         if version == (1, 0):
@@ -121,6 +165,29 @@ def npz_header(archive: zipfile.ZipFile, member: str) -> tuple[tuple[int, ...], 
 
 
 def read_npz(file: Path) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Read ``probs`` or ``logits`` and ``labels`` from an ``.npz`` file, after checking its headers.
+
+    Headers are checked first: a claimed size larger than the member, Python objects (never
+    unpickled) and more memory than available are refused before any data is read.
+
+    Parameters
+    ----------
+    file : Path
+        The ``.npz`` file.
+
+    Returns
+    -------
+    values : ndarray
+        ``probs`` (preferred) or ``logits``, dtype and shape as saved.
+    labels : ndarray
+    from_logits : bool
+        True when the values are logits.
+
+    Raises
+    ------
+    ValueError
+        One line naming ``--predictions`` and the file, when it cannot be used as is.
+    """
     what = f"--predictions: {file}"
     try:
         archive = zipfile.ZipFile(file)
@@ -205,7 +272,7 @@ def _is_list(arrow_type) -> bool:
 
 
 def _numbers(array, column: str, path: str) -> np.ndarray:
-    """A flat pyarrow array of numbers as numpy, dtype kept; nulls and non-numbers refused."""
+    """Return a flat pyarrow array of numbers as numpy, dtype kept; nulls and non-numbers refused."""
     import pyarrow as pa
 
     if array.null_count:
@@ -226,6 +293,30 @@ def _lengths(column, name: str, path: str) -> np.ndarray:
 
 
 def from_arrow_table(table, path: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Turn a table of predictions (Parquet, CSV, JSON or a shard's batch) into arrays.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        A ``labels`` column and a ``probs`` or ``logits`` list column (one vector per row, or a
+        list of per-token vectors per row with a list of labels), or the wide columns
+        ``probs_0 .. probs_{K-1}`` (``logits_*``).
+    path : str
+        Where the table comes from, for error messages.
+
+    Returns
+    -------
+    values : ndarray
+        ``(N, K)``, token rows flattened to ``(T, K)``; the column's float dtype kept.
+    labels : ndarray
+    from_logits : bool
+        True when the values are logits (``probs`` wins where both are present).
+
+    Raises
+    ------
+    ValueError
+        One line naming ``--predictions`` and the column or row, when the table cannot be used as is.
+    """
     columns = table.column_names
     if "labels" not in columns:
         raise ValueError(f"--predictions: {path} needs a `labels` column; it has {columns}")

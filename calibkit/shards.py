@@ -34,12 +34,37 @@ BATCH_BYTES = 8 * 2**20  # per-batch working memory is about 30x this (Arrow buf
 
 
 def is_shard_location(location: str) -> bool:
-    """A folder or a glob pattern (not a single file): the streaming path."""
+    """Tell whether ``location`` is a folder or a glob pattern (not a single file): the streaming path.
+
+    Parameters
+    ----------
+    location : str
+        The ``--predictions`` argument.
+
+    Returns
+    -------
+    bool
+    """
     return Path(location).is_dir() or glob.has_magic(location)
 
 
 def shard_files(location: str) -> list[Path]:
-    """The shards of a folder (recursively) or a glob, sorted; ``ValueError`` if there are none."""
+    """List the shards of a folder (recursively) or a glob, sorted.
+
+    Parameters
+    ----------
+    location : str
+        A folder, a glob pattern, or one file.
+
+    Returns
+    -------
+    list of Path
+
+    Raises
+    ------
+    ValueError
+        When there is no shard, or a glob matches a file that is not a shard.
+    """
     path = Path(location)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SHARD_SUFFIXES)
@@ -93,7 +118,7 @@ def _jsonl_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
 
 
 def _table_rows(file: Path) -> int | None:
-    """Rows of a shard from its metadata, without reading it (None if unknown: JSON Lines)."""
+    """Count the rows of a shard from its metadata, without reading it (None if unknown: JSON Lines)."""
     suffix = file.suffix.lower()
     try:
         if suffix == ".parquet":
@@ -114,10 +139,34 @@ def _table_rows(file: Path) -> int | None:
 def iter_batches(
     files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress: Any = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray, bool]]:
-    """``(values, labels, from_logits)`` batch by batch over the shards (token rows flattened).
+    """Read the shards batch by batch (token rows flattened).
 
-    Every shard must hold the same kind (``probs`` or ``logits``); a ``ValueError`` names the
-    shard, and for Parquet and JSON Lines the first row of the batch, otherwise.
+    Every shard must hold the same kind (``probs`` or ``logits``).
+
+    Parameters
+    ----------
+    files : list of Path
+        The shards, from :func:`shard_files`.
+    batch_bytes : int, default BATCH_BYTES
+        Uncompressed bytes a Parquet batch (or JSON block) holds; an ``.npz`` shard is one batch.
+    progress : tqdm progress bar, optional
+        Updated with the rows of each batch and the shards done.
+
+    Yields
+    ------
+    values : ndarray
+        Probabilities or logits: ``(rows, K)`` with token rows flattened; an ``.npz`` shard's
+        array as saved (``(N,)``, ``(N, K)`` or ``(N, L, K)``).
+    labels : ndarray
+        The matching labels.
+    from_logits : bool
+        The values are logits.
+
+    Raises
+    ------
+    ValueError
+        Naming the shard (and, for Parquet and JSON Lines, the first row of the batch) when it
+        cannot be read or holds another kind than the first shard.
     """
     kind = None
     for index, file in enumerate(files):
