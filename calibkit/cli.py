@@ -25,10 +25,22 @@ EXAMPLE_CLASSES = ("neutral", "criticism", "hostility", "discussion")
 
 
 def synthetic_example(n: int = 20_000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """An over-confident 4-class classifier on imbalanced data (70/15/10/5 %), deterministic.
+    """Simulate an over-confident 4-class classifier on imbalanced data (70/15/10/5 %), deterministic.
 
     Labels are drawn from "true" probabilities; the model reports them sharpened
     (temperature 0.5), the usual miscalibration of a fine-tuned transformer.
+
+    Parameters
+    ----------
+    n : int, default 20_000
+        Samples.
+    seed : int, default 0
+        Seed of the draw.
+
+    Returns
+    -------
+    logits : ndarray of shape (n, 4)
+    labels : ndarray of shape (n,)
     """
     rng = np.random.default_rng(seed)
     prior = np.log([0.70, 0.15, 0.10, 0.05])
@@ -44,6 +56,19 @@ def _format(value: Any) -> str:
 
 
 def format_table(report: dict[str, Any], class_names: list[str] | None = None) -> str:
+    """Render a report as a Markdown table: every metric, then each class's ECE and ``n``.
+
+    Parameters
+    ----------
+    report : dict
+        From :func:`calibkit.calibration_report`.
+    class_names : list of str, optional
+        Names of the per-class rows (default: the class indices).
+
+    Returns
+    -------
+    str
+    """
     from calibkit.metrics.registry import METRICS, metric
 
     lines = ["| metric | value |", "|---|---|"]
@@ -86,8 +111,10 @@ def _interval_lines(ci: dict[str, Any], class_names: list[str] | None) -> str:
 
 
 def _check_report_options(args: argparse.Namespace) -> None:
-    """Every option checked before any file or model is read (a bad --bootstrap should not wait
-    for a model's logits to be collected)."""
+    """Check every option before any file or model is read.
+
+    A bad ``--bootstrap`` should not wait for a model's logits to be collected.
+    """
     from calibkit.metrics import CalibrationAccumulator
     from calibkit.metrics.bootstrap import MAX_REPLICATES
     from calibkit.metrics.validation import check_positive_int
@@ -110,8 +137,24 @@ def _check_report_options(args: argparse.Namespace) -> None:
 
 
 def writable_folder(location: str) -> Path:
-    """Create ``--output`` (and its parents) now and check a file can be written in it, so a run
-    does not end, after all its work, on a folder it cannot write."""
+    """Create ``--output`` (and its parents) now and check that a file can be written in it.
+
+    A run then does not end, after all its work, on a folder it cannot write.
+
+    Parameters
+    ----------
+    location : str
+        The ``--output`` argument.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    ValueError
+        When the folder cannot be created or written to.
+    """
     import tempfile
 
     folder = Path(location)
@@ -125,6 +168,7 @@ def writable_folder(location: str) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Run ``calibkit report``: metrics of saved predictions, of shards, or the comparison for a model."""
     _check_report_options(args)
     if args.model or args.dataset:
         return cmd_report_model(args)
@@ -261,8 +305,11 @@ def _label_ids(values, label2id: dict[str, int], column: str) -> np.ndarray:
 
 
 def _check_task_shape(row: dict[str, Any], args: argparse.Namespace) -> None:
-    """Token data has a list of words and a list of labels per row, sequence data one text and one
-    label: refuse the other kind for --task instead of failing deep inside the tokenizer."""
+    """Refuse data of the other kind for ``--task`` instead of failing deep inside the tokenizer.
+
+    Token data has a list of words and a list of labels per row, sequence data one text and one
+    label.
+    """
     token_labels = isinstance(row[args.label_column], (list, tuple))
     if args.task == "sequence" and token_labels:
         raise ValueError(
@@ -279,8 +326,10 @@ def _check_task_shape(row: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def _check_model_head(model, loading: dict[str, Any], args: argparse.Namespace) -> None:
-    """A checkpoint of the other task (or with no head) would load with a randomly initialised head
-    and give a report on noise; refuse it."""
+    """Refuse a checkpoint of the other task, or with no classification head.
+
+    It would load with a randomly initialised head and give a report on noise.
+    """
     wanted = "ForTokenClassification" if args.task == "token" else "ForSequenceClassification"
     architectures = list(getattr(model.config, "architectures", None) or [])
     if architectures and not any(name.endswith(wanted) for name in architectures):
@@ -299,7 +348,7 @@ def _check_model_head(model, loading: dict[str, Any], args: argparse.Namespace) 
 
 
 def cmd_report_model(args: argparse.Namespace) -> int:
-    """The calibrators' comparison for a model on a dataset split (halves: calibration / evaluation)."""
+    """Run the calibrators' comparison for a model on a dataset split (halves: calibration / evaluation)."""
     if not (args.model and args.dataset):
         raise ValueError("--model and --dataset go together")
     if args.predictions:
@@ -409,6 +458,7 @@ def cmd_report_model(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """Run ``calibkit demo``: fine-tune MiniLM offline and compare every calibrator (needs ``calibkit[demo]``)."""
     from calibkit.demo import run_demo
 
     try:
@@ -433,6 +483,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_install_modules(args: argparse.Namespace) -> int:
+    """Run ``calibkit install-modules``: install the ``evaluate`` modules into evaluate's cache."""
     from calibkit.evaluate_modules import install_evaluate_modules
 
     scripts = install_evaluate_modules(args.names or None, modules_cache=args.modules_cache)
@@ -447,6 +498,7 @@ def cmd_install_modules(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Build the ``calibkit`` argument parser, one sub-command per ``cmd_*`` function."""
     parser = argparse.ArgumentParser(
         prog="calibkit", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
@@ -514,6 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``calibkit`` command; bad input is one line on stderr and exit status 2."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

