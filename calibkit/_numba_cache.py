@@ -65,3 +65,26 @@ def choose_cache() -> bool:
 
 
 CACHE = choose_cache()
+
+
+def cache_folder() -> Path | None:
+    """Return the folder where numba writes calibkit's cache, as numba chooses it (None: in memory).
+
+    numba looks first at ``NUMBA_CACHE_DIR`` (``numba.config.CACHE_DIR``), then beside the
+    sources, then in the user-wide folder; calibkit's warm-up markers
+    (:mod:`calibkit.metrics.backends`) live in the same place, so that clearing the cache clears them.
+
+    Returns
+    -------
+    pathlib.Path or None
+    """
+    if not CACHE:
+        return None
+    import numba
+
+    configured = os.environ.get("NUMBA_CACHE_DIR") or numba.config.CACHE_DIR
+    if configured:
+        return Path(configured)
+    if all(_writable(folder / "__pycache__") for folder in _KERNEL_FOLDERS):
+        return _KERNEL_FOLDERS[0] / "__pycache__"
+    return _user_wide()

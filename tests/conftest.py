@@ -1,5 +1,12 @@
+import os
+
 import numpy as np
 import pytest
+
+# The suite runs the compiled kernels unless a test picks an engine: "auto" would answer a
+# kind's first call on torch while the kernels compile, mixing engines between assertions.
+# tests/metrics/test_backends.py checks torch against numba, and "auto" itself.
+os.environ.setdefault("CALIBKIT_BACKEND", "numba")
 
 
 def softmax(z):

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
+from calibkit.metrics import backends
 from calibkit.metrics.registry import metric_names, plan, report_from_statistics
 from calibkit.metrics.settings import DEFAULTS, CalibrationSettings, either
 from calibkit.metrics.statistics import (
@@ -56,7 +57,12 @@ def compute_statistics(
     CalibrationStatistics
         Additive: ``a + b`` is the statistics of both batches.
     """
-    sums = plan(metric_names(metrics), settings)
+    names = metric_names(metrics)
+    sums = plan(names, settings)
+    key = backends.kind_key("statistics", prep, (sums.groups, len(sums.top_bins)))
+    chosen = backends.engine(
+        prep, key, lambda: compute_statistics(backends.synthetic_like(prep, settings.ignore_index), settings, names)
+    )
     stats, _ = bin_statistics(
         prep,
         ignore_index=settings.ignore_index,
@@ -66,6 +72,7 @@ def compute_statistics(
         groups=sums.groups,
         eps=sums.eps,
         num_threads=num_threads,
+        backend=chosen,
     )
     return stats
 
@@ -110,6 +117,10 @@ def exact_report(
     names = metric_names(metrics)
     sums = plan(names, settings)
     want_ace = "ace" in names
+    key = backends.kind_key("report", prep, (sums.groups, len(sums.top_bins), want_ace))
+    warm = lambda: exact_report(backends.synthetic_like(prep, settings.ignore_index), settings, names)  # noqa: E731
+    if backends.engine(prep, key, warm) == "torch":
+        return _exact_report_torch(prep, settings, names)
     # Long logit rows keep their maximum and inverse softmax sum (16 bytes a row) for the
     # exact-ACE pass, which then takes one exp an entry instead of a whole softmax.
     keep = want_ace and prep.mode == kernels.MODE_LOGITS and prep.num_classes >= kernels.LONG_ROW
@@ -128,6 +139,7 @@ def exact_report(
         keep_parts=want_ace,
         row_softmax=row_softmax,
         classwise_from_ace=derive,
+        backend="numba",
     )
     if stats.n == 0:
         raise ValueError(_NO_SAMPLE.format(settings.ignore_index))
@@ -145,6 +157,55 @@ def exact_report(
         )
         if derive:
             stats.classwise = classwise
+    return report_from_statistics(stats, names, settings, ace_partials=partials), stats
+
+
+def _device_statistics(
+    prep: PreparedInput, settings: CalibrationSettings, metrics: tuple[str, ...]
+) -> CalibrationStatistics:
+    """Return the sums of a batch on a device, left there (tensors) for a streaming accumulator."""
+    from calibkit.metrics.statistics import _raise_input_error
+    from calibkit.metrics.torch_backend import bin_statistics_torch
+
+    sums = plan(metrics, settings)
+    stats, errors = bin_statistics_torch(
+        prep,
+        ignore_index=settings.ignore_index,
+        top_bins=sums.top_bins,
+        fuzzy_bins=sums.fuzzy_bins,
+        classwise_bins=sums.classwise_bins,
+        groups=sums.groups,
+        eps=sums.eps,
+        keep_on_device=True,
+    )
+    if (errors >= 0).any():
+        _raise_input_error(prep, errors, settings.ignore_index)
+    return stats
+
+
+def _exact_report_torch(
+    prep: PreparedInput, settings: CalibrationSettings, names: tuple[str, ...]
+) -> tuple[dict[str, Any], CalibrationStatistics]:
+    """:func:`exact_report` with the torch engine: the same sums, then ACE's exact boundaries."""
+    from calibkit.metrics.torch_backend import exact_ace_partials_torch
+
+    sums = plan(names, settings)
+    stats, _ = bin_statistics(
+        prep,
+        ignore_index=settings.ignore_index,
+        top_bins=sums.top_bins,
+        fuzzy_bins=sums.fuzzy_bins,
+        classwise_bins=sums.classwise_bins,
+        groups=sums.groups,
+        eps=sums.eps,
+        backend="torch",
+    )
+    if stats.n == 0:
+        raise ValueError(_NO_SAMPLE.format(settings.ignore_index))
+    partials = None
+    if "ace" in names:
+        points = ace_points(stats.ace, settings.ace_ranges)
+        partials = exact_ace_partials_torch(prep, stats.ace, points, ignore_index=settings.ignore_index)
     return report_from_statistics(stats, names, settings, ace_partials=partials), stats
 
 
@@ -300,7 +361,54 @@ class CalibrationAccumulator:
             from the earlier batches.
         """
         prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
+        if backends.on_device(prep.values):  # the sums stay on the device until compute()
+            return self.add_statistics(_device_statistics(prep, self.settings, self.metrics))
         return self.add_statistics(compute_statistics(prep, self.settings, self.metrics, num_threads=self.num_threads))
+
+    def all_reduce(self, group: Any = None) -> CalibrationAccumulator:
+        """Sum the statistics of every process of a ``torch.distributed`` group into each of them.
+
+        One ``all_reduce`` of the O(bins x classes) sums: a multi-GPU evaluation never gathers
+        its logits. Every process must have seen at least one batch (the sums' shapes come from
+        the data) and call this, with the same metrics and settings.
+
+        Parameters
+        ----------
+        group : torch.distributed.ProcessGroup, optional
+            Default: the whole world.
+
+        Returns
+        -------
+        CalibrationAccumulator
+            ``self``, for chaining.
+
+        Raises
+        ------
+        ValueError
+            When this process has no batch yet.
+        """
+        import torch
+        import torch.distributed as dist
+
+        with self._lock:
+            stats = self.statistics
+        if stats is None:
+            raise ValueError("all_reduce: this process has no batch yet; update() every process before reducing")
+        device = stats.scalars.device if isinstance(stats.scalars, torch.Tensor) else torch.device("cpu")
+        if dist.get_backend(group) == "nccl" and device.type != "cuda":
+            device = torch.device("cuda", torch.cuda.current_device())
+        stats = stats.to_torch(device)
+        names = ("top", "fuzzy", "classwise", "ace", "scalars")
+        flat = torch.cat([getattr(stats, name).reshape(-1) for name in names])  # one collective, not five
+        dist.all_reduce(flat, group=group)
+        offset = 0
+        for name in names:
+            value = getattr(stats, name)
+            setattr(stats, name, flat[offset : offset + value.numel()].reshape(value.shape))
+            offset += value.numel()
+        with self._lock:
+            self.statistics = stats
+        return self
 
     def merge(self, other: CalibrationAccumulator) -> CalibrationAccumulator:
         """Add the statistics of another accumulator built with the same metrics and settings.
@@ -357,4 +465,4 @@ class CalibrationAccumulator:
         stats = self.statistics
         if stats is None or stats.n == 0:
             raise ValueError(_NO_SAMPLE.format(self.ignore_index))
-        return report_from_statistics(stats, self.metrics, self.settings, ace_partials=ace_partials)
+        return report_from_statistics(stats.to_numpy(), self.metrics, self.settings, ace_partials=ace_partials)

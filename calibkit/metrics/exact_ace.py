@@ -46,6 +46,7 @@ import numpy as np
 
 from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.backends import use_backend
 from calibkit.metrics.statistics import ace_points, bin_statistics, gather_bucket_samples
 from calibkit.metrics.validation import check_positive_int, prepare
 
@@ -255,7 +256,9 @@ class ExactACE:
         """
         if self.done:
             raise ValueError("no pass is left: ACE is already exact")
-        prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
+        # the gather runs the compiled kernels on host memory: device tensors are copied here
+        with use_backend("numba"):
+            prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
         out = self.empty_contribution()
         if prep.values.shape[0] == 0:
             return out
@@ -274,6 +277,7 @@ class ExactACE:
             num_threads=self.num_threads,
             keep_parts=True,
             row_softmax=row_softmax,
+            backend="numba",  # the gather must rebuild the very probabilities these buckets counted
         )
         samples, start, count, _ = gather_bucket_samples(
             prep,

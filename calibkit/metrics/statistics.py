@@ -21,11 +21,10 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics import _kernels as K
-from calibkit.metrics.validation import (
-    PreparedInput,
-)
+from calibkit.metrics.validation import PreparedInput, to_numpy
 
 FUZZY_COLUMNS = 6  # see CalibrationStatistics.fuzzy
+_SUMS = ("top", "fuzzy", "classwise", "ace", "scalars")  # the additive fields
 _MIN_ROWS_PER_THREAD = 65_536
 
 
@@ -162,8 +161,49 @@ class CalibrationStatistics:
         """
         self._check_compatible(other)
         out = CalibrationStatistics(**{f.name: getattr(self, f.name) for f in fields(self)})
-        for name in ("top", "fuzzy", "classwise", "ace", "scalars"):
+        if isinstance(self.scalars, np.ndarray) != isinstance(other.scalars, np.ndarray):
+            other = other.to_numpy() if isinstance(self.scalars, np.ndarray) else other.to_torch(self.scalars.device)
+        for name in _SUMS:
             setattr(out, name, getattr(self, name) + getattr(other, name))
+        return out
+
+    def to_numpy(self) -> CalibrationStatistics:
+        """Return these statistics with numpy sums (a copy from the device for tensor sums).
+
+        The torch engine keeps a streaming accumulator's sums on the input's device until
+        ``compute()``; the metrics are then numpy functions of the host copy.
+
+        Returns
+        -------
+        CalibrationStatistics
+            ``self`` when the sums are numpy arrays already.
+        """
+        if isinstance(self.scalars, np.ndarray):
+            return self
+        out = CalibrationStatistics(**{f.name: getattr(self, f.name) for f in fields(self)})
+        for name in _SUMS:
+            setattr(out, name, getattr(self, name).detach().cpu().numpy())
+        return out
+
+    def to_torch(self, device: Any = None) -> CalibrationStatistics:
+        """Return these statistics with float64 torch tensors on ``device`` (``torch.distributed`` reduces them).
+
+        Parameters
+        ----------
+        device : torch.device or str, optional
+            Where the sums go (default: where they are, the CPU for numpy sums).
+
+        Returns
+        -------
+        CalibrationStatistics
+        """
+        import torch
+
+        out = CalibrationStatistics(**{f.name: getattr(self, f.name) for f in fields(self)})
+        for name in _SUMS:
+            value = getattr(self, name)
+            value = value if isinstance(value, torch.Tensor) else torch.from_numpy(np.asarray(value))
+            setattr(out, name, value.to(device=device if device is not None else value.device, dtype=torch.float64))
         return out
 
     def top_table(self, n_bins: int) -> np.ndarray:
@@ -284,8 +324,8 @@ def _raise_input_error(prep: PreparedInput, errors: np.ndarray, ignore_index: in
             f"`labels` must lie in [0, {prep.num_classes}) or equal ignore_index={ignore_index}; "
             f"got {int(prep.labels[i])} at position {position}"
         )
-    row = prep.values[i]
-    shown = np.array2string(np.asarray(row), precision=4, threshold=8)
+    row = to_numpy(prep.values[i], "probs")  # one row, also of a CUDA tensor
+    shown = np.array2string(row, precision=4, threshold=8)
     name = "probs (logits, from_logits=True)" if prep.mode in (K.MODE_LOGITS, K.MODE_BINARY_LOGITS) else "probs"
     if kind == K.ERR_NONFINITE:
         raise ValueError(f"`{name}` contains NaN or inf at position {position}: {shown}")
@@ -313,6 +353,7 @@ def bin_statistics(
     ranges: list[tuple[int, int]] | None = None,
     row_softmax: np.ndarray | None = None,
     classwise_from_ace: bool = False,
+    backend: str | None = None,
 ) -> tuple[CalibrationStatistics, list[CalibrationStatistics]]:
     """Run the kernel over ``prep`` in threads and return the summed statistics (and the parts).
 
@@ -345,6 +386,10 @@ def bin_statistics(
     classwise_from_ace : bool, default False
         Leave the ``classwise`` table at zero (the pass skips its sums), for
         :func:`exact_ace_partials` to build it from the ACE buckets (one-shot calls with both).
+    backend : {"numba", "torch"}, optional
+        The engine (:mod:`calibkit.metrics.backends`); default: chosen for this input. The
+        torch engine runs the ranges one after another, and ignores ``row_softmax`` and
+        ``classwise_from_ace`` (they serve the kernels' exact-ACE pass).
 
     Returns
     -------
@@ -359,8 +404,51 @@ def bin_statistics(
         On the first bad value, naming the argument, the position and the offending row.
     """
     groups = frozenset(groups)
-    ranges = ranges if ranges is not None else row_ranges(prep.values.shape[0], num_threads)
+    top_bins = tuple(top_bins)
     binary = prep.mode >= K.MODE_BINARY_PROBS
+    if backend is None:
+        from calibkit.metrics import backends
+
+        if ranges is not None and len(ranges) > 64 and not backends.on_device(prep.values):
+            # many small ranges (the bootstrap's blocks): a Python loop of torch calls would
+            # cost more than the compile; the kernels take them in one pass each
+            backend = "numba" if backends.get_backend() == "auto" else None
+    if backend is None:
+        from calibkit.metrics import backends
+
+        key = backends.kind_key("bin_statistics", prep, (groups, len(set(top_bins))))
+        settings = {"top_bins": top_bins, "fuzzy_bins": fuzzy_bins, "classwise_bins": classwise_bins, "eps": eps}
+        backend = backends.engine(
+            prep,
+            key,
+            lambda: bin_statistics(
+                backends.synthetic_like(prep, ignore_index), ignore_index=ignore_index, groups=groups, **settings
+            ),
+        )
+    if backend == "torch":
+        from calibkit.metrics.torch_backend import bin_statistics_torch
+
+        parts = []
+        for start, stop in ranges if ranges is not None else [(0, prep.values.shape[0])]:
+            part, errors = bin_statistics_torch(
+                prep,
+                ignore_index=ignore_index,
+                top_bins=tuple(top_bins),
+                fuzzy_bins=fuzzy_bins,
+                classwise_bins=classwise_bins,
+                groups=groups,
+                eps=eps,
+                start=start,
+                stop=stop,
+            )
+            if (errors >= 0).any():
+                _raise_input_error(prep, errors, ignore_index)
+            parts.append(part)
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        return total, (parts if keep_parts else [])
+    ranges = ranges if ranges is not None else row_ranges(prep.values.shape[0], num_threads)
     # Top-label metrics alone need no per-entry probability: a leaner kernel, 1.5-2x faster.
     kernel = K.ACCUMULATE_TOP.get((prep.mode, prep.num_classes >= K.LONG_ROW)) if not groups else None
     if kernel is not None and prep.mode == K.MODE_PROBS and prep.num_classes <= K.SMALL_ROW:

@@ -358,12 +358,19 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
     """
     check_bool(from_logits, "from_logits")
     check_ignore_index(ignore_index)
-    p = to_numpy(probs, "probs")
-    if p.dtype.kind not in "fiub":
-        raise ValueError(f"`probs` must be a float array, got dtype {p.dtype}")
-    if p.dtype not in (np.float32, np.float64):
-        p = p.astype(np.float64 if p.dtype.itemsize > 4 else np.float32)
-    y_raw = to_numpy(labels, "labels")
+    device = _device_tensor(probs)
+    if device is not None:  # stays where it is: the torch engine bins it there
+        p = probs.detach()
+        if not p.is_floating_point():
+            p = p.double() if p.element_size() > 4 else p.float()
+        y_raw = labels.detach() if hasattr(labels, "detach") else np.asarray(labels)
+    else:
+        p = to_numpy(probs, "probs")
+        if p.dtype.kind not in "fiub":
+            raise ValueError(f"`probs` must be a float array, got dtype {p.dtype}")
+        if p.dtype not in (np.float32, np.float64):
+            p = p.astype(np.float64 if p.dtype.itemsize > 4 else np.float32)
+        y_raw = to_numpy(labels, "labels")
     shape = tuple(p.shape)
     if p.ndim == 1:
         mode = K.MODE_BINARY_LOGITS if from_logits else K.MODE_BINARY_PROBS
@@ -386,5 +393,36 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
         raise ValueError(
             f"`labels` has shape {tuple(y_raw.shape)} but `probs` of shape {shape} needs labels of shape {expected}"
         )
+    if device is not None:
+        return PreparedInput(p.contiguous(), _device_labels(y_raw, device), mode, num_classes, shape)
     y = prepare_labels(y_raw)
     return PreparedInput(np.ascontiguousarray(p), y, mode, num_classes, shape)
+
+
+def _device_tensor(array: Any) -> Any:
+    """Return the device of a torch tensor outside host memory that the torch engine should bin in place, else None."""
+    device = getattr(array, "device", None)
+    if device is None or getattr(device, "type", "cpu") == "cpu" or not hasattr(array, "detach"):
+        return None
+    from calibkit.metrics.backends import get_backend
+
+    return None if get_backend() == "numba" else device
+
+
+def _device_labels(labels: Any, device: Any) -> Any:
+    """Labels as an int64 tensor on ``device``, checked as :func:`prepare_labels` checks them (no host copy)."""
+    import torch
+
+    y = labels if isinstance(labels, torch.Tensor) else torch.from_numpy(prepare_labels(labels))
+    y = y.to(device).reshape(-1)
+    if y.dtype == torch.bool:
+        return y.long()
+    if y.is_floating_point():
+        bad = ~torch.isfinite(y) | (y != torch.round(y)) | (y >= 2.0**63) | (y < -(2.0**63))
+        if bool(bad.any()):
+            i = int(torch.nonzero(bad)[0, 0])
+            raise ValueError(f"`labels` must be integers that fit in int64, got {y[i].item()!r} at position {i}")
+        return y.long()
+    if y.dtype.is_complex:
+        raise ValueError(f"`labels` must be integers, got dtype {y.dtype}")
+    return y if y.dtype in (torch.int32, torch.int64) else y.long()

@@ -1,0 +1,290 @@
+"""The torch engine against the compiled kernels, and the "auto" choice between them.
+
+CI has no GPU: the torch code path that bins CUDA tensors in place runs here on CPU tensors and
+numpy arrays, and must give every metric of every input kind to 1e-12 of the kernels.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import calibkit
+from calibkit.metrics import backends
+from calibkit.metrics.accumulator import CalibrationAccumulator, _device_statistics
+from calibkit.metrics.backends import get_backend, set_backend, use_backend
+from calibkit.metrics.bootstrap import bootstrap_intervals
+from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.validation import prepare
+from tests.conftest import make_data
+
+KINDS = [
+    ("multiclass", False, 4),
+    ("multiclass", True, 4),
+    ("multiclass", True, 20),  # long rows: the kernels' other code path
+    ("token", True, 5),  # (N, L, K) with -100 labels and -100 padding
+    ("token", False, 3),
+    ("binary", False, 2),
+    ("binary", True, 2),
+]
+
+FUNCTIONS = [
+    "ece",
+    "mce",
+    "ece_l2",
+    "ece_l2_debiased",
+    "ace",
+    "sce",
+    "cece",
+    "msece",
+    "wsece",
+    "ece_variance",
+    "rbece",
+    "fce",
+    "overconfidence",
+    "ecd",
+    "esce",
+    "brier",
+    "nll",
+]
+
+
+def close(a, b, rtol=1e-12):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    both_nan = np.isnan(a) & np.isnan(b)
+    return bool(np.all(both_nan | (np.abs(a - b) <= rtol * np.maximum(np.abs(b), 1e-300))))
+
+
+def both(fn):
+    with use_backend("torch"):
+        a = fn()
+    with use_backend("numba"):
+        b = fn()
+    return a, b
+
+
+@pytest.mark.parametrize("kind,from_logits,k", KINDS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_report_torch_equals_kernels(kind, from_logits, k, dtype):
+    probs, labels = make_data(3, kind, n=3000, num_classes=k, from_logits=from_logits)
+    probs = probs.astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, b = both(lambda: calibkit.calibration_report(probs, labels, from_logits=from_logits))
+    assert a.keys() == b.keys()
+    for key in b:
+        assert close(a[key], b[key]), (key, a[key], b[key])
+    assert a["ace_error_bound"] == 0.0
+
+
+@pytest.mark.parametrize("kind,from_logits,k", KINDS)
+def test_every_function_torch_equals_kernels(kind, from_logits, k):
+    probs, labels = make_data(4, kind, n=800, num_classes=k, from_logits=from_logits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in FUNCTIONS:
+            fn = getattr(calibkit, name)
+            a, b = both(lambda fn=fn: fn(probs, labels, from_logits=from_logits))
+            assert close(a, b), (name, a, b)
+        for settings in (CalibrationSettings(n_bins=7, ace_ranges=3, sce_bins=40, fce_bins=4), CalibrationSettings()):
+            a, b = both(
+                lambda s=settings: calibkit.calibration_report(
+                    probs, labels, settings=s.replace(from_logits=from_logits)
+                )
+            )
+            assert all(close(a[key], b[key]) for key in b)
+
+
+def test_torch_tensors_and_exact_ace_ties():
+    rng = np.random.default_rng(5)
+    p = np.round(rng.random((4000, 3)), 1) + 0.1  # many ties: ACE boundaries split tie groups
+    p = p / p.sum(axis=1, keepdims=True)
+    y = rng.integers(0, 3, 4000)
+    a, b = both(lambda: calibkit.ace(torch.from_numpy(p), torch.from_numpy(y), ace_ranges=7))
+    assert close(a, b)
+    # ties share their group's mean outcome: the order of the samples does not matter
+    order = rng.permutation(4000)
+    with use_backend("torch"):
+        assert close(calibkit.ace(p[order], y[order], ace_ranges=7), a)
+
+
+def test_bad_input_same_error_on_both_engines():
+    cases = [
+        (np.array([[0.5, 0.6], [0.5, 0.5]]), [0, 1], {}),
+        (np.array([[0.5, 0.5], [np.nan, 1.0]]), [0, 1], {}),
+        (np.array([[0.5, 0.5], [1.5, -0.5]]), [0, 1], {}),
+        (np.array([[0.5, 0.5], [0.2, 0.8]]), [0, 7], {}),
+        (np.array([[1.0, np.inf], [0.2, 0.8]]), [0, 1], {"from_logits": True}),
+        (np.array([0.2, 1.2]), [0, 1], {}),
+        (np.array([0.2, np.nan]), [0, 1], {"from_logits": True}),
+    ]
+    for probs, labels, kw in cases:
+        messages = []
+        for engine in ("torch", "numba"):
+            with use_backend(engine), pytest.raises(ValueError) as info:
+                calibkit.calibration_report(probs, labels, **kw)
+            messages.append(str(info.value))
+        assert messages[0] == messages[1]
+    # masked rows are never read, whatever they hold
+    probs = np.array([[np.nan, 7.0], [0.3, 0.7]])
+    a, b = both(lambda: calibkit.ece(probs, [-100, 1]))
+    assert a == b
+
+
+def test_bootstrap_and_accumulator_on_torch():
+    probs, labels = make_data(6, "token", n=300, num_classes=4, from_logits=True)
+    settings = CalibrationSettings(from_logits=True)
+    a, b = both(lambda: bootstrap_intervals(probs, labels, metrics=["ece", "sce"], settings=settings, n_boot=20))
+    assert a["n_blocks"] == b["n_blocks"] > 100
+    assert all(close(a["intervals"][m], b["intervals"][m]) for m in b["intervals"])
+
+    def stream():
+        acc = CalibrationAccumulator(from_logits=True)
+        for i in range(0, 300, 70):
+            acc.update(probs[i : i + 70], labels[i : i + 70])
+        return acc.compute()
+
+    a, b = both(stream)
+    assert all(close(a[key], b[key]) for key in b)
+
+
+def test_device_resident_accumulator_state_adds_and_merges():
+    """The streaming path for CUDA tensors, run on CPU tensors: the sums stay tensors until compute()."""
+    probs, labels = make_data(7, "multiclass", n=600, num_classes=4, from_logits=True)
+    settings = CalibrationSettings(from_logits=True)
+    names = calibkit.METRICS
+    device_acc = CalibrationAccumulator(settings=settings)
+    for i in range(0, 600, 200):
+        prep = prepare(
+            torch.from_numpy(probs[i : i + 200]),
+            torch.from_numpy(labels[i : i + 200]),
+            from_logits=True,
+            ignore_index=-100,
+        )
+        device_acc.add_statistics(_device_statistics(prep, settings, names))
+    assert isinstance(device_acc.statistics.scalars, torch.Tensor)
+    host = CalibrationAccumulator(settings=settings).update(probs, labels)
+    a, b = device_acc.compute(), host.compute()
+    assert all(close(a[key], b[key]) for key in b)
+    merged = CalibrationAccumulator(settings=settings).update(probs[:100], labels[:100]).merge(device_acc)
+    twice = CalibrationAccumulator(settings=settings).update(probs[:100], labels[:100]).update(probs, labels)
+    assert all(close(merged.compute()[key], twice.compute()[key]) for key in b)
+
+
+def test_device_labels_checked_like_host_labels():
+    from calibkit.metrics.validation import _device_labels
+
+    assert _device_labels(torch.tensor([[1, 2]], dtype=torch.uint8), "cpu").dtype == torch.int64
+    assert _device_labels(torch.tensor([1.0, 2.0]), "cpu").tolist() == [1, 2]
+    with pytest.raises(ValueError, match="labels"):
+        _device_labels(torch.tensor([1.0, 2.5]), "cpu")
+    with pytest.raises(ValueError, match="labels"):
+        _device_labels(torch.tensor([1.0, float("nan")]), "cpu")
+
+
+def test_backend_choice_is_validated_and_scoped():
+    assert get_backend() == "numba"  # tests/conftest.py
+    with pytest.raises(ValueError, match="backend"):
+        set_backend("gpu")
+    with pytest.raises(ValueError, match="backend"):
+        with use_backend("cuda"):
+            pass
+    with use_backend("torch"):
+        assert get_backend() == "torch"
+        with use_backend("auto"):
+            assert get_backend() == "auto"
+        assert get_backend() == "torch"
+    assert get_backend() == "numba"
+
+
+def test_auto_answers_on_torch_then_switches_to_the_compiled_kernels(tmp_path, monkeypatch):
+    """A kind's first call runs on torch while a warm-up compiles in the background; then numba."""
+    monkeypatch.setattr("calibkit._numba_cache.cache_folder", lambda: tmp_path)
+    prep = prepare(np.array([[0.3, 0.7]]), [1], from_logits=False, ignore_index=-100)
+    key = ("test-only", os.getpid(), id(tmp_path))
+    ran = []
+    with use_backend("auto"):
+        assert backends.engine(prep, key, lambda: ran.append(get_backend())) == "torch"
+        assert backends.wait_until_ready(timeout=30)
+        assert ran == ["numba"]  # the warm-up itself runs the kernels
+        assert backends.engine(prep, key, lambda: ran.append("again")) == "numba"
+        assert ran == ["numba"]
+    marker = backends._marker(key)
+    assert marker is not None and marker.exists() and marker.parent == tmp_path
+    backends._READY.discard(key)  # as in a new process: the marker says the cache holds them
+    with use_backend("auto"):
+        assert backends.engine(prep, key, lambda: ran.append("never")) == "numba"
+    # a failing warm-up leaves torch answering, never the caller broken, and is not retried
+    bad = ("test-only-failing", os.getpid())
+    with use_backend("auto"):
+        assert backends.engine(prep, bad, lambda: 1 / 0) == "torch"
+        assert backends.wait_until_ready(timeout=30)
+        assert backends.engine(prep, bad, lambda: 1 / 0) == "numba"  # compiles in the caller, as before auto
+    with use_backend("numba"):
+        assert backends.engine(prep, ("x",), lambda: None) == "numba"
+
+
+def test_cold_process_first_call_runs_on_torch(tmp_path):
+    """A fresh process with an empty numba cache: the first report does not wait for a compile."""
+    script = textwrap.dedent(
+        """
+        import numpy as np, calibkit
+        from calibkit.metrics import backends
+        chosen = []
+        engine = backends.engine
+        backends.engine = lambda *a: chosen.append(engine(*a)) or chosen[-1]
+        rng = np.random.default_rng(0)
+        p = rng.dirichlet(np.ones(4), 500)
+        y = rng.integers(0, 4, 500)
+        r = calibkit.calibration_report(p, y)
+        print(chosen[0], repr(r["ece"]))
+        """
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "CALIBKIT_BACKEND": "auto"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True, timeout=300
+    )
+    engine, value = out.stdout.split()
+    assert engine == "torch"
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(4), 500)
+    y = rng.integers(0, 4, 500)
+    assert close(float(value), calibkit.calibration_report(p, y)["ece"])
+
+
+def test_all_reduce_sums_the_statistics_of_every_process(tmp_path):
+    """torch.distributed (gloo, 2 processes): all_reduce gives each the statistics of all the data."""
+    script = textwrap.dedent(
+        f"""
+        import os, sys, json
+        import numpy as np, torch, torch.distributed as dist
+        import calibkit
+        rank = int(sys.argv[1])
+        dist.init_process_group("gloo", init_method="file://{tmp_path}/rendezvous", rank=rank, world_size=2)
+        rng = np.random.default_rng(0)
+        z = rng.normal(size=(400, 3)); y = rng.integers(0, 3, 400)
+        acc = calibkit.CalibrationAccumulator(from_logits=True)
+        part = slice(rank * 200, (rank + 1) * 200)
+        acc.update(torch.from_numpy(z[part]), torch.from_numpy(y[part]))
+        out = acc.all_reduce().compute()
+        whole = calibkit.calibration_report(z, y, from_logits=True)
+        ok = all(abs(out[k] - whole[k]) <= 1e-12 * abs(whole[k]) for k in ("ece", "sce", "cece", "brier", "nll", "n"))
+        print(json.dumps({{"ok": ok, "n": out["n"]}}))
+        dist.destroy_process_group()
+        """
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(rank)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for rank in range(2)
+    ]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    for (stdout, stderr), p in zip(outputs, procs):
+        assert p.returncode == 0, stderr[-2000:]
+        assert '"ok": true' in stdout and '"n": 400' in stdout, stdout
