@@ -5,7 +5,9 @@
 - ``calibkit report``: every calibration metric for saved predictions (``--predictions``), or
   the calibrators' comparison for a model on a dataset (``--model`` and ``--dataset``), with
   bootstrap intervals (``--bootstrap``), JSON (``--json``) and files (``--output``);
-- ``calibkit install-modules``: makes ``evaluate.load("cece")`` and the other modules work offline.
+- ``calibkit install-modules``: makes ``evaluate.load("cece")`` and the other modules work offline;
+- ``calibkit warmup``: compiles and caches the metric kernels now (first calls are fast anyway:
+  they run on torch while the kernels compile, see :mod:`calibkit.metrics.backends`).
 """
 
 from __future__ import annotations
@@ -497,6 +499,18 @@ def cmd_install_modules(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_warmup(args: argparse.Namespace) -> int:
+    """Run ``calibkit warmup``: compile and cache the metric kernels of the common input kinds."""
+    import time
+
+    from calibkit.metrics.backends import warmup
+
+    start = time.perf_counter()
+    compiled = warmup(verbose=not args.quiet)
+    print(f"calibkit: {compiled} kernel kinds compiled and cached in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``calibkit`` argument parser, one sub-command per ``cmd_*`` function."""
     parser = argparse.ArgumentParser(
@@ -562,6 +576,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--modules-cache", help="evaluate's module cache (default: $HF_MODULES_CACHE or ~/.cache/huggingface/modules)"
     )
     install.set_defaults(func=cmd_install_modules)
+    warm = sub.add_parser("warmup", help="compile and cache the metric kernels now (a few minutes, once per install)")
+    warm.add_argument("--quiet", action="store_true", help="no line per input kind")
+    warm.set_defaults(func=cmd_warmup)
     return parser
 
 

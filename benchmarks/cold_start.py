@@ -1,0 +1,88 @@
+"""First-call times in fresh processes with an empty numba cache, then with a warm one.
+
+    python benchmarks/cold_start.py              # 1000 x 4, each kind in its own fresh process
+    python benchmarks/cold_start.py --rows 100000
+
+A fresh install, a new CI container or a notebook on a new machine has an empty numba cache:
+the compiled kernels take seconds to compile (about 14 s for a whole report on 2 cores). Under
+the default backend ``"auto"`` such a call runs on torch while the kernels compile in a
+background thread (:mod:`calibkit.metrics.backends`). Each row below is a new Python process
+with ``NUMBA_CACHE_DIR`` pointing at an empty folder ("cold"), or at the folder an earlier
+``calibkit warmup`` filled ("warm"); the figure is the wall time of the first call after
+``import calibkit``, and ``--backend numba`` shows the compile that "auto" hides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CALLS = {
+    "import calibkit": None,
+    "ece, probabilities": "calibkit.ece(p, y)",
+    "calibration_report, probabilities": "calibkit.calibration_report(p, y)",
+    "calibration_report, logits": "calibkit.calibration_report(z, y, from_logits=True)",
+    "calibration_report, token logits (N, L, K), -100": "calibkit.calibration_report(zt, yt, from_logits=True)",
+    "calibration_report, binary": "calibkit.calibration_report(p[:, 1] / (p[:, 0] + p[:, 1]), (y == 1).astype(int))",
+    "ece, 7 classes": "calibkit.ece(p7, y % 7)",
+    "CalibrationAccumulator.update + compute, logits": (
+        "calibkit.CalibrationAccumulator(from_logits=True).update(z, y).compute()"
+    ),
+}
+
+SCRIPT = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+start = time.perf_counter()
+import numpy as np
+import calibkit
+imported = time.perf_counter() - start
+rng = np.random.default_rng(0)
+n = {rows}
+z = rng.normal(size=(n, 4)) * 2; y = rng.integers(0, 4, n)
+p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+z7 = rng.normal(size=(n, 7)); p7 = np.exp(z7) / np.exp(z7).sum(1, keepdims=True)
+zt = z.reshape(-1, 10, 4); yt = y.reshape(-1, 10).copy(); yt[:, 7:] = -100
+call = {call!r}
+if call is None:
+    print(json.dumps(imported)); sys.exit()
+start = time.perf_counter(); eval(call); first = time.perf_counter() - start
+start = time.perf_counter(); eval(call); second = time.perf_counter() - start
+print(json.dumps([first, second]))
+"""
+
+
+def run(call: str | None, cache: str, rows: int, backend: str) -> object:
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "CALIBKIT_BACKEND": backend}
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(rows=rows, call=call)], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--backend", default="auto", choices=("auto", "numba", "torch"))
+    args = parser.parse_args()
+    warm = tempfile.mkdtemp(prefix="calibkit-warm-")
+    env = {**os.environ, "NUMBA_CACHE_DIR": warm}
+    print("filling a warm cache with `calibkit warmup` ...", flush=True)
+    subprocess.run([sys.executable, "-m", "calibkit.cli", "warmup", "--quiet"], env=env, check=True)
+    print(f"\n{args.rows} rows, backend={args.backend}; seconds, each cell a fresh process")
+    print("| call | cold: first | cold: second | warm: first | warm: second |\n|---|---|---|---|---|")
+    for name, call in CALLS.items():
+        cold = run(call, tempfile.mkdtemp(prefix="calibkit-cold-"), args.rows, args.backend)
+        hot = run(call, warm, args.rows, args.backend)
+        if call is None:
+            print(f"| {name} | {cold:.2f} | | {hot:.2f} | |", flush=True)
+        else:
+            print(f"| {name} | {cold[0]:.2f} | {cold[1]:.2f} | {hot[0]:.2f} | {hot[1]:.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
