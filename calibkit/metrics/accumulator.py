@@ -120,7 +120,8 @@ def exact_report(
     key = backends.kind_key("report", prep, (sums.groups, len(sums.top_bins), want_ace))
     warm = lambda: exact_report(backends.synthetic_like(prep, settings.ignore_index), settings, names)  # noqa: E731
     if backends.engine(prep, key, warm) == "torch":
-        return _exact_report_torch(prep, settings, names)
+        with backends.torch_call():
+            return _exact_report_torch(prep, settings, names)
     # Long logit rows keep their maximum and inverse softmax sum (16 bytes a row) for the
     # exact-ACE pass, which then takes one exp an entry instead of a whole softmax.
     keep = want_ace and prep.mode == kernels.MODE_LOGITS and prep.num_classes >= kernels.LONG_ROW

@@ -27,6 +27,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -164,11 +165,44 @@ def _marker(key: tuple) -> Path | None:
     return folder / f"calibkit-ready-{digest}"
 
 
+_IN_FLIGHT = 0
+_QUIET = threading.Event()  # set while no call runs on torch
+_QUIET.set()
+
+
+@contextlib.contextmanager
+def torch_call() -> Iterator[None]:
+    """Mark a call that runs on the torch engine: background compiles wait until it returns.
+
+    A compile thread holds the GIL most of the time, and a thread that releases it (torch
+    releases it in every operation, an import on every file read) waits up to the switch
+    interval to get it back: measured here, a first report took 4 s instead of 1 s with a
+    compile running beside it. So the compile starts once the call that needed it is over.
+
+    Yields
+    ------
+    None
+    """
+    global _IN_FLIGHT
+    with _LOCK:
+        _IN_FLIGHT += 1
+        _QUIET.clear()
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _IN_FLIGHT -= 1
+            if _IN_FLIGHT == 0:
+                _QUIET.set()
+
+
 def _worker() -> None:
     token = _override.set("numba")  # the warm-ups themselves run the kernels
     try:
         while True:
             key, warm = _JOBS.get()
+            time.sleep(0.05)  # the call that scheduled it enters torch_call() right after
+            _QUIET.wait()
             try:
                 warm()
             except Exception:  # noqa: BLE001 - a failed compile leaves torch in charge, never the caller broken
@@ -281,8 +315,6 @@ def wait_until_ready(timeout: float | None = None) -> bool:
     bool
         True when every scheduled compile has finished.
     """
-    import time
-
     end = None if timeout is None else time.monotonic() + timeout
     while True:
         with _LOCK:
@@ -358,7 +390,6 @@ def warmup(num_classes: tuple[int, ...] = (4, 20), verbose: bool = False) -> int
     int
         The number of kinds compiled (0 when all were cached already).
     """
-    import time
     import warnings
 
     from calibkit.metrics import _kernels as kernels

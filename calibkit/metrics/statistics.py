@@ -426,24 +426,26 @@ def bin_statistics(
             ),
         )
     if backend == "torch":
+        from calibkit.metrics.backends import torch_call
         from calibkit.metrics.torch_backend import bin_statistics_torch
 
         parts = []
-        for start, stop in ranges if ranges is not None else [(0, prep.values.shape[0])]:
-            part, errors = bin_statistics_torch(
-                prep,
-                ignore_index=ignore_index,
-                top_bins=tuple(top_bins),
-                fuzzy_bins=fuzzy_bins,
-                classwise_bins=classwise_bins,
-                groups=groups,
-                eps=eps,
-                start=start,
-                stop=stop,
-            )
-            if (errors >= 0).any():
-                _raise_input_error(prep, errors, ignore_index)
-            parts.append(part)
+        with torch_call():
+            for start, stop in ranges if ranges is not None else [(0, prep.values.shape[0])]:
+                part, errors = bin_statistics_torch(
+                    prep,
+                    ignore_index=ignore_index,
+                    top_bins=tuple(top_bins),
+                    fuzzy_bins=fuzzy_bins,
+                    classwise_bins=classwise_bins,
+                    groups=groups,
+                    eps=eps,
+                    start=start,
+                    stop=stop,
+                )
+                if (errors >= 0).any():
+                    _raise_input_error(prep, errors, ignore_index)
+                parts.append(part)
         total = parts[0]
         for part in parts[1:]:
             total = total + part
