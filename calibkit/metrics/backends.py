@@ -130,6 +130,11 @@ def on_device(array: Any) -> bool:
 # "auto": which kernels are ready, and the background compile
 
 
+COLD_TORCH_MAX_ENTRIES = 1 << 23
+"""Under ``"auto"``, host input of more entries (rows x classes) than this waits for the compile
+instead of running on torch: on the CPU torch takes some 30 times the kernels' time, which
+passes the compile's own cost at a few million entries (``benchmarks/gpu.py --device cpu``)."""
+
 _READY: set[tuple] = set()
 _SCHEDULED: set[tuple] = set()
 _FAILED: set[tuple] = set()
@@ -298,6 +303,8 @@ def engine(prep: Any, key: tuple, warm: Callable[[], Any]) -> str:
         with _LOCK:
             _READY.add(key)
         return "numba"
+    if prep.values.size > COLD_TORCH_MAX_ENTRIES:
+        return "numba"  # compiling pays for itself on this much data
     _schedule(key, warm)
     return "torch"
 

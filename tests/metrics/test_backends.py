@@ -227,6 +227,12 @@ def test_auto_answers_on_torch_then_switches_to_the_compiled_kernels(tmp_path, m
         assert backends.engine(prep, bad, lambda: 1 / 0) == "numba"  # compiles in the caller, as before auto
     with use_backend("numba"):
         assert backends.engine(prep, ("x",), lambda: None) == "numba"
+    # on much data the compile pays for itself: no torch detour
+    monkeypatch.setattr(backends, "COLD_TORCH_MAX_ENTRIES", 1)
+    big = ("test-only-big", os.getpid())
+    with use_backend("auto"):
+        assert backends.engine(prep, big, lambda: ran.append("big")) == "numba"
+    assert big not in backends._SCHEDULED
 
 
 def test_cold_process_first_call_runs_on_torch(tmp_path):
