@@ -17,8 +17,18 @@ import math
 import numba as nb
 import numpy as np
 from numba import types
-from numba.core.extending import intrinsic, overload
+from numba.core.extending import overload
 
+from calibkit._fastmath import (
+    EXP_MIN,
+    MIN_NORMAL,
+    bits_of_float,
+    exp_in_range_strict,
+    exp_into,
+    exp_strict,
+    float_from_bits,
+    log_into,
+)
 from calibkit._numba_cache import CACHE
 
 # How a row of the input becomes a probability vector.
@@ -71,131 +81,6 @@ def _ace_bucket(bits):
     if key < 0:
         return 0
     return key
-
-
-# --------------------------------------------------------------------------------------------
-# exp and log that vectorise. numba lowers math.exp/math.log to libm calls, one element at a
-# time (no SVML here); the exp is SLEEF's (xexp: Cody-Waite reduction, a degree-10 polynomial
-# with FMAs, no division), the log fdlibm's (e_log.c, the same minimax coefficients), written
-# as straight-line code, so LLVM runs a whole loop of them in SIMD registers, 4-5x faster.
-# Both are accurate to 1 ulp in float64 (checked against numpy over 2e7 points,
-# tests/metrics/test_kernels.py): nothing is traded for the speed, and float64 input stays
-# exact.
-
-
-@intrinsic
-def _float_from_bits(typingctx, bits):
-    """Reinterpret an int64 as the float64 with that bit pattern (a register move)."""
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-
-    return types.float64(types.int64), codegen
-
-
-@intrinsic
-def _bits_of_float(typingctx, value):
-    """Reinterpret a float64 as its int64 bit pattern."""
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-
-    return types.int64(types.float64), codegen
-
-
-_LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01  # fdlibm's split of ln 2, for the log
-_LN2_LO = 1.90821492927058770002e-10
-# ln 2 split for the exp's reduction (SLEEF's L2U / L2L; n * _EXP_LN2_HI is exact)
-_EXP_LN2_HI = 0.69314718055966295651160180568695068359375
-_EXP_LN2_LO = 0.28235290563031577122588448175013436025525412068e-12
-# exp(r) = 1 + r + r**2 * P(r) on |r| <= ln(2) / 2, P of degree 10 (SLEEF's xexp, 1 ulp)
-_EXP_P = (
-    2.08860621107283687536341e-09,
-    2.51112930892876518610661e-08,
-    2.75573911234900471893338e-07,
-    2.75572362911928827629423e-06,
-    2.4801587159235472998791e-05,
-    0.000198412698960509205564975,
-    0.00138888888889774492207962,
-    0.00833333333331652721664984,
-    0.0416666666666665047591422,
-    0.166666666666666851703837,
-    0.5,
-)
-_LOG_LG = (
-    6.666666666666735130e-01,
-    3.999999999940941908e-01,
-    2.857142874366239149e-01,
-    2.222219843214978396e-01,
-    1.818357216161805012e-01,
-    1.531383769920937332e-01,
-    1.479819860511658591e-01,
-)
-_SHIFTER = 6755399441055744.0  # 1.5 * 2**52
-_EXP_MIN = -708.0  # below this exp(x) < 2**-1021: flushed to 0 (a softmax term that small adds nothing)
-_MIN_NORMAL = 2.2250738585072014e-308
-
-
-@nb.njit(cache=CACHE, inline="always")
-def _exp_in_range(x):
-    """exp(x) for _EXP_MIN <= x <= 0, 1 ulp."""
-    # n = round(x / ln 2) by the shifter: adding 1.5 * 2**52 rounds to an integer, held in the
-    # low bits of the pattern, so neither a floor nor a float-to-int conversion is needed.
-    shifted = x * _LOG2E + _SHIFTER
-    n = shifted - _SHIFTER
-    r = (x - n * _EXP_LN2_HI) - n * _EXP_LN2_LO
-    # Horner with FMAs: no division (fdlibm's rational form divides: 5-7% slower measured)
-    p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10 = _EXP_P
-    u = ((((((((p0 * r + p1) * r + p2) * r + p3) * r + p4) * r + p5) * r + p6) * r + p7) * r + p8) * r + p9
-    u = (r * r) * (u * r + p10) + r + 1.0
-    return u * _float_from_bits((_bits_of_float(shifted) + 1023) << 52)  # 2**n: the shift drops the shifter's bits
-
-
-@nb.njit(cache=CACHE, inline="always")
-def _exp(x):
-    """exp(x) for x <= 0 (softmax terms), 1 ulp; 0 below ``_EXP_MIN``. The same bits as
-    :func:`_exp_in_range` wherever that applies."""
-    y = _exp_in_range(max(x, _EXP_MIN))
-    return y if x >= _EXP_MIN else 0.0
-
-
-@nb.njit(cache=CACHE, inline="always")
-def _log(x):
-    """log(x) for finite x > 0 (subnormals included), 1 ulp."""
-    lg1, lg2, lg3, lg4, lg5, lg6, lg7 = _LOG_LG
-    tiny = x < _MIN_NORMAL
-    bits = _bits_of_float(x * 18014398509481984.0 if tiny else x)  # 2**54 lifts subnormals
-    hx = (bits >> 32) + (0x3FF00000 - 0x3FE6A09E)
-    k = (hx >> 20) - 0x3FF - (54 if tiny else 0)
-    hx = (hx & 0x000FFFFF) + 0x3FE6A09E
-    f = _float_from_bits((hx << 32) | (bits & 0xFFFFFFFF)) - 1.0  # mantissa in [sqrt(2)/2, sqrt(2)) - 1
-    hfsq = 0.5 * f * f
-    s = f / (2.0 + f)
-    z = s * s
-    w = z * z
-    r = z * (lg1 + w * (lg3 + w * (lg5 + w * lg7))) + w * (lg2 + w * (lg4 + w * lg6))
-    dk = np.float64(k)
-    return s * (hfsq + r) + dk * _LN2_LO - hfsq + f + dk * _LN2_HI
-
-
-# The loops that run them: separate functions so that their compile flags stay local.
-# error_model="numpy" drops the zero-division check that blocks vectorisation. Only the
-# "contract" fast-math flag (multiply-adds fused into FMAs: one rounding fewer, 1.7x faster,
-# still 1 ulp): reassociation would undo the range reduction's exact splitting.
-_EXP_FLAGS = {"contract"}
-
-
-@nb.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
-def _exp_into(src, dst, n):
-    for j in range(n):
-        dst[j] = _exp(src[j])
-
-
-@nb.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
-def _log_into(src, dst, n, floor):
-    for j in range(n):
-        dst[j] = _log(max(src[j], floor))
 
 
 # Checking and converting a block of probability rows. Reassociating a row's sum changes it by
@@ -260,7 +145,7 @@ def _probs_block(x, b0, nr, K, P, sums, top, preds):
             bad += 0 if (v >= 0.0 and v <= 1.0) else 1
             P[r * K + k] = v
             total += v
-            best = max(best, _key_with_index(_bits_of_float(v), k, spare))
+            best = max(best, _key_with_index(bits_of_float(v), k, spare))
         sums[r] = total
         preds[r], top[r] = _first_argmax(x, b0 + r, K, best, spare)
         suspect += 1 if (bad > 0 or abs(total - 1.0) > ROW_SUM_TOLERANCE) else 0
@@ -371,7 +256,7 @@ def _short_logit_rows(x, labels, b0, nr, K, ignore_index, Z, E, preds, tops, sum
         tops[r] = top
         for k in range(K):
             Z[o + k] = np.float64(x[i, k]) - top
-    _exp_into(Z, E, nr * K)
+    exp_into(Z, E, nr * K)
     for r in range(nr):
         o = r * K
         total = 0.0
@@ -426,7 +311,7 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
                 if abs(row_log[r] - 1.0) > ROW_SUM_TOLERANCE:
                     return i, ERR_ROW_SUM
         if want_logs:
-            _log_into(P, L, n, eps)
+            log_into(P, L, n, eps)
     elif mode == MODE_LOGITS:
         if K >= LONG_ROW:  # vector loops per row: max and top label, then exp and sum
             _softmax_rows(x, b0, nr, K, P, row_top, row_log, row_conf, row_pred)  # row_conf: bad flags
@@ -440,7 +325,7 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
         _normalise_rows(P, row_log, row_conf, nr, K)
         if want_logs:
             # log p_k = z_k - max - log(sum e): one log per row.
-            _log_into(row_log, row_log, nr, _MIN_NORMAL)
+            log_into(row_log, row_log, nr, MIN_NORMAL)
             log_eps = math.log(eps)
             for r in range(nr):
                 o = r * K
@@ -455,7 +340,7 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
             P[2 * r] = 1.0 - v
             P[2 * r + 1] = v
         if want_logs:
-            _log_into(P, L, 2 * nr, eps)
+            log_into(P, L, 2 * nr, eps)
     else:
         for r in range(nr):
             i = b0 + r
@@ -474,7 +359,7 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
                 P[2 * r + 1] = e / (1.0 + e)
                 P[2 * r] = 1.0 / (1.0 + e)
         if want_logs:
-            _log_into(P, L, 2 * nr, eps)
+            log_into(P, L, 2 * nr, eps)
     return -1, -1
 
 
@@ -780,7 +665,7 @@ def _packed_sample(p, outcome):
     """A probability and its outcome in one int64: the pattern of ``p >= 0`` (``+ 0.0`` clears
     the sign of -0.0) with the outcome in the sign bit. Half the memory and stores of two
     float64 arrays (a cut-bucket pass at 2M x 66 copies 7.7M samples)."""
-    return _bits_of_float(p + 0.0) | (_SIGN_BIT if outcome else np.int64(0))
+    return bits_of_float(p + 0.0) | (_SIGN_BIT if outcome else np.int64(0))
 
 
 _SIGN_BIT = np.int64(-(2**63))
@@ -839,13 +724,13 @@ def _gather_ace(mode, args):
             if mode == MODE_PROBS:  # (a compile-time constant)
                 for k in range(K):  # vector loops: the buckets before the branchy one
                     E[k] = np.float64(x[i, k])
-                    keys[k] = _ace_bucket(_bits_of_float(E[k]))
+                    keys[k] = _ace_bucket(bits_of_float(E[k]))
             else:
                 top = row_softmax[i, 0]
                 inverse = row_softmax[i, 1]
                 for k in range(K):
-                    E[k] = _exp_strict(np.float64(x[i, k]) - top) * inverse
-                    keys[k] = _ace_bucket(_bits_of_float(E[k]))
+                    E[k] = exp_strict(np.float64(x[i, k]) - top) * inverse
+                    keys[k] = _ace_bucket(bits_of_float(E[k]))
             _gather_row(E, keys, 0, K, y, slot_of, bitmap, n_words, write_at, out)
         return
     rows_per_block = max(1, BLOCK_ENTRIES // K)
@@ -889,24 +774,9 @@ def _probs_row(x, i, K):
         v = np.float64(x[i, k])
         bad += 0 if (v >= 0.0 and v <= 1.0) else 1
         total += v
-        best = max(best, _key_with_index(_bits_of_float(v), k, spare))
+        best = max(best, _key_with_index(bits_of_float(v), k, spare))
     pred, top = _first_argmax(x, i, K, best, spare)
     return total, bad, pred, top
-
-
-@nb.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
-def _exp_strict(x):
-    """:func:`_exp` compiled on its own: a caller that reassociates a sum around it cannot
-    reassociate its arithmetic (LLVM still inlines and vectorises it, and every instruction
-    keeps the flags of the function it came from)."""
-    return _exp(x)
-
-
-@nb.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=_EXP_FLAGS)
-def _exp_in_range_strict(x):
-    """:func:`_exp_in_range` compiled on its own, as :func:`_exp_strict`: for rows whose every
-    term is in range, it skips the clamp and the flush (3 of about 25 vector instructions)."""
-    return _exp_in_range(x)
 
 
 @nb.njit(cache=CACHE, inline="always")
@@ -914,7 +784,7 @@ def _ordered_key(v):
     """An int64 that orders as the float ``v`` does (sign-magnitude to two's complement):
     an integer maximum vectorises where a float one does not (a scalar ``maxsd`` chain, 4x
     slower measured on logit rows of 66)."""
-    bits = _bits_of_float(v)
+    bits = bits_of_float(v)
     return bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFF)
 
 
@@ -924,7 +794,7 @@ _KEY_MINUS_INF = -9218868437227405313  # _ordered_key(-inf)
 @nb.njit(cache=CACHE, inline="always")
 def _ordered_key_value(key):
     """The float whose :func:`_ordered_key` is ``key`` (the map is its own inverse)."""
-    return _float_from_bits(key ^ ((key >> 63) & 0x7FFFFFFFFFFFFFFF))
+    return float_from_bits(key ^ ((key >> 63) & 0x7FFFFFFFFFFFFFFF))
 
 
 @nb.njit(cache=CACHE, inline="always")
@@ -946,28 +816,28 @@ of each term, as the unit 2**-s grows with K and would lose the mass of small te
 @nb.njit(cache=CACHE, inline="always")
 def _exp_row_sum(x, i, K, top, E, o, scale, in_range):
     """``E[o + k] = exp(x[i, k] - top)`` and their sum, in fixed point (see
-    :func:`_softmax_rows`); ``in_range``: no term below ``_EXP_MIN``, so the exp needs no
+    :func:`_softmax_rows`); ``in_range``: no term below ``EXP_MIN``, so the exp needs no
     clamp. The branches are outside the loops, one vector loop each."""
     if K <= FIXED_POINT_ONE_WORD:
         units = np.int64(0)
         if in_range:
             for k in range(K):
-                e = _exp_in_range_strict(np.float64(x[i, k]) - top)
+                e = exp_in_range_strict(np.float64(x[i, k]) - top)
                 E[o + k] = e
                 units += np.int64(e * scale + 0.5)  # nearest, but a tie at [2**52, 2**53) rounds to even
         else:
             for k in range(K):
-                e = _exp_strict(np.float64(x[i, k]) - top)
+                e = exp_strict(np.float64(x[i, k]) - top)
                 E[o + k] = e
                 units += np.int64(e * scale + 0.5)
         return np.float64(units) / scale
     # two words: the whole units (truncated), then 32 more bits of the (exact) remainder
     if in_range:
         for k in range(K):
-            E[o + k] = _exp_in_range_strict(np.float64(x[i, k]) - top)
+            E[o + k] = exp_in_range_strict(np.float64(x[i, k]) - top)
     else:
         for k in range(K):
-            E[o + k] = _exp_strict(np.float64(x[i, k]) - top)
+            E[o + k] = exp_strict(np.float64(x[i, k]) - top)
     units = np.int64(0)
     fraction = np.int64(0)
     for k in range(K):  # E[o + k] over range(K): a loop over range(o, o + K) did not vectorise (16x slower)
@@ -1005,7 +875,7 @@ def _softmax_rows(x, b0, nr, K, E, tops, sums, bads, preds):
             best = max(best, _key_with_index(key, k, spare))
             least = min(least, key)
         pred, top = _first_argmax(x, i, K, best, spare)  # meaningless with a NaN: ``bads`` says so
-        in_range = _ordered_key_value(least) - top >= _EXP_MIN  # the common case: no term to flush
+        in_range = _ordered_key_value(least) - top >= EXP_MIN  # the common case: no term to flush
         sums[r] = _exp_row_sum(x, i, K, top, E, o, scale, in_range)
         tops[r] = top
         # NaN and +-inf order beyond every finite key (-NaN below -inf, +NaN above +inf)
@@ -1326,7 +1196,7 @@ def resolve_points(samples, slot_start, slot_count, point_slot, point_rank, out_
                 j = (keys[t] - lo) >> shift
                 keys[t] = j
                 counts[j + 1] += 1
-                sums_p[j + 1] += _float_from_bits(samples[a + t] & _MAGNITUDE)
+                sums_p[j + 1] += float_from_bits(samples[a + t] & _MAGNITUDE)
                 sums_o[j + 1] += 1.0 if samples[a + t] < 0 else 0.0
             for j in range(n_sub):  # running sums: entry j = everything in sub-buckets < j
                 counts[j + 1] += counts[j]
@@ -1344,7 +1214,7 @@ def resolve_points(samples, slot_start, slot_count, point_slot, point_rank, out_
         c = 0
         for t in range(n):
             if keys[t] == j:
-                sub_p[c] = _float_from_bits(samples[a + t] & _MAGNITUDE)
+                sub_p[c] = float_from_bits(samples[a + t] & _MAGNITUDE)
                 sub_o[c] = 1.0 if samples[a + t] < 0 else 0.0
                 c += 1
         part_p, part_o = _prefix_of_sorted(sub_p, sub_o, r - counts[j])
@@ -1361,7 +1231,7 @@ def classwise_of_samples(samples, slot_start, slot_count, slot_class, slots, n_b
         k = slot_class[s]
         for t in range(slot_start[s], slot_start[s] + slot_count[s]):
             v = samples[t]
-            p = _float_from_bits(v & _MAGNITUDE)
+            p = float_from_bits(v & _MAGNITUDE)
             b = _bin_index(p, n_bins)
             out[k, b, 0] += 1.0
             out[k, b, 1] += p
