@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from calibkit import _fastmath as fastmath
-from calibkit.metrics import _kernels as K
+from calibkit.metrics._kernels import rows as kernel_rows
 
 
 def ulps(got, expected):
@@ -72,7 +72,7 @@ def test_long_softmax_rows_sum_max_top_label_and_bad_flags(num_classes, dtype):
     E = np.empty(n * num_classes)
     tops, sums, bads = np.empty(n), np.empty(n), np.empty(n)
     preds = np.empty(n, dtype=np.int64)
-    K._softmax_rows(x, 0, n, num_classes, E, tops, sums, bads, preds)
+    kernel_rows._softmax_rows(x, 0, n, num_classes, E, tops, sums, bads, preds)
     assert [int(b) for b in bads] == [1 if i in specials else 0 for i in range(n)]
     ok = np.array([i not in specials for i in range(n)])
     z = x[ok].astype(np.float64)
@@ -83,7 +83,7 @@ def test_long_softmax_rows_sum_max_top_label_and_bad_flags(num_classes, dtype):
     assert ulps(E.reshape(n, num_classes)[ok], e).max() <= 1.0
     # the exact sum of the kernel's own exps, against fixed point at 2**-s plus the final rounding
     exact = np.array([float(sum(map(Fraction, row))) for row in E.reshape(n, num_classes)[ok]])
-    scale = K._fixed_point_scale(num_classes)
+    scale = kernel_rows._fixed_point_scale(num_classes)
     assert scale * (num_classes + 1) <= 2.0**62 < 2 * scale * (num_classes + 1)  # no int64 overflow
     assert np.all(np.abs(sums[ok] - exact) <= num_classes / scale + np.spacing(exact))
 
@@ -99,7 +99,7 @@ def test_long_softmax_rows_keep_the_mass_of_many_small_terms():
     E = np.empty(2 * num_classes)
     tops, sums, bads = np.empty(2), np.empty(2), np.empty(2)
     preds = np.empty(2, dtype=np.int64)
-    K._softmax_rows(x, 0, 2, num_classes, E, tops, sums, bads, preds)
+    kernel_rows._softmax_rows(x, 0, 2, num_classes, E, tops, sums, bads, preds)
     exact = [float(sum(map(Fraction, row))) for row in E.reshape(2, num_classes)]
     np.testing.assert_allclose(sums, exact, rtol=4e-16, atol=0)
     assert list(preds) == [7, 7] and not bads.any()
