@@ -375,26 +375,26 @@ def bin_statistics(
         lanes = {name: np.zeros((_lanes(name, prep.num_classes), *getattr(part, name).shape)) for name in _LANED}
         errors = np.full(K.N_ERRORS, -1, dtype=np.int64)
         kernel(
-            (
-                prep.values,
-                prep.labels,
-                start,
-                stop,
-                ignore_index,
-                prep.num_classes,
-                eps,
-                np.asarray(part.top_bins, dtype=np.int64),
-                lanes["top"],
-                lanes["fuzzy"],
-                lanes["classwise"],
-                lanes["ace"],
-                part.scalars,
-                errors,
-                "rows" in groups,
-                "classwise" in groups and not classwise_from_ace,
-                "ace" in groups,
-                "fuzzy" in groups,
-                row_softmax if row_softmax is not None else np.empty((0, 2)),
+            K.AccumulateArgs(
+                x=prep.values,
+                labels=prep.labels,
+                start=start,
+                stop=stop,
+                ignore_index=ignore_index,
+                num_classes=prep.num_classes,
+                eps=eps,
+                top_bins=np.asarray(part.top_bins, dtype=np.int64),
+                top=lanes["top"],
+                fuzzy=lanes["fuzzy"],
+                classwise=lanes["classwise"],
+                ace=lanes["ace"],
+                scalars=part.scalars,
+                errors=errors,
+                do_rows="rows" in groups,
+                do_classwise="classwise" in groups and not classwise_from_ace,
+                do_ace="ace" in groups,
+                do_fuzzy="fuzzy" in groups,
+                row_softmax=row_softmax if row_softmax is not None else np.empty((0, 2)),
             )
         )
         for name, array in lanes.items():
@@ -869,17 +869,17 @@ def gather_bucket_samples(
         start, stop = ranges[t]
         cursor = write_at[t].copy()
         K.GATHER_ACE[prep.mode](
-            (
-                prep.values,
-                prep.labels,
-                start,
-                stop,
-                ignore_index,
-                prep.num_classes,
-                slot_of,
-                cursor,
-                samples,
-                row_softmax if row_softmax is not None else np.empty((0, 2)),
+            K.GatherArgs(
+                x=prep.values,
+                labels=prep.labels,
+                start=start,
+                stop=stop,
+                ignore_index=ignore_index,
+                num_classes=prep.num_classes,
+                slot_of=slot_of,
+                write_at=cursor,
+                out=samples,
+                row_softmax=row_softmax if row_softmax is not None else np.empty((0, 2)),
             )
         )
         return bool(np.array_equal(cursor, ends[t]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -120,13 +121,11 @@ def _add_sample(table, lane, k, b, p):
     table[lane, k, b, 1] += p
 
 
-@nb.njit(cache=CACHE, inline="always")
-def _accumulate(mode, args):
-    """Add the statistics of rows ``[start, stop)`` into the output arrays.
-
-    ``args`` = (x, labels, start, stop, ignore_index, num_classes, eps, top_bins, top, fuzzy,
-    classwise, ace, scalars, errors, do_rows, do_classwise, do_ace, do_fuzzy, row_softmax), a
-    tuple so that the four per-mode entry points below stay one line each.
+class AccumulateArgs(NamedTuple):
+    """The arguments of :func:`_accumulate` (``ACCUMULATE[mode]``) and :func:`_accumulate_top`
+    (``ACCUMULATE_TOP[mode, long]``, :func:`accumulate_top_small_probs`), one named tuple so
+    that the per-mode entry points stay one line each. Built by keyword; the kernels read the
+    fields by name.
 
     Every histogram has a leading axis of ``LANES`` copies, summed by the caller.
     top       (LANES, S, K, Mmax, 4): per bin count of ``top_bins[s]``, split by true label:
@@ -146,11 +145,38 @@ def _accumulate(mode, args):
     errors    (N_ERRORS,): first offending row of each kind, -1 if none. The kernel stops at
               the first bad row: the caller raises.
     """
-    (x, labels, start, stop, ignore_index, num_classes, eps, top_bins, top, fuzzy, classwise, ace, scalars, errors) = (
-        args[:14]
-    )
-    do_rows, do_classwise, do_ace, do_fuzzy, row_softmax = args[14:]
-    K = num_classes
+
+    x: np.ndarray  # (N, K) probabilities or logits, (N, 1) for binary input; float32 or float64
+    labels: np.ndarray  # (N,) true classes, ``ignore_index`` where masked
+    start: int  # the rows [start, stop) to add
+    stop: int
+    ignore_index: int
+    num_classes: int  # K (2 for binary input)
+    eps: float  # logs clip probabilities at eps
+    top_bins: np.ndarray  # (S,) int64: the bin counts of the top-label tables
+    top: np.ndarray
+    fuzzy: np.ndarray
+    classwise: np.ndarray
+    ace: np.ndarray
+    scalars: np.ndarray
+    errors: np.ndarray
+    do_rows: bool  # the optional groups (the top-label kernel reads none of them)
+    do_classwise: bool
+    do_ace: bool
+    do_fuzzy: bool
+    row_softmax: np.ndarray
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _accumulate(mode, args):
+    """Add the statistics of rows ``[args.start, args.stop)`` into the output arrays of
+    ``args`` (an :class:`AccumulateArgs`, which describes them).
+    """
+    x, labels, start, stop, ignore_index, eps = args.x, args.labels, args.start, args.stop, args.ignore_index, args.eps
+    top_bins, top, fuzzy, classwise, ace = args.top_bins, args.top, args.fuzzy, args.classwise, args.ace
+    scalars, errors, row_softmax = args.scalars, args.errors, args.row_softmax
+    do_rows, do_classwise, do_ace, do_fuzzy = args.do_rows, args.do_classwise, args.do_ace, args.do_fuzzy
+    K = args.num_classes
     binary = mode >= MODE_BINARY_PROBS
     keep_softmax = mode == MODE_LOGITS and K >= LONG_ROW and row_softmax.shape[0] > 0
     rows_per_block = max(1, BLOCK_ENTRIES // K)
@@ -361,10 +387,9 @@ def _accumulate_top(mode, long_rows, args, fixed_k):
     ``long_rows`` (K >= 16) is a compile-time constant, as the mode is: with both paths in one
     loop, the code of the long rows slowed the short ones by 20-40% (K = 4, measured).
     ``fixed_k``: the class count as a compile-time constant (0: read it from ``args``)."""
-    (x, labels, start, stop, ignore_index, num_classes, eps, top_bins, top, fuzzy, classwise, ace, scalars, errors) = (
-        args[:14]
-    )
-    K = num_classes if fixed_k == 0 else fixed_k
+    x, labels, start, stop, ignore_index = args.x, args.labels, args.start, args.stop, args.ignore_index
+    top_bins, top, scalars, errors = args.top_bins, args.top, args.scalars, args.errors
+    K = args.num_classes if fixed_k == 0 else fixed_k
     n_specs = top_bins.shape[0]
     blocked = mode == MODE_LOGITS
     rows_per_block = max(1, BLOCK_ENTRIES // K) if blocked else stop - start

@@ -3,6 +3,8 @@ resolve the boundaries from them."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -47,13 +49,29 @@ def _gather_row(E, keys, o, K, y, slot_of, bitmap, n_words, write_at, out):
             write_at[slot] = j + 1
 
 
+class GatherArgs(NamedTuple):
+    """The arguments of :func:`_gather_ace` (``GATHER_ACE[mode]``), built by keyword; the
+    kernel reads the fields by name."""
+
+    x: np.ndarray  # the input :func:`.accumulate._accumulate` read, whose rows it validated
+    labels: np.ndarray
+    start: int  # the rows [start, stop) to gather from
+    stop: int
+    ignore_index: int
+    num_classes: int
+    slot_of: np.ndarray  # (K, buckets) int32: the slot of a bucket holding a range boundary, or -1
+    write_at: np.ndarray  # (slots,) int64: where this range's next value of each slot goes (advanced)
+    out: np.ndarray  # int64: the samples, packed by _packed_sample
+    row_softmax: np.ndarray  # as filled by .accumulate._accumulate for long logit rows, or (0, 2)
+
+
 @nb.njit(cache=CACHE, inline="always")
 def _gather_ace(mode, args):
     """Copy the values and outcomes (packed, :func:`_packed_sample`) of rows ``[start, stop)``
     that fall in a boundary bucket.
 
-    ``args`` = (x, labels, start, stop, ignore_index, num_classes, slot_of, write_at, out,
-    row_softmax); ``row_softmax`` as filled by :func:`.accumulate._accumulate` for long logit rows, or empty.
+    ``args`` is a :class:`GatherArgs`; ``row_softmax`` as filled by :func:`.accumulate._accumulate`
+    for long logit rows, or empty.
 
     ``slot_of[k, bucket]`` is the slot of a bucket that holds an equal-mass range boundary, or
     -1; ``write_at[slot]`` is where this range's next value of that slot goes (advanced here).
@@ -61,8 +79,9 @@ def _gather_ace(mode, args):
     probabilities are rebuilt exactly as it built them (same functions, same order), so every
     value lands in the bucket it was counted in.
     """
-    x, labels, start, stop, ignore_index, num_classes, slot_of, write_at, out, row_softmax = args
-    K = num_classes
+    x, labels, start, stop, ignore_index = args.x, args.labels, args.start, args.stop, args.ignore_index
+    slot_of, write_at, out, row_softmax = args.slot_of, args.write_at, args.out, args.row_softmax
+    K = args.num_classes
     n_buckets = slot_of.shape[1]
     n_words = (n_buckets + 63) // 64
     bitmap = np.zeros(K * n_words, dtype=np.uint64)
