@@ -198,3 +198,17 @@ def test_top_label_kernel_agrees_with_the_full_pass_to_the_bit(num_classes, dtyp
     assert lean["accuracy"] == full["accuracy"]
     expected = np.mean(np.argmax(logits[labels != -100], axis=1) == labels[labels != -100])
     assert full["accuracy"] == pytest.approx(expected, abs=1e-15)
+
+
+def test_the_package_keeps_the_public_names_of_the_single_module():
+    # calibkit/metrics/_kernels.py became a package: what statistics, exact_ace, registry,
+    # validation and the backends read through `kernels.NAME` must still be there.
+    from calibkit.metrics import _kernels as kernels
+
+    names = """ACCUMULATE ACCUMULATE_TOP ACE_BUCKETS ACE_MIN_EXPONENT ACE_OFFSET BLOCK_ENTRIES ERR_LABEL
+    ERR_NONFINITE ERR_RANGE ERR_ROW_SUM FIXED_POINT_ONE_WORD GATHER_ACE LANES LONG_ROW MODE_BINARY_LOGITS
+    MODE_BINARY_PROBS MODE_LOGITS MODE_PROBS N_ERRORS N_SCALARS RADIX_BITS ROW_SUM_TOLERANCE SMALL_ROW S_BRIER
+    S_CORRECT S_ECD S_N S_NLL S_WRONG S_WRONG_CONF accumulate_top_small_probs classwise_of_samples
+    resolve_points AccumulateArgs GatherArgs""".split()
+    assert [n for n in names if not hasattr(kernels, n)] == []
+    assert set(kernels.__all__) <= set(dir(kernels))

@@ -63,6 +63,7 @@ from calibkit.metrics._kernels.constants import (
     S_WRONG,
     S_WRONG_CONF,
 )
+from calibkit.metrics._kernels.rows import FIXED_POINT_ONE_WORD
 
 __all__ = [
     "ACCUMULATE",
@@ -76,6 +77,7 @@ __all__ = [
     "ERR_NONFINITE",
     "ERR_RANGE",
     "ERR_ROW_SUM",
+    "FIXED_POINT_ONE_WORD",
     "GATHER_ACE",
     "GatherArgs",
     "LANES",
