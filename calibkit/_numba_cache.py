@@ -17,7 +17,9 @@ import tempfile
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
-_KERNEL_FOLDERS = (_PACKAGE / "metrics", _PACKAGE / "calibrators")
+# numba caches a function beside its source file: every folder holding compiled kernels
+# (_fastmath.py at the top, the metric kernels' package, the calibrators').
+_KERNEL_FOLDERS = (_PACKAGE, _PACKAGE / "metrics", _PACKAGE / "metrics" / "_kernels", _PACKAGE / "calibrators")
 
 
 def _writable(folder: Path) -> bool:

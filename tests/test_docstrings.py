@@ -427,7 +427,8 @@ def test_the_timing_pattern():
 def test_the_file_walk_skips_private_modules():
     names = {str(p.relative_to(PACKAGE)) for p in _public_files()}
     assert "metrics/functional.py" in names and "__init__.py" in names
-    assert not any(n.endswith("_kernels.py") or n == "_numba_cache.py" for n in names)
+    assert not any(n.endswith("_kernels.py") or n in ("_numba_cache.py", "_fastmath.py") for n in names)
+    assert not any(n.startswith("metrics/_kernels/") for n in names)
 
 
 @pytest.mark.parametrize("path", [str(p.relative_to(PACKAGE)) for p in _public_files()])

@@ -22,8 +22,8 @@ import math
 import numba as nb
 import numpy as np
 
+from calibkit._fastmath import exp
 from calibkit._numba_cache import CACHE
-from calibkit.metrics._kernels import _exp
 
 # Columns of the ``out`` array of :func:`nll_derivatives`.
 # O_SLOPE0 is the gradient at beta = 0 (uniform p: mean_k z - z_y), read for free in every pass.
@@ -77,7 +77,7 @@ def nll_derivatives(z, labels, start, stop, ignore_index, class_weight, beta, sl
             continue
         for k in range(n_classes):
             d[k] -= z_max
-            e[k] = _exp(b * d[k])
+            e[k] = exp(b * d[k])
         s0, s1, s2 = _moments(e, d, n_classes)
         mean = s1 / s0
         var = s2 / s0 - mean * mean

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.calibrators import _kernels as K
+from calibkit.calibrators import _kernels as kernels
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, softmax_rows
 from calibkit.metrics.validation import check_bins, check_positive_int
 
@@ -209,7 +209,7 @@ class IsotonicCalibration(Calibrator):
             x, inverse = np.unique(probs[:, k], return_inverse=True)
             weight = np.bincount(inverse, minlength=x.size).astype(np.float64)
             mean = np.bincount(inverse, weights=(y == k).astype(np.float64), minlength=x.size) / weight
-            values, ends = K.pool_adjacent_violators(mean, weight)
+            values, ends = kernels.pool_adjacent_violators(mean, weight)
             starts = np.concatenate([[0], ends[:-1]])
             # Each block contributes its first and last distinct value (one point if they coincide).
             xs = np.stack([x[starts], x[ends - 1]], axis=1).ravel()

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.calibrators import _kernels as K
+from calibkit.calibrators import _kernels as kernels
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, check_num_classes
 from calibkit.metrics.statistics import parallel_map, row_ranges
 from calibkit.metrics.validation import check_num_threads
@@ -73,8 +73,8 @@ def nll_pass(
     h_arr = h if region else np.empty(0)
 
     def run(start: int, stop: int) -> np.ndarray:
-        out = np.zeros(K.N_OUT)
-        K.nll_derivatives(
+        out = np.zeros(kernels.N_OUT)
+        kernels.nll_derivatives(
             data.logits,
             data.labels,
             start,
@@ -90,10 +90,10 @@ def nll_pass(
         return out
 
     total = np.sum(parallel_map(run, row_ranges(data.logits.shape[0], num_threads)), axis=0)
-    if total[K.O_NONFINITE] > 0:
+    if total[kernels.O_NONFINITE] > 0:
         check_finite(data.kept()[0])
-    weight = total[K.O_WEIGHT]
-    return tuple(total[[K.O_LOSS, K.O_GRAD, K.O_HESS, K.O_SLOPE0]] / weight)
+    weight = total[kernels.O_WEIGHT]
+    return tuple(total[[kernels.O_LOSS, kernels.O_GRAD, kernels.O_HESS, kernels.O_SLOPE0]] / weight)
 
 
 def minimise_1d(
@@ -508,7 +508,7 @@ class RegionDependentTemperatureScaling(Calibrator):
         h = np.zeros(data.logits.shape[0])
 
         def run(start: int, stop: int) -> None:
-            K.max_softmax(data.logits, data.labels, start, stop, data.ignore_index, h)
+            kernels.max_softmax(data.logits, data.labels, start, stop, data.ignore_index, h)
 
         parallel_map(run, row_ranges(data.logits.shape[0], self.num_threads))
         return h

@@ -57,7 +57,7 @@ _ENTRY_BYTES = 40  # count, sum p, sum outcome, smallest and largest pattern
 
 
 def _bucket_range(bucket: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Smallest and largest float64 bit pattern of ACE buckets (``_kernels._ace_bucket``'s inverse)."""
+    """Smallest and largest float64 bit pattern of ACE buckets (``_kernels.bins._ace_bucket``'s inverse)."""
     lo = (bucket.astype(np.int64) + kernels.ACE_OFFSET) << 48
     hi = lo + (np.int64(1) << 48) - 1
     return np.where(bucket == 0, 0, lo), hi
@@ -81,7 +81,7 @@ class PassContribution:
     lows, highs : ndarray of int64, shape (cells, sub-ranges)
         Histogram pass: smallest and largest float64 bit pattern per sub-range.
     samples : ndarray of int64
-        Gathering pass: the values, packed as ``_kernels._packed_sample``.
+        Gathering pass: the values, packed as ``_kernels.ace._packed_sample``.
     cell : ndarray of int64
         Gathering pass: the cell of each value.
     """

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics import _kernels as K
+from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.validation import PreparedInput, to_numpy
 
 FUZZY_COLUMNS = 6  # see CalibrationStatistics.fuzzy
@@ -128,8 +128,8 @@ class CalibrationStatistics:
             top=np.zeros((len(top_bins), k, max(top_bins), 4)),
             fuzzy=np.zeros((fuzzy_bins if "fuzzy" in has else 1, FUZZY_COLUMNS)),
             classwise=np.zeros((k if "classwise" in has else 0, classwise_bins, 3)),
-            ace=np.zeros((k if "ace" in has else 0, K.ACE_BUCKETS if "ace" in has else 0, 3)),
-            scalars=np.zeros(K.N_SCALARS),
+            ace=np.zeros((k if "ace" in has else 0, kernels.ACE_BUCKETS if "ace" in has else 0, 3)),
+            scalars=np.zeros(kernels.N_SCALARS),
             has=has,
         )
 
@@ -224,7 +224,7 @@ class CalibrationStatistics:
     @property
     def n(self) -> int:
         """Samples counted (after masking)."""
-        return int(self.scalars[K.S_N])
+        return int(self.scalars[kernels.S_N])
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,14 +257,14 @@ _LANED = ("top", "fuzzy", "classwise", "ace")
 
 
 def _lanes(name: str, num_classes: int) -> int:
-    """Return the number of histogram copies for ``name`` (see ``K.LANES``).
+    """Return the number of histogram copies for ``name`` (see ``kernels.LANES``).
 
     A row of many classes already spreads its class-wise and ACE updates over K places, and one
     copy of the (K, 1026, 3) ACE table stays in cache where four did not.
     """
-    if name in ("classwise", "ace") and num_classes >= K.LONG_ROW:
+    if name in ("classwise", "ace") and num_classes >= kernels.LONG_ROW:
         return 1
-    return K.LANES
+    return kernels.LANES
 
 
 _POOL: dict[tuple[int, int], ThreadPoolExecutor] = {}
@@ -319,22 +319,23 @@ def _raise_input_error(prep: PreparedInput, errors: np.ndarray, ignore_index: in
     where = np.unravel_index(i, prep.original_shape[:-1]) if len(prep.original_shape) > 1 else (i,)
     where = tuple(int(w) for w in where)
     position = where[0] if len(where) == 1 else where
-    if kind == K.ERR_LABEL:
+    if kind == kernels.ERR_LABEL:
         raise ValueError(
             f"`labels` must lie in [0, {prep.num_classes}) or equal ignore_index={ignore_index}; "
             f"got {int(prep.labels[i])} at position {position}"
         )
     row = to_numpy(prep.values[i], "probs")  # one row, also of a CUDA tensor
     shown = np.array2string(row, precision=4, threshold=8)
-    name = "probs (logits, from_logits=True)" if prep.mode in (K.MODE_LOGITS, K.MODE_BINARY_LOGITS) else "probs"
-    if kind == K.ERR_NONFINITE:
+    logits = prep.mode in (kernels.MODE_LOGITS, kernels.MODE_BINARY_LOGITS)
+    name = "probs (logits, from_logits=True)" if logits else "probs"
+    if kind == kernels.ERR_NONFINITE:
         raise ValueError(f"`{name}` contains NaN or inf at position {position}: {shown}")
     hint = "; if these are logits, pass from_logits=True"
-    if kind == K.ERR_RANGE:
+    if kind == kernels.ERR_RANGE:
         raise ValueError(f"`probs` has a value outside [0, 1] at position {position}: {shown}{hint}")
     total = float(np.sum(row, dtype=np.float64))
     raise ValueError(
-        f"`probs` rows must sum to 1 (tolerance {K.ROW_SUM_TOLERANCE}); the row at position {position} "
+        f"`probs` rows must sum to 1 (tolerance {kernels.ROW_SUM_TOLERANCE}); the row at position {position} "
         f"sums to {total:.6g}: {shown}{hint}"
     )
 
@@ -382,7 +383,7 @@ def bin_statistics(
         Row ranges covering the input, replacing the per-thread split.
     row_softmax : ndarray of shape (N, 2), optional
         Receives each long logit row's maximum and inverse softmax sum, for
-        :func:`exact_ace_partials` (see :func:`calibkit.metrics._kernels._accumulate`).
+        :func:`exact_ace_partials` (see :func:`calibkit.metrics._kernels.accumulate._accumulate`).
     classwise_from_ace : bool, default False
         Leave the ``classwise`` table at zero (the pass skips its sums), for
         :func:`exact_ace_partials` to build it from the ACE buckets (one-shot calls with both).
@@ -405,7 +406,7 @@ def bin_statistics(
     """
     groups = frozenset(groups)
     top_bins = tuple(top_bins)
-    binary = prep.mode >= K.MODE_BINARY_PROBS
+    binary = prep.mode >= kernels.MODE_BINARY_PROBS
     if backend is None:
         from calibkit.metrics import backends
 
@@ -452,39 +453,39 @@ def bin_statistics(
         return total, (parts if keep_parts else [])
     ranges = ranges if ranges is not None else row_ranges(prep.values.shape[0], num_threads)
     # Top-label metrics alone need no per-entry probability: a leaner kernel, 1.5-2x faster.
-    kernel = K.ACCUMULATE_TOP.get((prep.mode, prep.num_classes >= K.LONG_ROW)) if not groups else None
-    if kernel is not None and prep.mode == K.MODE_PROBS and prep.num_classes <= K.SMALL_ROW:
+    kernel = kernels.ACCUMULATE_TOP.get((prep.mode, prep.num_classes >= kernels.LONG_ROW)) if not groups else None
+    if kernel is not None and prep.mode == kernels.MODE_PROBS and prep.num_classes <= kernels.SMALL_ROW:
 
         def kernel(args, classes=(0,) * prep.num_classes):  # its own compiled loop per class count
-            K.accumulate_top_small_probs(args, classes)
+            kernels.accumulate_top_small_probs(args, classes)
 
-    kernel = kernel or K.ACCUMULATE[prep.mode]
+    kernel = kernel or kernels.ACCUMULATE[prep.mode]
 
     def run(start: int, stop: int) -> tuple[CalibrationStatistics, np.ndarray]:
         part = CalibrationStatistics.zeros(prep.num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups)
         lanes = {name: np.zeros((_lanes(name, prep.num_classes), *getattr(part, name).shape)) for name in _LANED}
-        errors = np.full(K.N_ERRORS, -1, dtype=np.int64)
+        errors = np.full(kernels.N_ERRORS, -1, dtype=np.int64)
         kernel(
-            (
-                prep.values,
-                prep.labels,
-                start,
-                stop,
-                ignore_index,
-                prep.num_classes,
-                eps,
-                np.asarray(part.top_bins, dtype=np.int64),
-                lanes["top"],
-                lanes["fuzzy"],
-                lanes["classwise"],
-                lanes["ace"],
-                part.scalars,
-                errors,
-                "rows" in groups,
-                "classwise" in groups and not classwise_from_ace,
-                "ace" in groups,
-                "fuzzy" in groups,
-                row_softmax if row_softmax is not None else np.empty((0, 2)),
+            kernels.AccumulateArgs(
+                x=prep.values,
+                labels=prep.labels,
+                start=start,
+                stop=stop,
+                ignore_index=ignore_index,
+                num_classes=prep.num_classes,
+                eps=eps,
+                top_bins=np.asarray(part.top_bins, dtype=np.int64),
+                top=lanes["top"],
+                fuzzy=lanes["fuzzy"],
+                classwise=lanes["classwise"],
+                ace=lanes["ace"],
+                scalars=part.scalars,
+                errors=errors,
+                do_rows="rows" in groups,
+                do_classwise="classwise" in groups and not classwise_from_ace,
+                do_ace="ace" in groups,
+                do_fuzzy="fuzzy" in groups,
+                row_softmax=row_softmax if row_softmax is not None else np.empty((0, 2)),
             )
         )
         for name, array in lanes.items():
@@ -766,9 +767,9 @@ def ece_l2_debiased_from_table(table: np.ndarray) -> float:
 def _ace_bucket_bounds(num_buckets: int) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper probability of every ACE bucket (the inverse of ``_ace_bucket``)."""
     keys = np.arange(num_buckets, dtype=np.int64)
-    patterns = (keys + K.ACE_OFFSET) << 48
+    patterns = (keys + kernels.ACE_OFFSET) << 48
     lower = patterns.view(np.float64).copy()
-    upper = ((keys + 1 + K.ACE_OFFSET) << 48).view(np.float64).copy()
+    upper = ((keys + 1 + kernels.ACE_OFFSET) << 48).view(np.float64).copy()
     lower[0] = 0.0
     return lower, np.minimum(upper, 1.0)
 
@@ -895,8 +896,8 @@ def classwise_bins_of_buckets(num_buckets: int, n_bins: int) -> tuple[np.ndarray
     largest = np.where(upper > lower, np.nextafter(upper, 0.0), lower)  # upper is the next bucket's
     first = np.empty(num_buckets, dtype=np.int64)
     last = np.empty(num_buckets, dtype=np.int64)
-    K._equal_width_bins(lower, first, num_buckets, n_bins)
-    K._equal_width_bins(largest, last, num_buckets, n_bins)
+    kernels._equal_width_bins(lower, first, num_buckets, n_bins)
+    kernels._equal_width_bins(largest, last, num_buckets, n_bins)
     return first, first != last
 
 
@@ -931,7 +932,7 @@ def gather_bucket_samples(
     Returns
     -------
     samples : ndarray of int64
-        The samples packed as :func:`calibkit.metrics._kernels._packed_sample` (value and outcome
+        The samples packed as :func:`calibkit.metrics._kernels.ace._packed_sample` (value and outcome
         in one int64); slot ``s`` (``keys[s]``) at ``[slot_start[s], slot_start[s] + slot_count[s])``.
     slot_start, slot_count : ndarray of int64, shape (S,)
         Where each slot's samples start, and how many there are.
@@ -958,18 +959,18 @@ def gather_bucket_samples(
     def run(t: int) -> bool:
         start, stop = ranges[t]
         cursor = write_at[t].copy()
-        K.GATHER_ACE[prep.mode](
-            (
-                prep.values,
-                prep.labels,
-                start,
-                stop,
-                ignore_index,
-                prep.num_classes,
-                slot_of,
-                cursor,
-                samples,
-                row_softmax if row_softmax is not None else np.empty((0, 2)),
+        kernels.GATHER_ACE[prep.mode](
+            kernels.GatherArgs(
+                x=prep.values,
+                labels=prep.labels,
+                start=start,
+                stop=stop,
+                ignore_index=ignore_index,
+                num_classes=prep.num_classes,
+                slot_of=slot_of,
+                write_at=cursor,
+                out=samples,
+                row_softmax=row_softmax if row_softmax is not None else np.empty((0, 2)),
             )
         )
         return bool(np.array_equal(cursor, ends[t]))
@@ -994,7 +995,7 @@ def exact_ace_partials(
 
     The pass gathers only the samples of the (at most ``R - 1`` per class) buckets that a
     boundary cuts, and resolves each boundary inside its bucket
-    (:func:`calibkit.metrics._kernels.resolve_points`).
+    (:func:`calibkit.metrics._kernels.ace.resolve_points`).
 
     With ``classwise_bins`` it also builds the (K, M, 3) class-wise table from the ACE buckets
     (for a pass run with ``classwise_from_ace``): whole buckets add into the bin that holds them,
@@ -1051,7 +1052,7 @@ def exact_ace_partials(
     ranges = row_ranges(prep.values.shape[0], num_threads)
     if table is not None:
         edge_slots = np.nonzero(edge_cut[keys[:, 1]])[0]
-        K.classwise_of_samples(samples, slot_start, slot_count, keys[:, 0], edge_slots, classwise_bins, table)
+        kernels.classwise_of_samples(samples, slot_start, slot_count, keys[:, 0], edge_slots, classwise_bins, table)
     rows, cols = np.nonzero(cut)
     slot = slot_of[rows, points["bucket"][rows, cols]]
     rank = inside[rows, cols].astype(np.int64)
@@ -1064,7 +1065,7 @@ def exact_ace_partials(
     def resolve(group: np.ndarray) -> None:
         out_p = np.empty(group.size)
         out_o = np.empty(group.size)
-        K.resolve_points(samples, slot_start, slot_count, slot[group], rank[group], out_p, out_o)
+        kernels.resolve_points(samples, slot_start, slot_count, slot[group], rank[group], out_p, out_o)
         found_p[group] = out_p
         found_o[group] = out_o
 

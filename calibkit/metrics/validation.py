@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics import _kernels as K
+from calibkit.metrics import _kernels as kernels
 
 
 @dataclass(frozen=True)
@@ -373,7 +373,7 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
         y_raw = to_numpy(labels, "labels")
     shape = tuple(p.shape)
     if p.ndim == 1:
-        mode = K.MODE_BINARY_LOGITS if from_logits else K.MODE_BINARY_PROBS
+        mode = kernels.MODE_BINARY_LOGITS if from_logits else kernels.MODE_BINARY_PROBS
         num_classes = 2
         expected = shape
         p = p.reshape(-1, 1)  # the kernels read every input as rows
@@ -384,7 +384,7 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
                 f"`probs` has shape {shape}: the last axis must hold >= 2 classes; "
                 "pass binary input as a 1-D array of class-1 probabilities"
             )
-        mode = K.MODE_LOGITS if from_logits else K.MODE_PROBS
+        mode = kernels.MODE_LOGITS if from_logits else kernels.MODE_PROBS
         expected = shape[:-1]
         p = p.reshape(-1, num_classes)
     else:
