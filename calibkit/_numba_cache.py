@@ -8,6 +8,12 @@ here is numba's own, plus one more place: a per-user folder in the system's temp
 directory, which numba is pointed to (``numba.config.CACHE_DIR``) only when nothing else is
 writable, so a working setup is never changed. With no writable place at all, the kernels are
 compiled in memory (``CACHE = False``): slower first calls, same results.
+
+numba marks a cached kernel stale when *its own* source file changes, not when a function it
+calls from another file does: after an edit of ``_fastmath.py`` alone, every kernel that inlines
+its ``exp`` would be loaded from the cache with the old code (numba's documented limitation).
+So each kernel's cache entry is stamped with all of calibkit's kernel sources
+(:func:`sources_stamp`): a change to any of them recompiles them all.
 """
 
 from __future__ import annotations
@@ -20,6 +26,92 @@ _PACKAGE = Path(__file__).resolve().parent
 # numba caches a function beside its source file: every folder holding compiled kernels
 # (_fastmath.py at the top, the metric kernels' package, the calibrators').
 _KERNEL_FOLDERS = (_PACKAGE, _PACKAGE / "metrics", _PACKAGE / "metrics" / "_kernels", _PACKAGE / "calibrators")
+
+
+def kernel_sources() -> list[Path]:
+    """Return the files that hold compiled kernels: any change to one recompiles all of them.
+
+    Returns
+    -------
+    list of pathlib.Path
+    """
+    return sorted(
+        [
+            _PACKAGE / "_fastmath.py",
+            _PACKAGE / "calibrators" / "_kernels.py",
+            *(_PACKAGE / "metrics" / "_kernels").glob("*.py"),
+        ]
+    )
+
+
+_STAMP: tuple | None = None
+
+
+def sources_stamp() -> tuple:
+    """Return (path, mtime in ns, size) of every kernel source, numba's notion of freshness.
+
+    Returns
+    -------
+    tuple
+    """
+    global _STAMP
+    if _STAMP is None:
+        _STAMP = tuple(
+            (str(p.relative_to(_PACKAGE)), p.stat().st_mtime_ns, p.stat().st_size)
+            for p in kernel_sources()
+            if p.exists()
+        )
+    return _STAMP
+
+
+def _stamp_kernels_with_all_sources() -> None:
+    """Put a locator in front of numba's own for calibkit's kernel files (see the module docstring).
+
+    It finds the folder as numba would (the next locator that accepts the file) and only adds
+    :func:`sources_stamp` to the stamp; on a numba without this hook, numba's per-file stamps stay.
+    """
+    try:
+        from numba.core import caching
+
+        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+        classes = impl._locator_classes
+        base = caching._CacheLocator
+    except (ImportError, AttributeError):  # pragma: no cover - another numba layout
+        return
+    if any(getattr(c, "calibkit_sources", False) for c in classes):
+        return
+    ours = {str(p.resolve()) for p in kernel_sources()}
+
+    class KernelSourcesLocator(base):
+        calibkit_sources = True
+
+        def __init__(self, inner: object) -> None:
+            self._inner = inner
+
+        def ensure_cache_path(self) -> None:
+            self._inner.ensure_cache_path()
+
+        def get_cache_path(self) -> str:
+            return self._inner.get_cache_path()
+
+        def get_source_stamp(self) -> object:
+            return (self._inner.get_source_stamp(), sources_stamp())
+
+        def get_disambiguator(self) -> str:
+            return self._inner.get_disambiguator()
+
+        @classmethod
+        def from_function(cls, py_func: object, py_file: str) -> object:
+            if str(Path(py_file).resolve()) not in ours:
+                return None
+            for other in classes:
+                if other is not cls:
+                    inner = other.from_function(py_func, py_file)
+                    if inner is not None:
+                        return cls(inner)
+            return None
+
+    classes.insert(0, KernelSourcesLocator)
 
 
 def _writable(folder: Path) -> bool:
@@ -67,6 +159,8 @@ def choose_cache() -> bool:
 
 
 CACHE = choose_cache()
+if CACHE:
+    _stamp_kernels_with_all_sources()
 
 
 def cache_folder() -> Path | None:

@@ -148,15 +148,9 @@ def _stamp() -> str:
     import numba
 
     from calibkit import __version__
+    from calibkit._numba_cache import sources_stamp
 
-    root = Path(__file__).resolve().parent.parent
-    sources = sorted(
-        (str(p.relative_to(root)), p.stat().st_mtime_ns, p.stat().st_size)
-        for folder in (root, root / "metrics", root / "metrics" / "_kernels")
-        if folder.is_dir()
-        for p in folder.glob("*.py")
-        if "kernel" in p.name or p.name == "_fastmath.py"
-    )
+    sources = sources_stamp()
     return repr((numba.__version__, sys.version_info[:2], __version__, sources))
 
 

@@ -1,0 +1,59 @@
+"""numba's cache must not serve a kernel compiled from an older version of a file it calls.
+
+numba stamps a cached kernel with its own source file only; calibkit stamps every kernel with
+all kernel sources (calibkit._numba_cache.sources_stamp), so an edit of ``_fastmath.py`` (or an
+upgrade that changes only it) recompiles the kernels of ``metrics/_kernels/`` that inline it.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import calibkit
+from calibkit import _numba_cache
+
+PACKAGE = Path(calibkit.__file__).parent
+
+SCRIPT = """
+import numpy as np
+from calibkit.metrics._kernels import rows
+P = np.full(8, 0.25); L = np.log(P); sq = np.zeros(2); ent = np.zeros(2)
+rows._square_and_entropy(P, L, 2, 4, sq, ent)
+stats = rows._square_and_entropy.stats
+print(rows.__file__, sq[0], sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+"""
+
+
+def test_every_file_with_a_compiled_kernel_is_in_the_stamp():
+    jitted = {p.resolve() for p in PACKAGE.rglob("*.py") if re.search(r"@(nb\.|numba\.)?n?jit\b", p.read_text())}
+    assert jitted, "the scan found no kernel at all"
+    assert jitted <= {p.resolve() for p in _numba_cache.kernel_sources()}
+    stamped = {name for name, _, _ in _numba_cache.sources_stamp()}
+    assert {str(p.relative_to(PACKAGE.resolve())) for p in jitted} <= stamped
+
+
+def run(site: Path, cache: Path) -> tuple[int, int]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    environment.update(PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=str(cache))
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=environment, cwd=site, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    path, value, hits, misses = proc.stdout.split()
+    assert path.startswith(str(site)) and float(value) == 0.25
+    return int(hits), int(misses)
+
+
+def test_an_edit_of_a_called_file_recompiles_the_kernels_of_other_files(tmp_path):
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "calibkit", ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    cache = tmp_path / "cache"
+    assert run(site, cache) == (0, 1)  # compiled
+    assert run(site, cache) == (1, 0)  # loaded from the cache
+    fastmath = site / "calibkit" / "_fastmath.py"
+    fastmath.write_text(fastmath.read_text() + "\n# an edit\n")
+    assert run(site, cache) == (0, 1)  # rows.py is unchanged, but the cached copy is stale
+    assert run(site, cache) == (1, 0)
