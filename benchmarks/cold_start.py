@@ -9,7 +9,9 @@ the default backend ``"auto"`` such a call runs on torch while the kernels compi
 background thread (:mod:`calibkit.metrics.backends`). Each row below is a new Python process
 with ``NUMBA_CACHE_DIR`` pointing at an empty folder ("cold"), or at the folder an earlier
 ``calibkit warmup`` filled ("warm"); the figure is the wall time of the first call after
-``import calibkit``, and ``--backend numba`` shows the compile that "auto" hides.
+``import calibkit``, and ``--backend numba`` shows the compile that "auto" hides. A warm first
+call is numba loading its type registries, which imports ``scipy.linalg`` when scipy is
+installed (numba checks for BLAS); the last column hides scipy, as in an install without it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ CALLS = {
     ),
 }
 
+HIDE_SCIPY = """
+import sys
+class _NoScipy:  # as in an install without scipy: numba's BLAS check then fails fast
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy" or name.startswith("scipy."):
+            raise ImportError(name)
+sys.meta_path.insert(0, _NoScipy())
+"""
+
 SCRIPT = """
 import json, sys, time, warnings
 warnings.simplefilter("ignore")
@@ -56,11 +67,10 @@ print(json.dumps([first, second]))
 """
 
 
-def run(call: str | None, cache: str, rows: int, backend: str) -> object:
+def run(call: str | None, cache: str, rows: int, backend: str, hide_scipy: bool = False) -> object:
     env = {**os.environ, "NUMBA_CACHE_DIR": cache, "CALIBKIT_BACKEND": backend}
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT.format(rows=rows, call=call)], env=env, capture_output=True, text=True, check=True
-    )
+    script = (HIDE_SCIPY if hide_scipy else "") + SCRIPT.format(rows=rows, call=call)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -74,14 +84,17 @@ def main() -> None:
     print("filling a warm cache with `calibkit warmup` ...", flush=True)
     subprocess.run([sys.executable, "-m", "calibkit.cli", "warmup", "--quiet"], env=env, check=True)
     print(f"\n{args.rows} rows, backend={args.backend}; seconds, each cell a fresh process")
-    print("| call | cold: first | cold: second | warm: first | warm: second |\n|---|---|---|---|---|")
+    print("| call | cold: first | cold: second | warm: first | warm: second | warm, no scipy: first |")
+    print("|---|---|---|---|---|---|")
     for name, call in CALLS.items():
         cold = run(call, tempfile.mkdtemp(prefix="calibkit-cold-"), args.rows, args.backend)
         hot = run(call, warm, args.rows, args.backend)
+        bare = run(call, warm, args.rows, args.backend, hide_scipy=True)
         if call is None:
-            print(f"| {name} | {cold:.2f} | | {hot:.2f} | |", flush=True)
+            print(f"| {name} | {cold:.2f} | | {hot:.2f} | | {bare:.2f} |", flush=True)
         else:
-            print(f"| {name} | {cold[0]:.2f} | {cold[1]:.2f} | {hot[0]:.2f} | {hot[1]:.3f} |", flush=True)
+            cells = f"{cold[0]:.2f} | {cold[1]:.2f} | {hot[0]:.2f} | {hot[1]:.3f} | {bare[0]:.2f}"
+            print(f"| {name} | {cells} |", flush=True)
 
 
 if __name__ == "__main__":
