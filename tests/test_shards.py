@@ -78,6 +78,66 @@ def test_a_peaked_column_is_narrowed_then_gathered():
     assert acc.compute()["ace"] != expected["ace"]
 
 
+def first_extra_pass(values, labels, max_samples, pieces=4, spoil=None):
+    """Pass 1, then one histogram pass; the ExactACE object after it."""
+    acc = CalibrationAccumulator(["ace"])
+    batches = np.array_split(np.arange(len(labels)), pieces)
+    for rows in batches:
+        acc.update(values[rows], labels[rows])
+    exact = ExactACE(acc, max_samples=max_samples)
+    assert exact._histogram, "the cut buckets must hold more than the budget"
+    if spoil is not None:
+        spoil(exact)
+    for rows in batches:
+        exact.update(values[rows], labels[rows])
+    exact.end_pass()
+    return acc, exact
+
+
+def finish(acc, exact, values, labels):
+    while not exact.done:
+        exact.update(values, labels).end_pass()
+    return acc.compute(ace_partials=exact.partials())
+
+
+def test_a_histogram_pass_settles_smooth_columns_from_the_values_it_kept():
+    # the cut buckets hold ~10x the budget: without speculation a gather pass would follow
+    values, labels, _ = data("probs", 200_000, 4, seed=11)
+    expected = calibkit.calibration_report(values, labels, metrics=["ace"])["ace"]
+    acc, exact = first_extra_pass(values, labels, max_samples=20_000)
+    assert exact.done and exact.passes == 1
+    assert abs(acc.compute(ace_partials=exact.partials())["ace"] - expected) <= 1e-12
+
+
+def test_a_wrong_guess_or_an_overflow_falls_back_to_narrowing():
+    values, labels, _ = data("probs", 200_000, 4, seed=11)
+    expected = calibkit.calibration_report(values, labels, metrics=["ace"])["ace"]
+
+    def overflow(exact):
+        exact._cap[:] = 1  # every cell keeps more than this: its values are dropped
+
+    def miss(exact):
+        exact._keep[:] = np.roll(exact._keep, exact._n_sub // 2, axis=1)  # keep the far side
+
+    for spoil in (overflow, miss):
+        acc, exact = first_extra_pass(values, labels, max_samples=20_000, spoil=spoil)
+        assert not exact.done  # nothing settled from kept values: a further pass is needed
+        assert abs(finish(acc, exact, values, labels)["ace"] - expected) <= 1e-12
+
+
+def test_a_spike_away_from_the_guess_still_gives_the_exact_ace():
+    # a third of column 0 in a narrow cluster near the low end of its ACE bucket (0.3 sits at
+    # 1/5 of [0.296875, 0.3125)): the histogram finds the boundary there, far from the guess
+    rng = np.random.default_rng(4)
+    values, labels, _ = data("probs", 60_000, 3, seed=4)
+    spike = rng.uniform(0.3, 0.3 + 1e-7, 20_000)
+    values[:20_000, 0] = spike
+    values[:20_000, 1:] = (1 - spike)[:, None] / 2
+    expected = calibkit.calibration_report(values, labels, metrics=["ace"])["ace"]
+    acc, exact = first_extra_pass(values, labels, max_samples=2_000)
+    assert abs(finish(acc, exact, values, labels)["ace"] - expected) <= 1e-12
+
+
 def test_binary_and_token_input():
     rng = np.random.default_rng(5)
     p1 = rng.uniform(size=3000)
@@ -97,7 +157,7 @@ def test_binary_and_token_input():
     n=st.integers(2, 400),
     k=st.integers(2, 6),
     pieces=st.integers(1, 6),
-    max_samples=st.sampled_from([1, 7, 10**9]),
+    max_samples=st.sampled_from([1, 7, 60, 10**9]),
     seed=st.integers(0, 2**16),
 )
 def test_any_batching_gives_the_one_shot_numbers(n, k, pieces, max_samples, seed):
