@@ -125,6 +125,22 @@ class PassContribution:
         self.dropped = over
         return self
 
+    def _add_in_place(self, other: PassContribution) -> None:
+        """``self += other`` without new histogram arrays (the pending sum of a pass)."""
+        if self.histogram != other.histogram or self.counts.shape != other.counts.shape:
+            raise ValueError("contributions of different passes cannot be added")
+        np.add(self.counts, other.counts, out=self.counts)
+        if self.histogram:
+            np.add(self.sums_p, other.sums_p, out=self.sums_p)
+            np.add(self.sums_o, other.sums_o, out=self.sums_o)
+            np.minimum(self.lows, other.lows, out=self.lows)
+            np.maximum(self.highs, other.highs, out=self.highs)
+            np.logical_or(self.dropped, other.dropped, out=self.dropped)
+        if other.samples.size:
+            self.samples = np.concatenate([self.samples, other.samples])
+            self.cell = np.concatenate([self.cell, other.cell])
+            self._bounded()
+
     def __add__(self, other: PassContribution) -> PassContribution:
         """Add two contributions of the same pass.
 
@@ -389,7 +405,9 @@ class ExactACE:
         contribution : PassContribution
             From :meth:`contribution` in this pass.
         """
-        self._pending = contribution if self._pending is None else self._pending + contribution
+        if self._pending is None:
+            self._pending = self.empty_contribution()
+        self._pending._add_in_place(contribution)  # no new histogram arrays per batch
 
     def update(self, probs: Any, labels: Any) -> ExactACE:
         """Run one batch of the current pass: ``add(contribution(probs, labels))``.
