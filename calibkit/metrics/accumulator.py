@@ -165,11 +165,8 @@ def _device_statistics(
     prep: PreparedInput, settings: CalibrationSettings, metrics: tuple[str, ...]
 ) -> CalibrationStatistics:
     """Return the sums of a batch on a device, left there (tensors) for a streaming accumulator."""
-    from calibkit.metrics.statistics import _raise_input_error
-    from calibkit.metrics.torch_backend import bin_statistics_torch
-
     sums = plan(metrics, settings)
-    stats, errors = bin_statistics_torch(
+    stats, _ = bin_statistics(
         prep,
         ignore_index=settings.ignore_index,
         top_bins=sums.top_bins,
@@ -177,10 +174,9 @@ def _device_statistics(
         classwise_bins=sums.classwise_bins,
         groups=sums.groups,
         eps=sums.eps,
+        backend="torch",
         keep_on_device=True,
     )
-    if (errors >= 0).any():
-        _raise_input_error(prep, errors, settings.ignore_index)
     return stats
 
 

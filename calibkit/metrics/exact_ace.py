@@ -158,27 +158,20 @@ class PassContribution:
         ValueError
             When ``other`` belongs to another pass.
         """
-        if self.histogram != other.histogram or self.counts.shape != other.counts.shape:
-            raise ValueError("contributions of different passes cannot be added")
-        if self.histogram:
-            return PassContribution(
-                True,
-                self.counts + other.counts,
-                self.sums_p + other.sums_p,
-                self.sums_o + other.sums_o,
-                np.minimum(self.lows, other.lows),
-                np.maximum(self.highs, other.highs),
-                samples=np.concatenate([self.samples, other.samples]),
-                cell=np.concatenate([self.cell, other.cell]),
-                cap=self.cap,
-                dropped=self.dropped | other.dropped,
-            )._bounded()
-        return PassContribution(
-            False,
-            self.counts + other.counts,
-            samples=np.concatenate([self.samples, other.samples]),
-            cell=np.concatenate([self.cell, other.cell]),
+        out = PassContribution(
+            self.histogram,
+            self.counts.copy(),
+            self.sums_p.copy(),
+            self.sums_o.copy(),
+            self.lows.copy(),
+            self.highs.copy(),
+            samples=self.samples,
+            cell=self.cell,
+            cap=self.cap,
+            dropped=self.dropped.copy(),
         )
+        out._add_in_place(other)
+        return out
 
 
 class ExactACE:

@@ -355,6 +355,7 @@ def bin_statistics(
     row_softmax: np.ndarray | None = None,
     classwise_from_ace: bool = False,
     backend: str | None = None,
+    keep_on_device: bool = False,
 ) -> tuple[CalibrationStatistics, list[CalibrationStatistics]]:
     """Run the kernel over ``prep`` in threads and return the summed statistics (and the parts).
 
@@ -391,6 +392,8 @@ def bin_statistics(
         The engine (:mod:`calibkit.metrics.backends`); default: chosen for this input. The
         torch engine runs the ranges one after another, and ignores ``row_softmax`` and
         ``classwise_from_ace`` (they serve the kernels' exact-ACE pass).
+    keep_on_device : bool, default False
+        Torch engine: leave the sums as tensors on the input's device (a streaming accumulator).
 
     Returns
     -------
@@ -443,6 +446,7 @@ def bin_statistics(
                     eps=eps,
                     start=start,
                     stop=stop,
+                    keep_on_device=keep_on_device,
                 )
                 if (errors >= 0).any():
                     _raise_input_error(prep, errors, ignore_index)
