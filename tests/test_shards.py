@@ -205,6 +205,9 @@ def test_data_that_changed_between_passes_is_refused():
         ExactACE(CalibrationAccumulator(["ace"]))
     with pytest.raises(ValueError, match="passes are left"):
         ExactACE(acc).partials()
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="max_samples"):
+            ExactACE(acc, max_samples=bad)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -294,3 +294,10 @@ def test_all_reduce_sums_the_statistics_of_every_process(tmp_path):
     for (stdout, stderr), p in zip(outputs, procs):
         assert p.returncode == 0, stderr[-2000:]
         assert '"ok": true' in stdout and '"n": 400' in stdout, stdout
+
+
+def test_a_bad_calibkit_backend_variable_is_a_clear_error():
+    env = {**os.environ, "CALIBKIT_BACKEND": "gpu"}
+    proc = subprocess.run([sys.executable, "-c", "import calibkit"], env=env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "ValueError: CALIBKIT_BACKEND must be one of ['auto', 'numba', 'torch'], got 'gpu'" in proc.stderr
