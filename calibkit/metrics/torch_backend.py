@@ -257,6 +257,54 @@ def _column_sums(torch: Any, P: Any, y: Any, index: Any, n_cells: int, out: Any)
     view[:, 2].index_add_(0, at, torch.ones(y.shape, dtype=torch.float64, device=P.device))
 
 
+def _lean_probs_block(torch: Any, x: Any, labels: Any, num_classes: int, ignore_index: int) -> dict[str, Any] | None:
+    """Top label and confidence of a block of probability rows, read in their own dtype.
+
+    The maximum, minimum and float64 row sum are three reads of the rows; nothing of size
+    (rows, K) is written. Returns None when a row is bad, for :func:`block_probabilities` to
+    find the first one and its kind.
+    """
+    keep = labels != ignore_index
+    if not bool(keep.all()):
+        x, labels = x[keep], labels[keep]
+    y = labels.long()
+    top, pred = x.max(dim=1)  # the first index of the maximum; exact in any float dtype
+    off = (_row_sum(torch, x) - 1.0).abs()
+    ok = (x.amin(dim=1) >= 0.0) & (top <= 1.0) & (off <= kernels.ROW_SUM_TOLERANCE)
+    ok &= (y >= 0) & (y < num_classes)  # NaN fails every comparison, inf the range
+    if not bool(ok.all()):
+        return None
+    return {"P": None, "y": y, "pred": pred, "conf": top.double()}
+
+
+def _row_sum(torch: Any, x: Any) -> Any:
+    """Row sums for the tolerance check, as the kernels decide it (in float64).
+
+    ``sum(dtype=float64)`` would first write a float64 copy of the rows; a float32 sum is off by
+    at most about K * 6e-8, so only rows that close to the tolerance are summed again in float64.
+    """
+    if x.dtype == torch.float64:
+        return x.sum(dim=1)
+    total = x.sum(dim=1, dtype=torch.float32).double()
+    near = ((total - 1.0).abs() - kernels.ROW_SUM_TOLERANCE).abs() <= 1e-5 + x.shape[1] * 1e-6
+    if bool(near.any()):
+        total[near] = x[near].double().sum(dim=1)
+    return total
+
+
+def _add_cells(torch: Any, view: Any, flat: Any, columns: tuple[Any, ...]) -> None:
+    """Add a count and the sums of ``columns`` per cell ``flat`` into ``view`` (cells, 1 + len(columns)).
+
+    ``bincount`` builds a histogram of few cells in on-chip memory on a GPU, where
+    ``index_add_`` would make every row an atomic add on the same few global addresses.
+    """
+    n_cells = view.shape[0]
+    view[:, 0] += torch.bincount(flat, minlength=n_cells).double()
+    for j, column in enumerate(columns, start=1):
+        if column is not None:
+            view[:, j] += torch.bincount(flat, weights=column, minlength=n_cells)
+
+
 def _row_blocks(n_rows: int, num_classes: int, device_type: str) -> range:
     per_block = max(1, BLOCK_ENTRIES.get(device_type, BLOCK_ENTRIES["cuda"]) // max(num_classes, 1))
     return range(0, n_rows, per_block)
@@ -329,23 +377,28 @@ def bin_statistics_torch(
     m_max = top.shape[2]
     first_bad = None
     want_logs = "rows" in groups
-    blocks = _row_blocks(stop - start, num_classes, device.type)
+    # Top-label sums from probabilities need no float64 copy of the rows (as the kernels' lean
+    # pass): the working set is a few values per row, so a block holds as many rows as a float64
+    # block holds entries (fewer launches and syncs on a GPU)
+    lean = prep.mode == kernels.MODE_PROBS and not (groups & {"rows", "classwise", "ace"})
+    blocks = _row_blocks(stop - start, 1 if lean else num_classes, device.type)
     for b0 in blocks:
         a = start + b0
         b = min(stop, a + blocks.step)
-        block = block_probabilities(x[a:b], labels[a:b], prep.mode, num_classes, ignore_index, eps, want_logs)
-        bad = torch.nonzero(block["error"] >= 0)
-        if bad.numel():  # the first offending row stops the pass, as in the kernels
-            r = int(bad[0, 0])
-            first_bad = (a + int(block["rows"][r]), int(block["error"][r]))
-            break
+        block = _lean_probs_block(torch, x[a:b], labels[a:b], num_classes, ignore_index) if lean else None
+        if block is None:
+            block = block_probabilities(x[a:b], labels[a:b], prep.mode, num_classes, ignore_index, eps, want_logs)
+            bad = torch.nonzero(block["error"] >= 0)
+            if bad.numel():  # the first offending row stops the pass, as in the kernels
+                r = int(bad[0, 0])
+                first_bad = (a + int(block["rows"][r]), int(block["error"][r]))
+                break
         P, y, pred, conf = block["P"], block["y"], block["pred"], block["conf"]
         correct = (pred == y).double()
         if binary:
             c_top, a_top = P[:, 1], (y == 1).double()
         else:
             c_top, a_top = conf, correct
-        ecd = torch.zeros_like(conf)
         if want_logs:
             L = block["L"]
             py = P.gather(1, y[:, None]).squeeze(1)
@@ -361,10 +414,9 @@ def bin_statistics_torch(
         scalars[kernels.S_CORRECT] += correct.sum()
         scalars[kernels.S_WRONG_CONF] += ((1.0 - correct) * conf).sum()
         scalars[kernels.S_WRONG] += (1.0 - correct).sum()
-        cells = torch.stack([torch.ones_like(c_top), c_top, a_top, ecd], dim=1)
         for s, n_bins in enumerate(specs):
             flat = (s * num_classes + y) * m_max + _bin_index(torch, c_top, n_bins)
-            top.view(-1, 4).index_add_(0, flat, cells)
+            _add_cells(torch, top.view(-1, 4), flat, (c_top, a_top, ecd if want_logs else None))
         if "fuzzy" in groups:
             _fuzzy_sums(torch, c_top, a_top, fuzzy.shape[0], fuzzy)
         if "classwise" in groups:

@@ -301,3 +301,53 @@ def test_a_bad_calibkit_backend_variable_is_a_clear_error():
     proc = subprocess.run([sys.executable, "-c", "import calibkit"], env=env, capture_output=True, text=True)
     assert proc.returncode != 0
     assert "ValueError: CALIBKIT_BACKEND must be one of ['auto', 'numba', 'torch'], got 'gpu'" in proc.stderr
+
+
+@pytest.mark.parametrize("engine", ["torch", "numba"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_sum_tolerance_boundary(engine, dtype):
+    # the tolerance is 1e-3: 1 + 5e-4 passes, 1 + 2e-3 and 1.01 are refused with the tolerance named
+    rng = np.random.default_rng(0)
+    good = softmax_rows(rng, 500, 4).astype(dtype)
+    for delta, accepted in ((5e-4, True), (-5e-4, True), (2e-3, False), (-2e-3, False), (1e-2, False)):
+        p = good.copy()
+        p[17, 0] = p[17, 0] + dtype(delta) if p[17, 0] + delta <= 1 else p[17, 0] - dtype(abs(delta))
+        if not accepted:
+            p[17] = good[17]
+            p[17, int(np.argmin(p[17]))] += dtype(delta) if delta > 0 else 0
+            if delta < 0:
+                p[17, int(np.argmax(p[17]))] += dtype(delta)
+        labels = rng.integers(0, 4, 500)
+        with use_backend(engine):
+            if accepted:
+                assert np.isfinite(calibkit.ece(p, labels))
+            else:
+                with pytest.raises(ValueError, match=r"rows must sum to 1 \(tolerance 0\.001\).*position 17"):
+                    calibkit.ece(p, labels)
+
+
+def test_row_sums_near_the_tolerance_decided_alike_by_both_engines():
+    # rows whose float64 sum lies within 1e-7 of 1 +- 1e-3, where a float32 sum could decide otherwise
+    rng = np.random.default_rng(1)
+    p = softmax_rows(rng, 20000, 6)
+    p[:, 0] += rng.choice([1, -1], 20000) * (1e-3 + rng.uniform(-1e-7, 1e-7, 20000))
+    p = np.clip(p, 0, 1)
+    for dtype in (np.float64, np.float32):
+        q = p.astype(dtype)
+        off = np.abs(q.astype(np.float64).sum(axis=1) - 1.0)
+        inside, outside = q[off <= 1e-3], q[(off > 1e-3) & (off < 1e-3 + 1e-7)]
+        assert len(inside) > 1000 and len(outside) > 1000
+        for engine in ("torch", "numba"):
+            with use_backend(engine):
+                assert np.isfinite(calibkit.ece(inside, rng.integers(0, 6, len(inside))))
+                clear = softmax_rows(rng, 1000, 6).astype(dtype)  # far from the tolerance in any precision
+                for row in outside[:25]:  # each just outside, after 500 good rows
+                    mixed = np.concatenate([clear[:500], row[None], clear[500:]])
+                    with pytest.raises(ValueError, match="at position 500 sums"):
+                        calibkit.ece(mixed, rng.integers(0, 6, len(mixed)))
+
+
+def softmax_rows(rng, n, k):
+    z = rng.normal(size=(n, k))
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)

@@ -1,0 +1,99 @@
+"""The torch engine on CUDA tensors against the compiled kernels on a host copy.
+
+Skipped where torch sees no CUDA device (CI never has one); run on a GPU machine with
+``python -m pytest tests/metrics/test_cuda.py``. The same code path runs on CPU tensors in
+tests/metrics/test_backends.py, in CI.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import calibkit
+from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.backends import use_backend
+from calibkit.metrics.settings import CalibrationSettings
+from tests.conftest import make_data
+from tests.metrics.test_backends import FUNCTIONS, KINDS, close
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def host(fn):
+    with use_backend("numba"):
+        return fn()
+
+
+@pytest.mark.parametrize("kind,from_logits,k", KINDS)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16])
+def test_report_on_cuda_equals_kernels_on_host(kind, from_logits, k, dtype):
+    probs, labels = make_data(3, kind, n=3000, num_classes=k, from_logits=from_logits)
+    p = torch.from_numpy(probs).to(dtype)
+    host_p = p.numpy() if dtype != torch.float16 else p.numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = calibkit.calibration_report(p.cuda(), torch.from_numpy(labels).cuda(), from_logits=from_logits)
+        b = host(lambda: calibkit.calibration_report(host_p, labels, from_logits=from_logits))
+    assert a.keys() == b.keys()
+    for key in b:
+        assert close(a[key], b[key]), (key, a[key], b[key])
+
+
+@pytest.mark.parametrize("kind,from_logits,k", KINDS)
+def test_every_function_on_cuda(kind, from_logits, k):
+    probs, labels = make_data(4, kind, n=800, num_classes=k, from_logits=from_logits)
+    p, y = torch.from_numpy(probs).cuda(), torch.from_numpy(labels).cuda()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in FUNCTIONS:
+            fn = getattr(calibkit, name)
+            a = fn(p, y, from_logits=from_logits)
+            b = host(lambda fn=fn: fn(probs, labels, from_logits=from_logits))
+            assert close(a, b), (name, a, b)
+
+
+def test_accumulator_on_cuda_adds_and_merges():
+    probs, labels = make_data(6, "token", n=300, num_classes=4, from_logits=True)
+    acc = CalibrationAccumulator(settings=CalibrationSettings(from_logits=True))
+    for i in range(0, 300, 70):
+        acc.update(torch.from_numpy(probs[i : i + 70]).cuda(), torch.from_numpy(labels[i : i + 70]).cuda())
+
+    def on_host():  # the same batches on the host: streaming ACE is the bucketed estimate, with its bound
+        host_acc = CalibrationAccumulator(from_logits=True)
+        for i in range(0, 300, 70):
+            host_acc.update(probs[i : i + 70], labels[i : i + 70])
+        return host_acc.compute()
+
+    a, b = acc.compute(), host(on_host)
+    assert a.keys() == b.keys()
+    assert all(close(a[key], b[key]) for key in b), {key: (a[key], b[key]) for key in b}
+    merged = CalibrationAccumulator(from_logits=True).update(probs[:10], labels[:10]).merge(acc)
+    assert merged.compute()["n"] == b["n"] + (labels[:10] != -100).sum()
+
+
+def test_exact_ace_ties_on_cuda():
+    rng = np.random.default_rng(5)
+    p = np.round(rng.random((4000, 3)), 1) + 0.1
+    p = p / p.sum(axis=1, keepdims=True)
+    y = rng.integers(0, 3, 4000)
+    a = calibkit.ace(torch.from_numpy(p).cuda(), torch.from_numpy(y).cuda(), ace_ranges=7)
+    assert close(a, host(lambda: calibkit.ace(p, y, ace_ranges=7)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_bin_edge_values_on_cuda(dtype):
+    # p = k/15 and p = j/10: values on the bin edges of 10 and 15 bins, from probabilities and logits
+    rng = np.random.default_rng(7)
+    counts = rng.integers(1, 8, size=(2000, 3))
+    counts[:, 2] = 15 - counts[:, 0] - counts[:, 1]
+    counts = counts[counts[:, 2] > 0]
+    probs = counts / 15.0
+    labels = rng.integers(0, 3, len(probs))
+    for values, kw in ((probs, {}), (np.log(counts.astype(np.float64)), {"from_logits": True})):
+        t = torch.from_numpy(values).to(dtype)
+        a = calibkit.calibration_report(t.cuda(), torch.from_numpy(labels).cuda(), **kw)
+        b = host(lambda t=t, kw=kw: calibkit.calibration_report(t.numpy(), labels, **kw))
+        bad = {key: (a[key], b[key]) for key in b if not close(a[key], b[key])}
+        assert not bad, bad
