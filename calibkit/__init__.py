@@ -7,11 +7,10 @@ stays fast.
 
 from typing import Any
 
+from calibkit._version import __version__
 from calibkit.evaluate_modules import evaluate_module_path, install_evaluate_modules
 from calibkit.metrics import *  # noqa: F403 - the functional API is the package's face
 from calibkit.metrics import __all__ as _metrics_all
-
-__version__ = "0.1.0"
 
 _LAZY = {
     "calibrators": "calibkit.calibrators",

@@ -204,7 +204,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         else None
     )
     if args.output:
-        from calibkit.reporting import compare_calibrators, write_report
+        from calibkit.comparison import compare_calibrators
+        from calibkit.reporting import write_report
 
         logits = values if from_logits else np.log(np.clip(values, 1e-300, None))
         if logits.ndim == 1:  # binary class-1 input: two columns for the figures
@@ -369,7 +370,8 @@ def cmd_report_model(args: argparse.Namespace) -> int:
     datasets.disable_progress_bars()
     datasets.utils.logging.set_verbosity_error()
     huggingface_hub.utils.logging.set_verbosity_error()  # its retry warnings would add lines to an error
-    from calibkit.reporting import compare_calibrators, markdown_table, to_json, write_report
+    from calibkit.comparison import compare_calibrators
+    from calibkit.reporting import markdown_table, to_json, write_report
 
     data = _load_dataset_split(args.dataset, args.split)
     for column in (args.text_column, args.label_column):
@@ -448,9 +450,8 @@ def cmd_report_model(args: argparse.Namespace) -> int:
     else:
         print(title)
         if resplit is not None:
-            from calibkit.reporting import resplit_note
             from calibkit.resplits import markdown_table as resplit_table
-            from calibkit.resplits import verdict_text, verdicts
+            from calibkit.resplits import resplit_note, verdict_text, verdicts
 
             print(f"\n{resplit_note(resplit)}\n\n{resplit_table(resplit)}\n")
             print(f"verdicts on the papers' claims:\n{verdict_text(verdicts(resplit))}\n\none split:")
@@ -503,7 +504,7 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     """Run ``calibkit warmup``: compile and cache the metric kernels of the common input kinds."""
     import time
 
-    from calibkit.metrics.backends import warmup
+    from calibkit.metrics.warmup import warmup
 
     start = time.perf_counter()
     compiled = warmup(verbose=not args.quiet)

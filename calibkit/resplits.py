@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.reporting import HIGHER_IS_BETTER, METHOD_LABELS, METHODS, SIGNED, TABLE_METRICS
+from calibkit.comparison import HIGHER_IS_BETTER, METHOD_LABELS, METHODS, SIGNED, TABLE_METRICS, compare_calibrators
+from calibkit.metrics.validation import check_positive_int
 
 HOLD_SHARE = 0.95
 """A paired difference holds when one side is better in at least this share of re-splits."""
@@ -197,16 +198,13 @@ def resplit_comparison(
         Number of re-splits ``R``. Each keeps the original sizes: as many examples calibrate
         as the validation set had, the rest evaluate.
     methods, class_names, ignore_index, n_bins, rbece_bins, theta, fce_variant
-        As in :func:`calibkit.reporting.compare_calibrators`.
+        As in :func:`calibkit.comparison.compare_calibrators`.
     seed : int, default 0
 
     Returns
     -------
     Resplits
     """
-    from calibkit.metrics.validation import check_positive_int
-    from calibkit.reporting import compare_calibrators
-
     resplits = check_positive_int(resplits, "resplits", 10_000)
     z_val, y_val, g_val, n_val = _groups(val_logits, val_labels, ignore_index)
     z_test, y_test, g_test, n_test = _groups(test_logits, test_labels, ignore_index)
@@ -472,3 +470,26 @@ def to_json(resplits: Resplits, claims: list[dict[str, Any]]) -> dict[str, Any]:
         },
         "verdicts": [{k: clean(v) if isinstance(v, float) else v for k, v in c.items()} for c in claims],
     }
+
+
+def resplit_note(resplits: Any) -> str:
+    """Describe the re-splits in one paragraph: what each fits and evaluates, and what the marks mean.
+
+    Parameters
+    ----------
+    resplits : Resplits
+        From :func:`calibkit.resplits.resplit_comparison`.
+
+    Returns
+    -------
+    str
+    """
+    return (
+        f"Each of {resplits.resplits} re-splits pools the validation and test {resplits.unit}, fits every "
+        f"calibrator on {resplits.n_calibration} of them and evaluates on the other {resplits.n_evaluation}"
+        + (" (all tokens of a sequence on one side)" if resplits.unit == "sequences" else "")
+        + ". Cells: mean ± standard deviation [2.5%, 97.5%] over the re-splits. Paired marks: ▲ better / ▼ worse "
+        "than the uncalibrated model, † better than TS, in at least 95% of the re-splits. A verdict holds when the "
+        "claimed direction is found in at least 95% of the re-splits, does not hold when the opposite is, and is "
+        "inconclusive otherwise."
+    )

@@ -84,3 +84,222 @@ def test_layers_import_one_way(layer):
         if any(target == up or target.startswith(up + ".") for up in LOWER_LAYERS_NEVER_IMPORT[layer])
     ]
     assert found == []
+
+
+# --------------------------------------------------------------------------------------------
+# Import circles and the floors of calibkit.metrics
+
+
+def import_graph(root: Path, package: str) -> dict[str, dict[str, list[tuple[int, bool]]]]:
+    """Module -> {imported calibkit module: [(line, inside a function)]}, every import statement counted.
+
+    ``from a.b import c`` counts as an import of module ``a.b.c`` when that is a module, else of
+    ``a.b``; relative imports are resolved. A name taken from a parent package's ``__init__`` is an
+    edge to that package (which imports its submodules: a circle).
+    """
+    base = root.parent
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(base).with_suffix("").parts
+        is_init = parts[-1] == "__init__"
+        name = ".".join(parts[:-1] if is_init else parts)
+        modules[name] = (path, name if is_init else name.rpartition(".")[0])
+
+    def resolve(dotted: str) -> str | None:
+        while dotted and dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    return {name: _edges(path, name, pkg, package, resolve) for name, (path, pkg) in modules.items()}
+
+
+def _edges(path: Path, name: str, pkg: str, package: str, resolve) -> dict[str, list[tuple[int, bool]]]:
+    edges: dict[str, list[tuple[int, bool]]] = {}
+
+    def visit(node, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            targets = []
+            if isinstance(child, ast.Import):
+                targets = [alias.name for alias in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    anchor = pkg.split(".")[: len(pkg.split(".")) - (child.level - 1)]
+                    module = ".".join(anchor + ([child.module] if child.module else []))
+                else:
+                    module = child.module or ""
+                targets = [f"{module}.{alias.name}" for alias in child.names]
+            for target in targets:
+                found = resolve(target) if target.split(".")[0] == package else None
+                if found and found != name:
+                    edges.setdefault(found, []).append((child.lineno, inner))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text()), False)
+    return edges
+
+
+def import_circles(graph) -> list[list[str]]:
+    """Every strongly connected set of more than one module (Tarjan), as a sorted list."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+    counter = [0]
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return circles
+
+
+GRAPH = import_graph(ROOT, "calibkit")
+
+# The floors of calibkit.metrics, lowest first: a module imports only its own floor or lower ones
+# (CONTRIBUTING.md draws them). Each entry: a module, or a package prefix ending in ".".
+METRICS_FLOORS = (
+    ("the user's engine switch, the compiled kernels", ("calibkit.metrics.backends", "calibkit.metrics._kernels")),
+    ("input checks", ("calibkit.metrics.validation",)),
+    ("settings", ("calibkit.metrics.settings",)),
+    ("the statistics type", ("calibkit.metrics.statistics",)),
+    ("engines", ("calibkit.metrics.engines",)),
+    ("formulas", ("calibkit.metrics.formulas",)),
+    ("registry", ("calibkit.metrics.registry",)),
+    (
+        "doors",
+        (
+            "calibkit.metrics.report",
+            "calibkit.metrics.accumulator",
+            "calibkit.metrics.bootstrap",
+            "calibkit.metrics.exact_ace",
+        ),
+    ),
+    ("functions and warm-up", ("calibkit.metrics.functional", "calibkit.metrics.warmup")),
+)
+
+
+def floor_of(module: str) -> int | None:
+    if module == "calibkit.metrics":
+        return len(METRICS_FLOORS)  # the package's face re-exports every floor
+    for level, (_, prefixes) in enumerate(METRICS_FLOORS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return level
+    return None
+
+
+def upward_imports(graph) -> list[str]:
+    found = []
+    for source, edges in graph.items():
+        mine = floor_of(source)
+        if mine is None:
+            continue
+        for target, sites in edges.items():
+            theirs = floor_of(target)
+            if theirs is not None and theirs > mine:
+                found.append(
+                    f"{source} (floor {METRICS_FLOORS[mine][0]!r}) imports {target} "
+                    f"(floor {METRICS_FLOORS[theirs][0]!r}) at line {sites[0][0]}"
+                )
+    return found
+
+
+def test_no_import_circle_in_calibkit_counting_imports_inside_functions():
+    assert import_circles(GRAPH) == []
+
+
+def test_every_metrics_module_has_a_floor():
+    assert [name for name in GRAPH if name.startswith("calibkit.metrics") and floor_of(name) is None] == []
+
+
+def test_metrics_floors_import_only_downward():
+    assert upward_imports(GRAPH) == []
+
+
+def test_metrics_imports_calibkit_modules_at_module_top_only():
+    """Imports inside functions are for optional heavy dependencies (torch, matplotlib), never for
+    calibkit's own modules: one placed there would be hiding a circle."""
+    found = [
+        f"{source}:{line} imports {target} inside a function"
+        for source, edges in GRAPH.items()
+        if source.startswith("calibkit.metrics")
+        for target, sites in edges.items()
+        for line, inner in sites
+        if inner
+    ]
+    assert found == []
+
+
+def test_the_rules_see_planted_mistakes(tmp_path):
+    pkg = tmp_path / "calibkit"
+    (pkg / "metrics").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "metrics" / "__init__.py").write_text("from calibkit.metrics import registry\n")
+    (pkg / "metrics" / "statistics.py").write_text("def f():\n    from calibkit.metrics.registry import g\n")
+    (pkg / "metrics" / "registry.py").write_text("from calibkit.metrics import statistics\n")
+    (pkg / "metrics" / "formulas.py").write_text("from .registry import g\n")
+    graph = import_graph(pkg, "calibkit")
+    # a circle made through an import inside a function, and the package importing its own parts is none
+    assert import_circles(graph) == [["calibkit.metrics.registry", "calibkit.metrics.statistics"]]
+    ups = upward_imports(graph)
+    assert len(ups) == 2 and any("statistics" in u and "imports calibkit.metrics.registry" in u for u in ups)
+    assert any(u.startswith("calibkit.metrics.formulas") for u in ups)  # a relative import, resolved
+
+
+MAX_FILE_LINES = 700
+MAX_FUNCTION_LINES = 120
+
+
+def _measured_files():
+    """Library files whose size is held: all but the numba kernels (loops unrolled by hand for speed)."""
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("metrics/_kernels/") or rel in ("_fastmath.py", "calibrators/_kernels.py"):
+            continue
+        yield rel, path
+
+
+def oversized(files) -> list[str]:
+    found = []
+    for rel, path in files:
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_FILE_LINES:
+            found.append(f"{rel}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{rel}:{node.lineno} {node.name}() is {length} lines")
+    return found
+
+
+def test_no_library_file_or_function_is_oversized():
+    assert oversized(_measured_files()) == []
+
+
+def test_the_size_rule_sees_a_long_function(tmp_path):
+    long = tmp_path / "long.py"
+    long.write_text("def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES)
+    assert oversized([("long.py", long)]) == ["long.py:1 f() is 121 lines"]

@@ -81,7 +81,8 @@ def test_bad_arguments_name_themselves():
 
 
 def test_report_figures_keep_the_callers_backend(tmp_path):
-    from calibkit.reporting import compare_calibrators, write_figures
+    from calibkit.comparison import compare_calibrators
+    from calibkit.reporting import write_figures
 
     backend = matplotlib.get_backend()
     y = RNG.integers(0, 3, 800)

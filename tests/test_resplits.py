@@ -7,8 +7,9 @@ import re
 import numpy as np
 import pytest
 
-import calibkit.reporting as reporting
-from calibkit.reporting import TABLE_METRICS, compare_calibrators, write_report
+import calibkit.resplits as resplits_module
+from calibkit.comparison import TABLE_METRICS, compare_calibrators
+from calibkit.reporting import write_report
 from calibkit.resplits import Resplits, markdown_table, resplit_comparison, to_json, verdicts
 
 
@@ -34,7 +35,7 @@ def test_each_resplit_fits_on_whole_sequences_of_the_original_sizes(monkeypatch)
         seen.append((z_cal, z_eval))
         return compare_calibrators(z_cal, y_cal, z_eval, y_eval, **kwargs)
 
-    monkeypatch.setattr(reporting, "compare_calibrators", spy)
+    monkeypatch.setattr(resplits_module, "compare_calibrators", spy)
     out = resplit_comparison(zv, yv, zt, yt, resplits=6, methods=("uncalibrated", "ts"), theta=2, seed=3)
     # each labelled token row is identified by its logits (continuous: no two rows equal)
     rows = np.concatenate([zv[yv != -100], zt[yt != -100]])

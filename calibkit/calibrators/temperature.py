@@ -21,7 +21,7 @@ import numpy as np
 
 from calibkit.calibrators import _kernels as kernels
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, check_num_classes
-from calibkit.metrics.statistics import parallel_map, row_ranges
+from calibkit.metrics.engines.threads import parallel_map, row_ranges
 from calibkit.metrics.validation import check_num_threads
 
 # Inverse temperatures beyond this mean T < 1e-6: the data is separable and the NLL keeps

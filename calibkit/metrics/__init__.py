@@ -6,7 +6,8 @@ wheel installs it with the modules: ``calibkit.evaluate_module_path(name)``). Ea
 docstring gives its formula and paper.
 """
 
-from calibkit.metrics.accumulator import CalibrationAccumulator, compute_statistics
+from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.formulas import EmptyRegionWarning, MissingClassWarning, class_wise_summary
 from calibkit.metrics.functional import (
     ace,
     brier,
@@ -30,13 +31,9 @@ from calibkit.metrics.functional import (
     wsece,
 )
 from calibkit.metrics.registry import METRICS, REGISTRY, report_from_statistics
+from calibkit.metrics.report import compute_statistics
 from calibkit.metrics.settings import CalibrationSettings
-from calibkit.metrics.statistics import (
-    CalibrationStatistics,
-    EmptyRegionWarning,
-    MissingClassWarning,
-    class_wise_summary,
-)
+from calibkit.metrics.statistics import CalibrationStatistics
 
 __all__ = [
     "METRICS",

@@ -1,11 +1,8 @@
-"""The public statistics API: statistics of a batch, a streaming accumulator, and the exact one-shot report.
+"""The streaming door: :class:`CalibrationAccumulator` adds the sums of batches, threads and processes.
 
-:func:`compute_statistics` fills the sums that some metrics need (one pass of the compiled
-kernel); :class:`CalibrationAccumulator` adds them across batches, threads and processes;
-:func:`exact_report` is the one-shot path of the functional API, which still holds the data and so
-makes ACE exact with a second pass over the samples of the cut buckets. All three take a
-:class:`~calibkit.metrics.settings.CalibrationSettings` and read the metric registry
-(:mod:`calibkit.metrics.registry`); none re-derives a formula.
+Memory stays O(bins x classes) whatever the number of samples; the sums of CUDA batches stay on
+the device until :meth:`CalibrationAccumulator.compute`. Every metric comes from the registry
+(:func:`calibkit.metrics.registry.report_from_statistics`); none is re-derived here.
 """
 
 from __future__ import annotations
@@ -16,194 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics import _kernels as kernels
-from calibkit.metrics import backends
+from calibkit.metrics.backends import on_device
+from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.registry import metric_names, plan, report_from_statistics
-from calibkit.metrics.settings import DEFAULTS, CalibrationSettings, either
-from calibkit.metrics.statistics import (
-    CLASSWISE_FROM_ACE_MAX_BINS,
-    CalibrationStatistics,
-    ace_points,
-    bin_statistics,
-    exact_ace_partials,
-)
-from calibkit.metrics.validation import PreparedInput, check_num_threads, prepare
-
-_NO_SAMPLE = "`labels`: no sample to evaluate (empty input, or every label equals ignore_index={})"
-
-
-def compute_statistics(
-    prep: PreparedInput,
-    settings: CalibrationSettings = DEFAULTS,
-    metrics: Iterable[str] | None = None,
-    *,
-    num_threads: int | None = None,
-) -> CalibrationStatistics:
-    """Compute the per-bin sums that ``metrics`` need, over one prepared batch.
-
-    Parameters
-    ----------
-    prep : PreparedInput
-        From :func:`calibkit.metrics.validation.prepare` (validated rows and labels).
-    settings : CalibrationSettings
-        Bin counts and conventions; ``settings.ignore_index`` masks labels.
-    metrics : iterable of str, optional
-        Names from :data:`calibkit.METRICS` (default: all); fewer metrics skip costlier sums.
-    num_threads : int, optional
-        Threads of the pass (default: the CPUs available).
-
-    Returns
-    -------
-    CalibrationStatistics
-        Additive: ``a + b`` is the statistics of both batches.
-    """
-    names = metric_names(metrics)
-    sums = plan(names, settings)
-    key = backends.kind_key("statistics", prep, (sums.groups, len(sums.top_bins)))
-    chosen = backends.engine(
-        prep, key, lambda: compute_statistics(backends.synthetic_like(prep, settings.ignore_index), settings, names)
-    )
-    stats, _ = bin_statistics(
-        prep,
-        ignore_index=settings.ignore_index,
-        top_bins=sums.top_bins,
-        fuzzy_bins=sums.fuzzy_bins,
-        classwise_bins=sums.classwise_bins,
-        groups=sums.groups,
-        eps=sums.eps,
-        num_threads=num_threads,
-        backend=chosen,
-    )
-    return stats
-
-
-def exact_report(
-    prep: PreparedInput,
-    settings: CalibrationSettings = DEFAULTS,
-    metrics: Iterable[str] | None = None,
-    *,
-    num_threads: int | None = None,
-) -> tuple[dict[str, Any], CalibrationStatistics]:
-    """Compute every metric of ``metrics`` on one prepared batch, ACE exact, and return the statistics too.
-
-    One pass fills the sums; when ACE is asked for, a second pass copies only the samples of
-    the fine buckets that an equal-mass range boundary cuts and sorts them (on rows of 16
-    classes or more and up to 32 ``sce_bins``, also those a class-wise bin edge cuts: SCE's bins
-    are then built from the ACE buckets instead of a second histogram in the first pass).
-
-    Parameters
-    ----------
-    prep : PreparedInput
-        From :func:`calibkit.metrics.validation.prepare`.
-    settings : CalibrationSettings
-        Bin counts and conventions (SPEC.md's defaults).
-    metrics : iterable of str, optional
-        Names from :data:`calibkit.METRICS` (default: all).
-    num_threads : int, optional
-        Threads of the passes (default: the CPUs available).
-
-    Returns
-    -------
-    report : dict
-        As :func:`calibkit.calibration_report`.
-    statistics : CalibrationStatistics
-        The sums of the first pass (for plots and per-bin tables).
-
-    Raises
-    ------
-    ValueError
-        When no sample remains after masking.
-    """
-    names = metric_names(metrics)
-    sums = plan(names, settings)
-    want_ace = "ace" in names
-    key = backends.kind_key("report", prep, (sums.groups, len(sums.top_bins), want_ace))
-    warm = lambda: exact_report(backends.synthetic_like(prep, settings.ignore_index), settings, names)  # noqa: E731
-    if backends.engine(prep, key, warm) == "torch":
-        with backends.torch_call():
-            return _exact_report_torch(prep, settings, names)
-    # Long logit rows keep their maximum and inverse softmax sum (16 bytes a row) for the
-    # exact-ACE pass, which then takes one exp an entry instead of a whole softmax.
-    keep = want_ace and prep.mode == kernels.MODE_LOGITS and prep.num_classes >= kernels.LONG_ROW
-    row_softmax = np.empty((prep.values.shape[0], 2)) if keep else None
-    derive = want_ace and "sce" in names and prep.num_classes >= kernels.LONG_ROW
-    derive = derive and settings.sce_bins <= CLASSWISE_FROM_ACE_MAX_BINS
-    stats, parts = bin_statistics(
-        prep,
-        ignore_index=settings.ignore_index,
-        top_bins=sums.top_bins,
-        fuzzy_bins=sums.fuzzy_bins,
-        classwise_bins=sums.classwise_bins,
-        groups=sums.groups,
-        eps=sums.eps,
-        num_threads=num_threads,
-        keep_parts=want_ace,
-        row_softmax=row_softmax,
-        classwise_from_ace=derive,
-        backend="numba",
-    )
-    if stats.n == 0:
-        raise ValueError(_NO_SAMPLE.format(settings.ignore_index))
-    partials = None
-    if want_ace:  # the data is still here: resolve the buckets a range boundary cuts exactly
-        points = ace_points(stats.ace, settings.ace_ranges)
-        partials, classwise = exact_ace_partials(
-            prep,
-            parts,
-            points,
-            ignore_index=settings.ignore_index,
-            num_threads=num_threads,
-            row_softmax=row_softmax,
-            classwise_bins=settings.sce_bins if derive else None,
-        )
-        if derive:
-            stats.classwise = classwise
-    return report_from_statistics(stats, names, settings, ace_partials=partials), stats
-
-
-def _device_statistics(
-    prep: PreparedInput, settings: CalibrationSettings, metrics: tuple[str, ...]
-) -> CalibrationStatistics:
-    """Return the sums of a batch on a device, left there (tensors) for a streaming accumulator."""
-    sums = plan(metrics, settings)
-    stats, _ = bin_statistics(
-        prep,
-        ignore_index=settings.ignore_index,
-        top_bins=sums.top_bins,
-        fuzzy_bins=sums.fuzzy_bins,
-        classwise_bins=sums.classwise_bins,
-        groups=sums.groups,
-        eps=sums.eps,
-        backend="torch",
-        keep_on_device=True,
-    )
-    return stats
-
-
-def _exact_report_torch(
-    prep: PreparedInput, settings: CalibrationSettings, names: tuple[str, ...]
-) -> tuple[dict[str, Any], CalibrationStatistics]:
-    """:func:`exact_report` with the torch engine: the same sums, then ACE's exact boundaries."""
-    from calibkit.metrics.torch_backend import exact_ace_partials_torch
-
-    sums = plan(names, settings)
-    stats, _ = bin_statistics(
-        prep,
-        ignore_index=settings.ignore_index,
-        top_bins=sums.top_bins,
-        fuzzy_bins=sums.fuzzy_bins,
-        classwise_bins=sums.classwise_bins,
-        groups=sums.groups,
-        eps=sums.eps,
-        backend="torch",
-    )
-    if stats.n == 0:
-        raise ValueError(_NO_SAMPLE.format(settings.ignore_index))
-    partials = None
-    if "ace" in names:
-        points = ace_points(stats.ace, settings.ace_ranges)
-        partials = exact_ace_partials_torch(prep, stats.ace, points, ignore_index=settings.ignore_index)
-    return report_from_statistics(stats, names, settings, ace_partials=partials), stats
+from calibkit.metrics.report import NO_SAMPLE
+from calibkit.metrics.settings import CalibrationSettings, either
+from calibkit.metrics.statistics import CalibrationStatistics
+from calibkit.metrics.validation import check_num_threads, prepare
 
 
 class CalibrationAccumulator:
@@ -215,7 +31,7 @@ class CalibrationAccumulator:
     which needs the order of the confidences over all of it: here it splits the fine buckets cut
     by a range boundary in proportion, and ``compute()`` also returns ``ace_error_bound``, a
     guaranteed bound on ``|ACE_stream - ACE_exact|`` (see
-    :func:`~calibkit.metrics.statistics.ace_from_points`); further passes over the same data
+    :func:`~calibkit.metrics.formulas.ace_from_points`); further passes over the same data
     (:class:`~calibkit.metrics.exact_ace.ExactACE`) make it exact.
 
     Parameters
@@ -309,7 +125,7 @@ class CalibrationAccumulator:
         Parameters
         ----------
         stats : CalibrationStatistics
-            From :func:`compute_statistics` (or another accumulator) with the same metrics and
+            From :func:`calibkit.metrics.report.compute_statistics` (or another accumulator) with the same metrics and
             settings.
 
         Returns
@@ -358,9 +174,14 @@ class CalibrationAccumulator:
             from the earlier batches.
         """
         prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
-        if backends.on_device(prep.values):  # the sums stay on the device until compute()
-            return self.add_statistics(_device_statistics(prep, self.settings, self.metrics))
-        return self.add_statistics(compute_statistics(prep, self.settings, self.metrics, num_threads=self.num_threads))
+        filled = fill_statistics(
+            prep,
+            self.plan,
+            ignore_index=self.ignore_index,
+            num_threads=self.num_threads,
+            keep_on_device=on_device(prep.values),  # the sums of CUDA batches stay there until compute()
+        )
+        return self.add_statistics(filled.statistics)
 
     def all_reduce(self, group: Any = None) -> CalibrationAccumulator:
         """Sum the statistics of every process of a ``torch.distributed`` group into each of them.
@@ -461,5 +282,5 @@ class CalibrationAccumulator:
         """
         stats = self.statistics
         if stats is None or stats.n == 0:
-            raise ValueError(_NO_SAMPLE.format(self.ignore_index))
+            raise ValueError(NO_SAMPLE.format(self.ignore_index))
         return report_from_statistics(stats.to_numpy(), self.metrics, self.settings, ace_partials=ace_partials)

@@ -20,9 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics import _kernels as kernels
+from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.registry import METRICS, metric, metric_names, plan, report_from_statistics
+from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import CalibrationSettings, either
-from calibkit.metrics.statistics import CalibrationStatistics, bin_statistics
+from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan
 from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare
 
 _FIELDS = ("top", "fuzzy", "classwise", "ace", "scalars")
@@ -118,11 +121,36 @@ def bootstrap_intervals(
     )
     settings = either(settings, keywords)
     wanted = metric_names(metrics)
-    sums = plan(wanted, settings)
     prep = prepare(probs, labels, from_logits=settings.from_logits, ignore_index=settings.ignore_index)
     rng = np.random.default_rng(seed)
+    stacked, probe = _block_statistics(prep, plan(wanted, settings), settings.ignore_index, max_blocks, rng)
+    blocks = stacked["scalars"].shape[0]
+    scalars = [m for m in wanted if m == "accuracy" or not metric(m).per_class]
+    scalars += [] if "accuracy" in scalars else ["accuracy"]
+    values, per_class = _replicates(stacked, probe, wanted, scalars, settings, n_boot, rng)
+    tail = 100 * (1 - confidence) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # all-NaN columns (e.g. RBECE with no bin above theta)
+        intervals = {
+            m: tuple(float(v) for v in np.nanpercentile(values[m], [tail, 100 - tail])) for m in scalars if m in METRICS
+        }
+        intervals["accuracy"] = tuple(float(v) for v in np.nanpercentile(values["accuracy"], [tail, 100 - tail]))
+        low, high = np.nanpercentile(per_class, [tail, 100 - tail], axis=0)
+    out = {"intervals": intervals, "n_boot": n_boot, "n_blocks": blocks, "confidence": confidence}
+    if "subset_ece" in wanted:
+        out["subset_ece"] = (low, high)
+    return out
+
+
+def _block_statistics(
+    prep: PreparedInput, sums: SumsPlan, ignore_index: int, max_blocks: int, rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray], CalibrationStatistics]:
+    """Cut the rows into random blocks (as many as memory allows) and stack each block's sums.
+
+    Returns the stacked fields, ``(blocks, ...)`` each, and empty statistics of the same shape.
+    """
     rows = prep.values.shape[0]
-    binary = prep.mode >= 2
+    binary = prep.mode >= kernels.MODE_BINARY_PROBS
     probe = CalibrationStatistics.zeros(
         prep.num_classes, binary, sums.top_bins, sums.fuzzy_bins, sums.classwise_bins, sums.groups
     )
@@ -132,27 +160,35 @@ def bootstrap_intervals(
         order = rng.permutation(rows)
         prep = PreparedInput(prep.values[order], prep.labels[order], prep.mode, prep.num_classes, prep.original_shape)
     edges = np.linspace(0, rows, blocks + 1).astype(np.int64)
-    _, parts = bin_statistics(
+    parts = fill_statistics(
         prep,
-        ignore_index=settings.ignore_index,
-        top_bins=sums.top_bins,
-        fuzzy_bins=sums.fuzzy_bins,
-        classwise_bins=sums.classwise_bins,
-        groups=sums.groups,
-        eps=sums.eps,
-        keep_parts=True,
+        sums,
+        ignore_index=ignore_index,
         ranges=[(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])],
-    )
+        keep_parts=True,
+    ).parts
     if sum(p.n for p in parts) == 0:  # as calibration_report: no interval of nothing
-        raise ValueError(
-            f"`labels`: no sample to evaluate (empty input, or every label equals ignore_index={settings.ignore_index})"
-        )
-    stacked = {name: np.stack([getattr(p, name) for p in parts]) for name in _FIELDS}
-    del parts
-    scalars = [m for m in wanted if m == "accuracy" or not metric(m).per_class]
-    scalars += [] if "accuracy" in scalars else ["accuracy"]
+        raise ValueError(NO_SAMPLE.format(ignore_index))
+    return {name: np.stack([getattr(p, name) for p in parts]) for name in _FIELDS}, probe
+
+
+def _replicates(
+    stacked: dict[str, np.ndarray],
+    probe: CalibrationStatistics,
+    wanted: tuple[str, ...],
+    scalars: list[str],
+    settings: CalibrationSettings,
+    n_boot: int,
+    rng: np.random.Generator,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every replicate's metrics: Poisson(1) weights per block, the weighted sums, the formulas.
+
+    Returns each scalar metric's ``n_boot`` values and the per-class ECE of each replicate (NaN
+    where a replicate drew no sample).
+    """
+    blocks = stacked["scalars"].shape[0]
     values = {m: np.full(n_boot, np.nan) for m in scalars}
-    per_class = np.full((n_boot, prep.num_classes), np.nan)
+    per_class = np.full((n_boot, probe.num_classes), np.nan)
     for start in range(0, n_boot, _REPLICATE_CHUNK):
         # drawn chunk by chunk: n_boot x blocks weights at once would be 3 GB at 1e5 x 4000
         chunk = rng.poisson(1.0, size=(min(_REPLICATE_CHUNK, n_boot - start), blocks)).astype(np.float64)
@@ -160,7 +196,7 @@ def bootstrap_intervals(
         for j in range(chunk.shape[0]):  # formulas on small tables; the data is not read again
             stats = CalibrationStatistics(
                 num_classes=probe.num_classes,
-                binary=binary,
+                binary=probe.binary,
                 top_bins=probe.top_bins,
                 has=probe.has,
                 **{name: summed[name][j] for name in _FIELDS},
@@ -175,15 +211,4 @@ def bootstrap_intervals(
                     values[m][start + j] = report[m]
             if "subset_ece" in report:
                 per_class[start + j] = report["subset_ece"]
-    tail = 100 * (1 - confidence) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # all-NaN columns (e.g. RBECE with no bin above theta)
-        intervals = {
-            m: tuple(float(v) for v in np.nanpercentile(values[m], [tail, 100 - tail])) for m in scalars if m in METRICS
-        }
-        intervals["accuracy"] = tuple(float(v) for v in np.nanpercentile(values["accuracy"], [tail, 100 - tail]))
-        low, high = np.nanpercentile(per_class, [tail, 100 - tail], axis=0)
-    out = {"intervals": intervals, "n_boot": n_boot, "n_blocks": blocks, "confidence": confidence}
-    if "subset_ece" in wanted:
-        out["subset_ece"] = (low, high)
-    return out
+    return values, per_class

@@ -4,7 +4,7 @@ ACE's equal-mass ranges need the order of every class column's probabilities ove
 set. A :class:`~calibkit.metrics.accumulator.CalibrationAccumulator` keeps each column in fine
 buckets (16 an octave) and splits a bucket that a range boundary cuts in proportion: close, with
 a guaranteed bound, but not exact. The one-shot functions hold the data and resolve every cut
-bucket from its samples (:func:`~calibkit.metrics.statistics.exact_ace_partials`). Here the data
+bucket from its samples (:func:`~calibkit.metrics.engines.numba_engine.exact_ace_partials`). Here the data
 has to be read again, and a cut bucket may hold a large share of a peaked column, so each further
 pass narrows the value range (a *cell*) that holds each boundary:
 
@@ -49,22 +49,17 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
+from calibkit.metrics._kernels.bins import ace_bucket_patterns
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.backends import use_backend
-from calibkit.metrics.statistics import ace_points, bin_statistics, gather_bucket_samples
+from calibkit.metrics.engines.numba_engine import gather_bucket_samples, statistics_numba
+from calibkit.metrics.statistics import SumsPlan, ace_points
 from calibkit.metrics.validation import check_positive_int, prepare
 
 _MAGNITUDE = np.int64(2**63 - 1)
 _SUB_BITS = 12
 _HISTOGRAM_BYTES = 64 * 2**20
 _ENTRY_BYTES = 40  # count, sum p, sum outcome, smallest and largest pattern
-
-
-def _bucket_range(bucket: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Smallest and largest float64 bit pattern of ACE buckets (``_kernels.bins._ace_bucket``'s inverse)."""
-    lo = (bucket.astype(np.int64) + kernels.ACE_OFFSET) << 48
-    hi = lo + (np.int64(1) << 48) - 1
-    return np.where(bucket == 0, 0, lo), hi
 
 
 def _by_cell(total: PassContribution, n_cells: int) -> list[np.ndarray]:
@@ -215,7 +210,7 @@ class ExactACE:
         self._bucket = bucket[cut].astype(np.int64)
         self._need = np.rint(inside[cut]).astype(np.int64)  # values of the cell below the boundary
         self._count = np.rint(total[cut]).astype(np.int64)  # values in the cell
-        self._lo, self._hi = _bucket_range(self._bucket)
+        self._lo, self._hi = ace_bucket_patterns(self._bucket)
         self._sum_p = np.zeros(self._need.size)  # exact sums of what lies below the cell
         self._sum_o = np.zeros(self._need.size)
         self._open = np.ones(self._need.size, dtype=bool)
@@ -339,18 +334,12 @@ class ExactACE:
             raise ValueError(f"`probs` has {prep.num_classes} classes but the first pass had {self.num_classes}")
         long_logits = prep.mode == kernels.MODE_LOGITS and prep.num_classes >= kernels.LONG_ROW
         row_softmax = np.empty((prep.values.shape[0], 2)) if long_logits else None
-        _, parts = bin_statistics(
+        parts = statistics_numba(  # the gather must rebuild the very probabilities these buckets counted
             prep,
+            SumsPlan(top_bins=(), groups=frozenset({"ace"}), fuzzy_bins=1, classwise_bins=1, eps=1e-12),
             ignore_index=self.ignore_index,
-            top_bins=(),
-            fuzzy_bins=1,
-            classwise_bins=1,
-            groups=("ace",),
-            eps=1e-12,
             num_threads=self.num_threads,
-            keep_parts=True,
             row_softmax=row_softmax,
-            backend="numba",  # the gather must rebuild the very probabilities these buckets counted
         )
         samples, start, count, _ = gather_bucket_samples(
             prep,

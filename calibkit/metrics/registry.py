@@ -7,8 +7,8 @@ function that computes it from the sums. Everything that lists metrics reads :da
 :func:`report_from_statistics` (hence the functional API, :func:`calibkit.calibration_report`,
 the accumulator and the bootstrap), the ``evaluate`` modules and their cards, the callback's
 choices, the comparison table, the CLI and the model card. Adding a metric built from existing
-sums is one formula (``statistics.py``), one entry here and, if it wants its own function, one
-face in ``functional.py`` (see CONTRIBUTING.md).
+sums is one formula (``formulas.py``), one entry here and, if it wants its own function, one
+face in ``functional/<family>.py`` (see CONTRIBUTING.md).
 """
 
 from __future__ import annotations
@@ -22,12 +22,9 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
-from calibkit.metrics.settings import CalibrationSettings
-from calibkit.metrics.statistics import (
-    CalibrationStatistics,
+from calibkit.metrics.formulas import (
     MissingClassWarning,
     ace_from_points,
-    ace_points,
     class_wise_summary,
     ece_from_table,
     ece_l2_debiased_from_table,
@@ -39,6 +36,8 @@ from calibkit.metrics.statistics import (
     rbece_from_table,
     sce_from_table,
 )
+from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points
 
 SUMS = ("top", "rows", "classwise", "ace", "fuzzy")
 """The groups of sums a pass can fill: ``top`` (top-label bins, one table per bin count),
@@ -610,31 +609,6 @@ def metric_names(metrics: Iterable[str] | str | None) -> tuple[str, ...]:
     if unknown:
         raise ValueError(f"`metrics` has unknown names {unknown}; known: {list(METRICS)}")
     return names
-
-
-@dataclass(frozen=True)
-class SumsPlan:
-    """Which sums a pass must fill for some metrics and settings (see :func:`plan`).
-
-    Parameters
-    ----------
-    top_bins : tuple of int
-        Bin counts of the top-label tables.
-    groups : frozenset of str
-        The optional groups of :data:`SUMS` besides ``top``.
-    fuzzy_bins : int
-        Fuzzy bins of FCE.
-    classwise_bins : int
-        Bins per class column of SCE.
-    eps : float
-        Clip of the logs.
-    """
-
-    top_bins: tuple[int, ...]
-    groups: frozenset[str]
-    fuzzy_bins: int
-    classwise_bins: int
-    eps: float
 
 
 def plan(metrics: Iterable[str], settings: CalibrationSettings) -> SumsPlan:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
+from calibkit.metrics.backends import get_backend, on_device
 
 
 @dataclass(frozen=True)
@@ -401,12 +402,9 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
 
 def _device_tensor(array: Any) -> Any:
     """Return the device of a torch tensor outside host memory that the torch engine should bin in place, else None."""
-    device = getattr(array, "device", None)
-    if device is None or getattr(device, "type", "cpu") == "cpu" or not hasattr(array, "detach"):
+    if not on_device(array):
         return None
-    from calibkit.metrics.backends import get_backend
-
-    return None if get_backend() == "numba" else device
+    return None if get_backend() == "numba" else array.device
 
 
 def _device_labels(labels: Any, device: Any) -> Any:
@@ -426,3 +424,46 @@ def _device_labels(labels: Any, device: Any) -> Any:
     if y.dtype.is_complex:
         raise ValueError(f"`labels` must be integers, got dtype {y.dtype}")
     return y if y.dtype in (torch.int32, torch.int64) else y.long()
+
+
+def raise_input_error(prep: PreparedInput, errors: np.ndarray, ignore_index: int) -> None:
+    """Raise the ``ValueError`` for the first bad row an engine found, naming the argument and the position.
+
+    Parameters
+    ----------
+    prep : PreparedInput
+        The input the engine read (its original shape gives the position, e.g. ``(row, token)``).
+    errors : ndarray of int64, shape (N_ERRORS,)
+        Per kind of error (the kernels' ``ERR_*``), the first offending row, -1 if none.
+    ignore_index : int
+        The masked label, named in a label error.
+
+    Raises
+    ------
+    ValueError
+        Always.
+    """
+    kind = int(np.flatnonzero(errors >= 0)[0])
+    i = int(errors[kind])
+    where = np.unravel_index(i, prep.original_shape[:-1]) if len(prep.original_shape) > 1 else (i,)
+    where = tuple(int(w) for w in where)
+    position = where[0] if len(where) == 1 else where
+    if kind == kernels.ERR_LABEL:
+        raise ValueError(
+            f"`labels` must lie in [0, {prep.num_classes}) or equal ignore_index={ignore_index}; "
+            f"got {int(prep.labels[i])} at position {position}"
+        )
+    row = to_numpy(prep.values[i], "probs")  # one row, also of a CUDA tensor
+    shown = np.array2string(row, precision=4, threshold=8)
+    logits = prep.mode in (kernels.MODE_LOGITS, kernels.MODE_BINARY_LOGITS)
+    name = "probs (logits, from_logits=True)" if logits else "probs"
+    if kind == kernels.ERR_NONFINITE:
+        raise ValueError(f"`{name}` contains NaN or inf at position {position}: {shown}")
+    hint = "; if these are logits, pass from_logits=True"
+    if kind == kernels.ERR_RANGE:
+        raise ValueError(f"`probs` has a value outside [0, 1] at position {position}: {shown}{hint}")
+    total = float(np.sum(row, dtype=np.float64))
+    raise ValueError(
+        f"`probs` rows must sum to 1 (tolerance {kernels.ROW_SUM_TOLERANCE}); the row at position {position} "
+        f"sums to {total:.6g}: {shown}{hint}"
+    )

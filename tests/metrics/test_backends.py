@@ -15,10 +15,11 @@ import pytest
 import torch
 
 import calibkit
-from calibkit.metrics import backends
-from calibkit.metrics.accumulator import CalibrationAccumulator, _device_statistics
+from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.backends import get_backend, set_backend, use_backend
 from calibkit.metrics.bootstrap import bootstrap_intervals
+from calibkit.metrics.engines import auto, fill_statistics
+from calibkit.metrics.registry import plan
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.validation import prepare
 from tests.conftest import make_data
@@ -166,7 +167,10 @@ def test_device_resident_accumulator_state_adds_and_merges():
             from_logits=True,
             ignore_index=-100,
         )
-        device_acc.add_statistics(_device_statistics(prep, settings, names))
+        sums = plan(names, settings)
+        device_acc.add_statistics(
+            fill_statistics(prep, sums, ignore_index=-100, engine="torch", keep_on_device=True).statistics
+        )
     assert isinstance(device_acc.statistics.scalars, torch.Tensor)
     host = CalibrationAccumulator(settings=settings).update(probs, labels)
     a, b = device_acc.compute(), host.compute()
@@ -209,30 +213,30 @@ def test_auto_answers_on_torch_then_switches_to_the_compiled_kernels(tmp_path, m
     key = ("test-only", os.getpid(), id(tmp_path))
     ran = []
     with use_backend("auto"):
-        assert backends.engine(prep, key, lambda: ran.append(get_backend())) == "torch"
-        assert backends.wait_until_ready(timeout=30)
+        assert auto.engine(prep, key, lambda: ran.append(get_backend())) == "torch"
+        assert auto.wait_until_ready(timeout=30)
         assert ran == ["numba"]  # the warm-up itself runs the kernels
-        assert backends.engine(prep, key, lambda: ran.append("again")) == "numba"
+        assert auto.engine(prep, key, lambda: ran.append("again")) == "numba"
         assert ran == ["numba"]
-    marker = backends._marker(key)
+    marker = auto._marker(key)
     assert marker is not None and marker.exists() and marker.parent == tmp_path
-    backends._READY.discard(key)  # as in a new process: the marker says the cache holds them
+    auto._READY.discard(key)  # as in a new process: the marker says the cache holds them
     with use_backend("auto"):
-        assert backends.engine(prep, key, lambda: ran.append("never")) == "numba"
+        assert auto.engine(prep, key, lambda: ran.append("never")) == "numba"
     # a failing warm-up leaves torch answering, never the caller broken, and is not retried
     bad = ("test-only-failing", os.getpid())
     with use_backend("auto"):
-        assert backends.engine(prep, bad, lambda: 1 / 0) == "torch"
-        assert backends.wait_until_ready(timeout=30)
-        assert backends.engine(prep, bad, lambda: 1 / 0) == "numba"  # compiles in the caller, as before auto
+        assert auto.engine(prep, bad, lambda: 1 / 0) == "torch"
+        assert auto.wait_until_ready(timeout=30)
+        assert auto.engine(prep, bad, lambda: 1 / 0) == "numba"  # compiles in the caller, as before auto
     with use_backend("numba"):
-        assert backends.engine(prep, ("x",), lambda: None) == "numba"
+        assert auto.engine(prep, ("x",), lambda: None) == "numba"
     # on much data the compile pays for itself: no torch detour
-    monkeypatch.setattr(backends, "COLD_TORCH_MAX_ENTRIES", 1)
+    monkeypatch.setattr(auto, "COLD_TORCH_MAX_ENTRIES", 1)
     big = ("test-only-big", os.getpid())
     with use_backend("auto"):
-        assert backends.engine(prep, big, lambda: ran.append("big")) == "numba"
-    assert big not in backends._SCHEDULED
+        assert auto.engine(prep, big, lambda: ran.append("big")) == "numba"
+    assert big not in auto._SCHEDULED
 
 
 def test_cold_process_first_call_runs_on_torch(tmp_path):
@@ -240,10 +244,10 @@ def test_cold_process_first_call_runs_on_torch(tmp_path):
     script = textwrap.dedent(
         """
         import numpy as np, calibkit
-        from calibkit.metrics import backends
+        from calibkit.metrics.engines import auto
         chosen = []
-        engine = backends.engine
-        backends.engine = lambda *a: chosen.append(engine(*a)) or chosen[-1]
+        engine = auto.engine
+        auto.engine = lambda *a: chosen.append(engine(*a)) or chosen[-1]
         rng = np.random.default_rng(0)
         p = rng.dirichlet(np.ones(4), 500)
         y = rng.integers(0, 4, 500)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import calibkit
-from calibkit.metrics import statistics
+from calibkit.metrics.engines import threads
 
 
 def _data(n=140_000, k=5):  # two row ranges of at least _MIN_ROWS_PER_THREAD: the pool is used
@@ -23,7 +23,7 @@ def _report_in_child(probs, labels, expected, queue):
 def test_a_forked_child_runs_the_report_with_its_own_threads():
     probs, labels = _data()
     expected = calibkit.calibration_report(probs, labels, num_threads=2)["ace"]  # the parent's pool exists now
-    assert any(key[0] == os.getpid() for key in statistics._POOL) or statistics._default_threads() == 1
+    assert any(key[0] == os.getpid() for key in threads._POOL) or threads._default_threads() == 1
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     child = ctx.Process(target=_report_in_child, args=(probs, labels, expected, queue))

@@ -6,7 +6,7 @@ logits, when calibkit only ever needs the O(bins x classes) sums. Here the same 
 with torch on the tensor's own device, a block of rows at a time (a bounded working set), in
 float64, and only the sums come back. The same code runs on CPU tensors and numpy arrays
 (zero-copy views): it is calibkit's path while the numba kernels are not yet compiled
-(:mod:`calibkit.metrics.backends`), and CI checks it against the kernels on every input kind.
+(:mod:`calibkit.metrics.engines.auto`), and CI checks it against the kernels on every input kind.
 
 Same conventions as the kernels, bit for bit where the arithmetic allows: right-closed
 equal-width bins, the first index of the maximum as the top label, the softmax sum taken in
@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
-from calibkit.metrics.statistics import CalibrationStatistics
-from calibkit.metrics.validation import PreparedInput
+from calibkit.metrics._kernels.bins import ace_buckets_of_patterns
+from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan
+from calibkit.metrics.validation import PreparedInput, raise_input_error
 
 BLOCK_ENTRIES = {"cpu": 1 << 18, "cuda": 1 << 24}
 """Entries (rows x classes) converted at a time: float64 working buffers of 2 MB on the CPU
@@ -63,9 +64,8 @@ def _bin_index(torch: Any, p: Any, n_bins: int) -> Any:
 
 
 def _ace_bucket(torch: Any, p: Any) -> Any:
-    """Return the top 16 bits of the float64 pattern, offset (``_kernels._ace_bucket``)."""
-    key = (p.view(torch.int64) >> 48) - kernels.ACE_OFFSET
-    return key.clamp_(0, kernels.ACE_BUCKETS - 1)
+    """Return the ACE bucket of float64 probabilities (the layout of :mod:`calibkit.metrics._kernels.bins`)."""
+    return ace_buckets_of_patterns(p.view(torch.int64))
 
 
 def _fixed_point_scale(num_classes: int) -> float:
@@ -310,41 +310,29 @@ def _row_blocks(n_rows: int, num_classes: int, device_type: str) -> range:
     return range(0, n_rows, per_block)
 
 
-def bin_statistics_torch(
+def statistics_torch(
     prep: PreparedInput,
+    sums: SumsPlan,
     *,
     ignore_index: int,
-    top_bins: tuple[int, ...] | list[int],
-    fuzzy_bins: int,
-    classwise_bins: int,
-    groups: frozenset[str] | set[str],
-    eps: float,
     start: int = 0,
     stop: int | None = None,
     keep_on_device: bool = False,
-) -> tuple[CalibrationStatistics, np.ndarray]:
+) -> CalibrationStatistics:
     """Fill the statistics of rows ``[start, stop)`` with torch, on the input's device.
 
-    The counterpart of one range of :func:`calibkit.metrics.statistics.bin_statistics`: same
-    tables, same bins, the sums in float64, a block of rows at a time; only the sums leave
+    The counterpart of one range of :func:`calibkit.metrics.engines.numba_engine.statistics_numba`:
+    same tables, same bins, the sums in float64, a block of rows at a time; only the sums leave
     the device.
 
     Parameters
     ----------
     prep : PreparedInput
         Validated rows and labels: numpy arrays (viewed, not copied) or torch tensors.
+    sums : SumsPlan
+        The sums to fill.
     ignore_index : int
         Label of the rows to skip.
-    top_bins : sequence of int
-        Bin counts of the top-label tables.
-    fuzzy_bins : int
-        Fuzzy bins of FCE.
-    classwise_bins : int
-        Bins per class column of SCE.
-    groups : set of str
-        The optional sums to fill: ``rows``, ``classwise``, ``ace``, ``fuzzy``.
-    eps : float
-        Logs clip probabilities at ``eps``.
     start, stop : int
         The row range (default: every row).
     keep_on_device : bool, default False
@@ -353,17 +341,21 @@ def bin_statistics_torch(
 
     Returns
     -------
-    statistics : CalibrationStatistics
+    CalibrationStatistics
         The sums, as numpy arrays (tensors with ``keep_on_device``).
-    errors : ndarray of int64, shape (N_ERRORS,)
-        The first offending row of the range and its kind (as the kernels report it), -1 if none.
+
+    Raises
+    ------
+    ValueError
+        On the first bad row of the range, as the kernels report it.
     """
+    groups, top_bins, eps = sums.groups, sums.top_bins, sums.eps
+    fuzzy_bins, classwise_bins = sums.fuzzy_bins, sums.classwise_bins
     torch = _torch()
     x = as_tensor(prep.values)
     labels = as_tensor(prep.labels).to(x.device)
     device = x.device
     stop = x.shape[0] if stop is None else stop
-    groups = frozenset(groups)
     num_classes = prep.num_classes
     binary = prep.mode >= kernels.MODE_BINARY_PROBS
     shape = CalibrationStatistics.zeros(num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups)
@@ -423,12 +415,13 @@ def bin_statistics_torch(
             _column_sums(torch, P, y, _bin_index(torch, P, classwise_bins), classwise_bins, classwise)
         if "ace" in groups:
             _column_sums(torch, P, y, _ace_bucket(torch, P), kernels.ACE_BUCKETS, ace)
-    errors = np.full(kernels.N_ERRORS, -1, dtype=np.int64)
     if first_bad is not None:
+        errors = np.full(kernels.N_ERRORS, -1, dtype=np.int64)
         errors[first_bad[1]] = first_bad[0]
+        raise_input_error(prep, errors, ignore_index)
     for name, tensor in (("top", top), ("fuzzy", fuzzy), ("classwise", classwise), ("ace", ace), ("scalars", scalars)):
         setattr(shape, name, tensor if keep_on_device else tensor.cpu().numpy())
-    return shape, errors
+    return shape
 
 
 def exact_ace_partials_torch(
@@ -446,7 +439,7 @@ def exact_ace_partials_torch(
     prep : PreparedInput
         The rows of the first pass.
     ace : ndarray of shape (K, B, 3)
-        The ACE buckets of the first pass (:func:`bin_statistics_torch`).
+        The ACE buckets of the first pass (:func:`statistics_torch`).
     points : dict of str to ndarray
         From :func:`calibkit.metrics.statistics.ace_points`.
     ignore_index : int
@@ -457,7 +450,7 @@ def exact_ace_partials_torch(
     tuple of ndarray
         Per class and boundary, the exact sums of p and of the outcome below the boundary in its
         bucket, NaN where no boundary cuts a bucket (the ``partial`` of
-        :func:`calibkit.metrics.statistics.ace_from_points`).
+        :func:`calibkit.metrics.formulas.ace_from_points`).
     """
     torch = _torch()
     inside = points["inside"]

@@ -1,0 +1,265 @@
+"""The ``"auto"`` engine choice: which compiled kernels are ready, and the background compile.
+
+Under ``"auto"`` (:mod:`calibkit.metrics.backends`), host input goes to the kernels once they
+are compiled for its kind (in this process, or cached on disk by an earlier one); until then a
+call runs on the torch engine while a background thread compiles the kernels on small synthetic
+input of the same kind (:func:`synthetic_like`). :func:`engine` is asked once per call, by the
+engines' entry (:func:`calibkit.metrics.engines.fill_statistics`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+
+from calibkit import _numba_cache
+from calibkit._version import __version__
+from calibkit.metrics import _kernels as kernels
+from calibkit.metrics.backends import get_backend, on_device, use_backend
+from calibkit.metrics.validation import PreparedInput
+
+COLD_TORCH_MAX_ENTRIES = 1 << 23
+"""Under ``"auto"``, host input of more entries (rows x classes) than this waits for the compile
+instead of running on torch: on the CPU torch takes some 30 times the kernels' time, which
+passes the compile's own cost at a few million entries (``benchmarks/gpu.py --device cpu``)."""
+
+_READY: set[tuple] = set()
+_SCHEDULED: set[tuple] = set()
+_FAILED: set[tuple] = set()
+_LOCK = threading.Lock()
+_JOBS: queue.Queue = queue.Queue()
+_WORKER: threading.Thread | None = None
+
+
+def _stamp() -> str:
+    """Describe what a compiled kernel depends on: numba, Python, and the kernels' sources."""
+    sources = _numba_cache.sources_stamp()
+    return repr((numba.__version__, sys.version_info[:2], __version__, sources))
+
+
+def _marker(key: tuple) -> Path | None:
+    folder = _numba_cache.cache_folder()
+    if folder is None:
+        return None
+    digest = hashlib.sha1(repr((key, _stamp())).encode()).hexdigest()[:20]
+    return folder / f"calibkit-ready-{digest}"
+
+
+_IN_FLIGHT = 0
+_QUIET = threading.Event()  # set while no call runs on torch
+_QUIET.set()
+
+
+@contextlib.contextmanager
+def torch_call() -> Iterator[None]:
+    """Mark a call that runs on the torch engine: background compiles wait until it returns.
+
+    A compile thread holds the GIL most of the time, and a thread that releases it (torch
+    releases it in every operation, an import on every file read) waits up to the switch
+    interval to get it back: measured here, a first report took 4 s instead of 1 s with a
+    compile running beside it. So the compile starts once the call that needed it is over.
+
+    Yields
+    ------
+    None
+    """
+    global _IN_FLIGHT
+    with _LOCK:
+        _IN_FLIGHT += 1
+        _QUIET.clear()
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _IN_FLIGHT -= 1
+            if _IN_FLIGHT == 0:
+                _QUIET.set()
+
+
+def _worker() -> None:
+    with use_backend("numba"):  # the warm-ups themselves run the kernels
+        while True:
+            key, warm = _JOBS.get()
+            time.sleep(0.05)  # the call that scheduled it enters torch_call() right after
+            _QUIET.wait()
+            try:
+                warm()
+            except Exception:  # noqa: BLE001 - a failed compile leaves torch in charge, never the caller broken
+                with _LOCK:
+                    _FAILED.add(key)
+                continue
+            with _LOCK:
+                _READY.add(key)
+            marker = _marker(key)
+            if marker is not None:
+                with contextlib.suppress(OSError):
+                    marker.parent.mkdir(parents=True, exist_ok=True)
+                    marker.touch()
+
+
+def _schedule(key: tuple, warm: Callable[[], Any]) -> None:
+    global _WORKER
+    with _LOCK:
+        if key in _SCHEDULED:
+            return
+        _SCHEDULED.add(key)
+        if _WORKER is None or not _WORKER.is_alive():
+            # a daemon thread: a short script exits without waiting for the compile (numba writes
+            # its cache files under a temporary name, so a compile cut short leaves no broken file)
+            _WORKER = threading.Thread(target=_worker, name="calibkit-warmup", daemon=True)
+            _WORKER.start()
+    _JOBS.put((key, warm))
+
+
+def kind_key(job: str, prep: Any, detail: Any = None) -> tuple:
+    """Return what decides which kernels a call compiles: the job, the input kind, its dtypes.
+
+    Parameters
+    ----------
+    job : str
+        ``"report"``, ``"statistics"``, ...
+    prep : PreparedInput
+        The input.
+    detail : object, optional
+        The job's own choice of kernels (the metrics asked for).
+
+    Returns
+    -------
+    tuple
+    """
+    k = prep.num_classes
+    # top-label kernels are compiled once per class count up to 8; other code paths only
+    # depend on whether rows are long (a runtime branch, one compile)
+    shape = k if k <= 8 else ("long" if k >= 16 else "mid")
+    return (job, _canonical(detail), prep.mode, str(prep.values.dtype), str(prep.labels.dtype), shape)
+
+
+def _canonical(value: Any) -> Any:
+    """Turn sets into sorted tuples: a key's repr names the marker file, and a set's order changes between processes."""
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(_canonical(v) for v in value))
+    if isinstance(value, tuple):
+        return tuple(_canonical(v) for v in value)
+    return value
+
+
+def engine(prep: Any, key: tuple, warm: Callable[[], Any]) -> str:
+    """Choose the engine of one call.
+
+    Parameters
+    ----------
+    prep : PreparedInput
+        The input.
+    key : tuple
+        :func:`kind_key` of the call.
+    warm : callable
+        Runs the same job on the kernels (on small synthetic input of the same kind): the
+        background compile, under ``"auto"``, when the kernels are not ready.
+
+    Returns
+    -------
+    str
+        ``"numba"`` or ``"torch"``.
+    """
+    if on_device(prep.values):
+        return "torch"
+    backend = get_backend()
+    if backend != "auto":
+        return backend
+    if key in _READY:
+        return "numba"
+    if key in _FAILED or not _torch_available():
+        return "numba"
+    marker = _marker(key)
+    if marker is not None and marker.exists():
+        with _LOCK:
+            _READY.add(key)
+        return "numba"
+    if prep.values.size > COLD_TORCH_MAX_ENTRIES:
+        return "numba"  # compiling pays for itself on this much data
+    _schedule(key, warm)
+    return "torch"
+
+
+def wait_until_ready(timeout: float | None = None) -> bool:
+    """Wait for the background compiles started so far (tests, benchmarks, ``calibkit warmup``).
+
+    Parameters
+    ----------
+    timeout : float, optional
+        Seconds to wait at most (default: no limit).
+
+    Returns
+    -------
+    bool
+        True when every scheduled compile has finished.
+    """
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        with _LOCK:
+            pending = _SCHEDULED - _READY - _FAILED
+        if not pending:
+            return True
+        if end is not None and time.monotonic() >= end:
+            return False
+        time.sleep(0.05)
+
+
+def _torch_available() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # pragma: no cover
+        return False
+
+
+def synthetic_like(prep: Any, ignore_index: int, rows: int = 512) -> Any:
+    """Return random input of the same kind as ``prep`` (mode, classes, dtypes), for a warm-up.
+
+    Parameters
+    ----------
+    prep : PreparedInput
+        The kind to copy.
+    ignore_index : int
+        The masked label (one row carries it, so the masked path is compiled too).
+    rows : int, default 512
+        Rows: enough for every ACE range boundary to cut a bucket, so the exact pass compiles.
+
+    Returns
+    -------
+    PreparedInput
+    """
+    rng = np.random.default_rng(0)
+    k = prep.num_classes
+    if prep.mode >= kernels.MODE_BINARY_PROBS:
+        z = rng.normal(size=(rows, 1)) * 2
+        values = 1 / (1 + np.exp(-z)) if prep.mode == kernels.MODE_BINARY_PROBS else z
+    else:
+        z = rng.normal(size=(rows, k)) * 2
+        values = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True) if prep.mode == kernels.MODE_PROBS else z
+    labels = rng.integers(0, k, rows).astype(prep.labels.dtype)
+    if not 0 <= ignore_index < k and np.can_cast(np.min_scalar_type(ignore_index), prep.labels.dtype):
+        labels[0] = ignore_index
+    values = np.ascontiguousarray(values.astype(str(prep.values.dtype).replace("torch.", "")))
+    return PreparedInput(values, labels, prep.mode, k, values.shape)
+
+
+def scheduled_count() -> int:
+    """Return how many kinds have been scheduled for a background compile in this process.
+
+    Returns
+    -------
+    int
+    """
+    with _LOCK:
+        return len(_SCHEDULED)

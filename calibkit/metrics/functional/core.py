@@ -1,0 +1,194 @@
+"""What every metric function shares: one call of the one-shot report, and :func:`calibration_report` itself.
+
+Every function of :mod:`calibkit.metrics.functional` takes ``probs`` of shape ``(N,)``
+(probability of class 1, binary), ``(N, K)`` or ``(N, L, K)`` (token classification) and
+integer ``labels`` of shape ``(N,)`` or ``(N, L)``; positions whose label is ``ignore_index``
+(-100, as ``transformers`` pads) are skipped. ``from_logits=True`` applies softmax (sigmoid for
+1-D input) on the fly. Each is one call of :func:`calibkit.metrics.report.exact_report` on the
+batch, so :func:`calibration_report` costs about as much as a single metric. Conventions: SPEC.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from calibkit.metrics.formulas import binned_gaps
+from calibkit.metrics.registry import metric_names
+from calibkit.metrics.report import exact_report
+from calibkit.metrics.settings import CalibrationSettings, either
+from calibkit.metrics.statistics import CalibrationStatistics
+from calibkit.metrics.validation import check_num_threads, prepare
+
+ArrayLike = Any
+
+
+NORMS = ("l1", "l2", "max")
+"""``ece(..., norm=)``: the mean absolute gap (ECE), the root mean squared gap, the largest gap (MCE)."""
+
+
+def _report(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    metrics: tuple[str, ...],
+    settings: CalibrationSettings,
+    num_threads: int | None = None,
+) -> tuple[dict[str, Any], CalibrationStatistics]:
+    num_threads = check_num_threads(num_threads)
+    prep = prepare(probs, labels, from_logits=settings.from_logits, ignore_index=settings.ignore_index)
+    return exact_report(prep, settings, metrics, num_threads=num_threads)
+
+
+def _bins(stats: CalibrationStatistics, n_bins: int) -> dict[str, np.ndarray]:
+    table = stats.top_table(n_bins).sum(axis=0)
+    out = {"edges": np.linspace(0.0, 1.0, n_bins + 1), **binned_gaps(table)}
+    n = table[:, 0].sum()
+    out["ece_contribution"] = np.abs(table[:, 2] - table[:, 1]) / n
+    out["esce_contribution"] = (table[:, 2] - table[:, 1]) / n
+    if "rows" in stats.has:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["ecd"] = table[:, 3] / table[:, 0]
+    return out
+
+
+def reliability_bins(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+) -> dict[str, np.ndarray]:
+    """Compute the per-bin breakdown behind reliability diagrams and the entropic paper's per-bin tables.
+
+    Equal-width right-closed bins on the top-label confidence (on the class-1 probability for
+    1-D binary input). Empty bins hold NaN means and zero contributions.
+
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    n_bins : int, default 15
+        ``M``, the number of equal-width bins.
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``edges`` (M+1), and per bin ``count``, ``confidence`` (mean), ``accuracy`` (fraction
+        correct, or of positives for binary), ``gap = accuracy - confidence``,
+        ``ece_contribution = n_b/N |gap|``, ``esce_contribution = n_b/N gap`` and ``ecd`` (mean
+        per-sample ECD).
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    Examples
+    --------
+    >>> b = reliability_bins([[0.9, 0.1], [0.2, 0.8]], [0, 0], n_bins=5)
+    >>> b["count"].tolist(), b["gap"][4].round(2)
+    ([0.0, 0.0, 0.0, 1.0, 1.0], np.float64(0.1))
+    """
+    settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+    _, stats = _report(probs, labels, ("ece", "ecd"), settings)
+    return _bins(stats, settings.n_bins)
+
+
+def calibration_report(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    metrics: Iterable[str] | None = None,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    n_bins: int = 15,
+    ace_ranges: int = 15,
+    sce_bins: int = 15,
+    rbece_bins: int = 20,
+    theta: float = 40,
+    fce_bins: int = 15,
+    esce_bins: int = 10,
+    eps: float = 1e-12,
+    num_threads: int | None = None,
+    fce_variant: str = "paper",
+    settings: CalibrationSettings | None = None,
+) -> dict[str, Any]:
+    """Compute every metric in one pass over the data, ACE exact.
+
+    Exact ACE adds a second pass that copies only the samples of the fine buckets an
+    equal-mass range boundary cuts (on rows of 16 classes or more and up to 32 ``sce_bins``,
+    also those a class-wise bin edge cuts: SCE's bins are then built from the ACE buckets
+    instead of a second histogram in the first pass).
+
+    Parameters
+    ----------
+    probs : array-like or torch.Tensor of shape (N,), (N, K) or (N, L, K)
+        Probabilities (logits with ``from_logits=True``): of class 1 for binary input, one row
+        per sample, or one row per token.
+    labels : array-like of int, shape (N,) or (N, L)
+        True classes in ``[0, K)``; positions equal to ``ignore_index`` are skipped.
+    metrics : iterable of str, optional
+        Names from :data:`calibkit.METRICS` (default: all); the pass then skips the sums only
+        the others need (e.g. the per-entry logs of ECD, NLL and Brier).
+    from_logits : bool, default False
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    ignore_index : int, default -100
+        Label of the positions to skip (``transformers`` pads labels with -100).
+    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant
+        The settings of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's
+        defaults); ``fce_variant="authors"`` reports FCE as the fuzzy-binning authors' code
+        computes it (see :func:`fce`).
+    num_threads : int, optional
+        Threads of the pass (default: the CPUs available).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the keywords (not both).
+
+    Returns
+    -------
+    dict
+        The keys of :data:`calibkit.METRICS` (``ece, mce, ece_l2, ece_l2_debiased, ace, sce,
+        subset_ece, cece, msece, wsece, ece_variance, rbece, fce, overconfidence, ecd, esce,
+        brier, nll``: the functions of the same names, with these settings) or those asked for,
+        then ``ace_error_bound`` (0 here: ACE is exact), ``accuracy``, ``n`` (samples after
+        masking) and ``num_classes``.
+
+    Raises
+    ------
+    ValueError
+        On bad input, naming the argument and the position: NaN or inf, probabilities outside
+        [0, 1] or rows not summing to 1, labels outside ``[0, K)``, shapes that do not match, a
+        bad setting, or no sample left after masking.
+
+    Examples
+    --------
+    >>> r = calibration_report([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], theta=0)
+    >>> round(r["ece"], 4), r["accuracy"], r["n"], r["num_classes"]
+    (0.3, 0.75, 4, 2)
+    """
+    given = CalibrationSettings(
+        n_bins=n_bins,
+        ace_ranges=ace_ranges,
+        sce_bins=sce_bins,
+        rbece_bins=rbece_bins,
+        theta=theta,
+        fce_bins=fce_bins,
+        fce_variant=fce_variant,
+        esce_bins=esce_bins,
+        eps=eps,
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+    )
+    names = metric_names(metrics)
+    return _report(probs, labels, names, either(settings, given), num_threads=num_threads)[0]
