@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax, softmax
@@ -168,6 +168,12 @@ def test_histogram_binning_matches_a_loop():
     np.testing.assert_allclose(model.predict_proba(z), mapped / mapped.sum(axis=1, keepdims=True), atol=2e-6)
 
 
+def slope_at_infinite_temperature(z, y, weight):
+    """d/dbeta of the weighted NLL of softmax(beta z) at beta = 0: mean_k z - z_y, weighted by class."""
+    w = weight[y]
+    return float(np.sum(w * (z.mean(axis=1) - z[np.arange(len(y)), y])) / np.sum(w))
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
@@ -175,9 +181,20 @@ def test_histogram_binning_matches_a_loop():
     method=st.sampled_from(["ts", "wts", "rd-ts"]),
     scale=st.floats(0.1, 30),
 )
+@example(seed=4621, k=3, method="wts", scale=0.125)  # uninformative logits: WTS's weighted NLL has no minimum
 def test_temperature_methods_never_change_the_argmax(seed, k, method, scale):
+    """The fitted map keeps the argmax; where no T > 0 lowers the (weighted) NLL the fit refuses, and
+    only there. The NLL of softmax(beta z) is convex in beta, so it has a minimum at some beta > 0
+    exactly when its slope at beta = 0 is negative: with logits this close to uninformative (scale
+    0.1-0.2, n = 400) WTS's class weights can make that slope positive while TS's is negative."""
     z, y = overconfident(seed=seed, n=400, k=k, scale=scale, temperature=1.5)
     y[:k] = np.arange(k)  # every class present (WTS needs two)
+    counts = np.bincount(y, minlength=k)
+    weight = 1 - counts / counts.sum() if method == "wts" else np.ones(k)
+    if method != "rd-ts" and not slope_at_infinite_temperature(z, y, weight) < 0:
+        with pytest.raises(ValueError, match="the logits do not favour the labels"):
+            make_calibrator(method).fit(z, y)
+        return
     calibrated = make_calibrator(method).fit(z, y).transform(z)
     np.testing.assert_array_equal(calibrated.argmax(axis=1), z.argmax(axis=1))
 
