@@ -15,13 +15,14 @@ import numba as nb
 import numpy as np
 
 from calibkit._numba_cache import CACHE
-from calibkit.metrics._kernels.constants import ACE_BUCKETS, ACE_OFFSET
+from calibkit.metrics._kernels.constants import ACE_BUCKETS, ACE_OFFSET, EDGE_SHRINK
 
 
 @nb.njit(cache=CACHE, inline="always")
 def _bin_index(p, n_bins):
-    # Right-closed equal-width bins ((m-1)/M, m/M]; 0 goes to the first bin (SPEC.md).
-    b = int(math.ceil(p * n_bins)) - 1
+    # Right-closed equal-width bins ((m-1)/M, m/M]; 0 goes to the first bin; a value within
+    # 2**-40 above an edge counts as on it (SPEC.md, constants.EDGE_SHRINK).
+    b = int(math.ceil((p * n_bins) * EDGE_SHRINK)) - 1
     if b < 0:
         return 0
     if b >= n_bins:
@@ -40,7 +41,7 @@ def _ace_bucket(bits):
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _equal_width_bins(P, out, n, n_bins):
     for j in range(n):
-        out[j] = min(max(np.int64(math.ceil(P[j] * n_bins)) - 1, 0), n_bins - 1)
+        out[j] = min(max(np.int64(math.ceil((P[j] * n_bins) * EDGE_SHRINK)) - 1, 0), n_bins - 1)
 
 
 @nb.njit(cache=CACHE, nogil=True)

@@ -20,6 +20,13 @@ N_SCALARS = 7
 
 ROW_SUM_TOLERANCE = 1e-3
 
+EDGE_SHRINK = 1.0 - 2.0**-40
+"""Bins are decided on ``(p * M) * EDGE_SHRINK``: a value at most about 2**-40 (relative) above an
+edge m/M counts as on it, in the bin below (SPEC.md). Two engines' softmax of the same logits
+differ by an ulp or two, and a value that is m/M in exact arithmetic (logits log(counts)) would
+otherwise land on either side of the edge depending on which engine ran; both compute this
+product with the same two roundings, so they assign every value to the same bin."""
+
 LONG_ROW = 16
 """Rows of at least this many classes go through per-row vector loops (maximum and top label,
 softmax, class-wise first bin); shorter ones a block at a time or in scalar code, where a

@@ -18,6 +18,7 @@ add them, so results agree to about 1e-15 relative, not to the last bit.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -54,12 +55,16 @@ def as_tensor(array: Any) -> Any:
         On the array's own device.
     """
     torch = _torch()
-    return array if isinstance(array, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(array))
+    if isinstance(array, torch.Tensor):
+        return array
+    with warnings.catch_warnings():  # a read-only array (Arrow's, a memory map): the engine never writes to it
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(np.ascontiguousarray(array))
 
 
 def _bin_index(torch: Any, p: Any, n_bins: int) -> Any:
-    """Right-closed equal-width bins ``((m-1)/M, m/M]``, 0 in the first (``_kernels._bin_index``)."""
-    b = torch.ceil(p * n_bins) - 1.0
+    """Right-closed equal-width bins ``((m-1)/M, m/M]``, 0 in the first, edges decided as ``_kernels._bin_index``."""
+    b = torch.ceil((p * n_bins) * kernels.EDGE_SHRINK) - 1.0
     return b.clamp_(0, n_bins - 1).nan_to_num_(0.0).long()
 
 
