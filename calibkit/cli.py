@@ -236,7 +236,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_report_shards(args: argparse.Namespace) -> int:
     """``--predictions`` is a folder or a glob: stream the shards (bounded memory, exact ACE)."""
-    from calibkit.shards import stream_report
+    from calibkit.shards import skipped_note, stream_report
 
     if args.bootstrap:
         raise ValueError(
@@ -246,13 +246,16 @@ def cmd_report_shards(args: argparse.Namespace) -> int:
         args.predictions, ignore_index=args.ignore_index, n_bins=args.n_bins, theta=args.theta,
         fce_variant=args.fce_variant, exact_ace=not args.approximate_ace, progress=not args.quiet,
     )  # fmt: skip
-    passes, shards = report.pop("passes"), report.pop("shards")
-    source = f"{args.predictions} ({shards} shards, {report['n']} labelled predictions, read {passes} times)"
+    passes, shards, skipped = report.pop("passes"), report.pop("shards"), report.pop("skipped")
+    left_out = skipped_note(skipped)
+    source = f"{args.predictions} ({shards} shards, {report['n']} labelled predictions, read {passes} times"
+    source += f"; {left_out})" if left_out else ")"
     if args.approximate_ace:
         source += f"; ace within {report['ace_error_bound']:.2g} (--approximate-ace: one pass)"
     if args.fce_variant != "paper":
         source += f"; fce as the fuzzy-binning authors' code computes it (--fce-variant {args.fce_variant})"
-    out = {"source": source, "fce_variant": args.fce_variant, "passes": passes, "shards": shards, **_jsonable(report)}
+    out = {"source": source, "fce_variant": args.fce_variant, "passes": passes, "shards": shards, "skipped": skipped}
+    out.update(_jsonable(report))
     table = f"calibkit report: {source}\n{format_table(report)}"
     if args.output:
         folder = writable_folder(args.output)

@@ -20,6 +20,8 @@ read whole (its arrays cannot be read in parts from the zip), one shard at a tim
 from __future__ import annotations
 
 import glob
+import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.prediction_files import from_arrow_table, npz_header, one_line, read_npz
+from calibkit.prediction_files import from_arrow_table, load_predictions, npz_header, one_line, read_npz
 
 SHARD_SUFFIXES = (".parquet", ".npz", ".jsonl")
 BATCH_BYTES = 8 * 2**20  # per-batch working memory is about 30x this (Arrow buffers, conversions, kernel blocks)
@@ -48,8 +50,140 @@ def is_shard_location(location: str) -> bool:
     return Path(location).is_dir() or glob.has_magic(location)
 
 
+WHOLE_FILE_SUFFIXES = (".json", ".csv")
+"""Prediction files read whole (as ``--predictions FILE`` reads them), one at a time, when found among
+shards; a file of these suffixes that holds no predictions (a ``report.json``) is skipped and counted."""
+
+
+def _holds_predictions(file: Path) -> bool:
+    """Tell from its first 64 kB whether a ``.json``/``.csv`` file has ``labels`` and ``probs``/``logits`` columns."""
+    with open(file, encoding="utf-8", errors="replace") as handle:
+        head = handle.read(65536)
+    if file.suffix.lower() == ".csv":
+        columns = [c.strip().strip('"') for c in head.split("\n", 1)[0].split(",")]
+        return "labels" in columns and any(c.startswith(("probs", "logits")) for c in columns)
+    return '"labels"' in head and ('"probs' in head or '"logits' in head)
+
+
+def _glob(pattern: str) -> list[Path]:
+    """Return the paths matching ``pattern``; ``**`` spans folders, each real folder entered once.
+
+    :func:`glob.glob` follows every link again under ``**``, so a link loop multiplies the paths
+    (and two loops never end); here links are followed but a folder already entered is not.
+    """
+    if "**" not in pattern:
+        return [Path(p) for p in sorted(glob.glob(pattern))]
+    parts = Path(pattern).parts
+    fixed = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    base = Path(*parts[:fixed]) if fixed else Path(".")
+    regex = re.compile(_translate(parts[fixed:]))
+    found, entered = [], set()
+    for folder, dirs, names in os.walk(base, followlinks=True):
+        real = Path(folder).resolve()
+        if real in entered:
+            dirs[:] = []
+            continue
+        entered.add(real)
+        dirs.sort()  # the same path for a file reached two ways, on every run
+        for name in sorted(dirs + names):
+            path = Path(folder) / name
+            if regex.fullmatch(path.relative_to(base).as_posix()):
+                found.append(path)
+    return sorted(found)
+
+
+def _translate(parts: tuple[str, ...]) -> str:
+    """Return a regular expression for relative paths matching glob ``parts`` (``**`` spans folders)."""
+    pieces = []
+    for part in parts:
+        if part == "**":
+            pieces.append("(?:[^/]+/)*")
+            continue
+        out = ""
+        for ch in part:
+            out += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
+        pieces.append(out + "/")
+    return "".join(pieces)[:-1] if not parts[-1] == "**" else "".join(pieces) + "[^/]+"
+
+
+def find_shards(location: str) -> tuple[list[Path], dict[str, list[Path]]]:
+    """Find the shards of a folder (recursively) or a glob, each file once, and what was skipped.
+
+    Links are followed, but every file is read once, by its resolved path (a ``latest -> run1``
+    link does not double the data), and a folder already entered is not entered again (a link
+    loop ends). A folder matched by a glob (Spark's ``b.parquet/`` of part files) is searched
+    like a folder. Files that are no prediction file (Spark's ``_SUCCESS``, ``.crc``) are
+    skipped and counted; a prediction file that cannot be a shard, or a broken link to a shard,
+    is an error naming it.
+
+    Parameters
+    ----------
+    location : str
+        A folder, a glob pattern, or one file.
+
+    Returns
+    -------
+    files : list of Path
+        The shards, sorted.
+    skipped : dict of str to list of Path
+        Per reason (``"not a prediction file"``, ``"a link to a file already read"``,
+        ``"a broken link"``), the paths left out.
+
+    Raises
+    ------
+    ValueError
+        When there is no shard, a glob matches a file that is no prediction file, or a
+        prediction file's link is broken.
+    """
+    path = Path(location)
+    if glob.has_magic(location):
+        roots = _glob(location)
+    elif path.is_dir():
+        roots = [path]
+    elif path.is_file():
+        return [path], {}
+    elif path.is_symlink():
+        raise ValueError(f"--predictions: {location} is a link to {os.readlink(path)}, which does not exist")
+    else:
+        raise ValueError(f"--predictions: no such file, folder or glob match: {location}")
+    files: dict[Path, Path] = {}  # resolved -> as found
+    skipped: dict[str, list[Path]] = {}
+    entered: set[Path] = set()
+
+    def consider(p: Path, matched: bool) -> None:
+        if p.is_symlink() and not p.exists():
+            if p.suffix.lower() in SHARD_SUFFIXES + WHOLE_FILE_SUFFIXES:
+                raise ValueError(f"--predictions: {p} is a link to {os.readlink(p)}, which does not exist")
+            skipped.setdefault("a broken link", []).append(p)
+        elif p.is_dir():
+            real = p.resolve()
+            if real not in entered:  # a folder reached twice (a link to it, a link loop) is read once
+                entered.add(real)
+                for child in sorted(p.iterdir()):
+                    consider(child, False)
+        elif p.suffix.lower() in SHARD_SUFFIXES or (p.suffix.lower() in WHOLE_FILE_SUFFIXES and _holds_predictions(p)):
+            real = p.resolve()
+            if real in files:
+                skipped.setdefault("a link to a file already read", []).append(p)
+            else:
+                files[real] = p
+        elif matched:
+            raise ValueError(
+                f"--predictions: {p} matches {location!r} but is not a prediction file (.parquet, .npz, .jsonl, "
+                "or .json/.csv with labels and probs/logits)"
+            )
+        else:
+            skipped.setdefault("not a prediction file", []).append(p)
+
+    for root in roots:
+        consider(root, True)
+    if not files:
+        raise ValueError(f"--predictions: no .parquet, .npz or .jsonl shard in {location}")
+    return sorted(files.values()), skipped
+
+
 def shard_files(location: str) -> list[Path]:
-    """List the shards of a folder (recursively) or a glob, sorted.
+    """List the shards of a folder (recursively) or a glob, sorted, each file once (:func:`find_shards`).
 
     Parameters
     ----------
@@ -63,25 +197,27 @@ def shard_files(location: str) -> list[Path]:
     Raises
     ------
     ValueError
-        When there is no shard, or a glob matches a file that is not a shard.
+        As :func:`find_shards`.
     """
-    path = Path(location)
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SHARD_SUFFIXES)
-    elif glob.has_magic(location):
-        files = sorted(Path(p) for p in glob.glob(location, recursive=True) if Path(p).is_file())
-        other = [f for f in files if f.suffix.lower() not in SHARD_SUFFIXES]
-        if other:
-            raise ValueError(
-                f"--predictions: {other[0]} matches {location!r} but is not a .parquet, .npz or .jsonl shard"
-            )
-    elif path.is_file():
-        files = [path]
-    else:
-        raise ValueError(f"--predictions: no such file, folder or glob match: {location}")
-    if not files:
-        raise ValueError(f"--predictions: no .parquet, .npz or .jsonl shard in {location}")
-    return files
+    return find_shards(location)[0]
+
+
+def skipped_note(skipped: dict[str, list[Any]]) -> str:
+    """Say in one phrase how many files were left out and why (empty when none).
+
+    Parameters
+    ----------
+    skipped : dict of str to list of Path or str
+        From :func:`find_shards` (or :func:`stream_report`'s ``"skipped"``).
+
+    Returns
+    -------
+    str
+    """
+    if not skipped:
+        return ""
+    notes = [f"{len(paths)} skipped ({reason}, e.g. {Path(paths[0]).name})" for reason, paths in skipped.items()]
+    return "; ".join(notes)
 
 
 def _parquet_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
@@ -171,8 +307,8 @@ def iter_batches(
     kind = None
     for index, file in enumerate(files):
         suffix = file.suffix.lower()
-        if suffix == ".npz":
-            values, labels, logits = read_npz(file)
+        if suffix in (".npz",) + WHOLE_FILE_SUFFIXES:  # read whole, one file at a time
+            values, labels, logits = read_npz(file) if suffix == ".npz" else load_predictions(file)
             batches = [((values, labels, logits), None)]
         else:
             reader = _parquet_batches if suffix == ".parquet" else _jsonl_batches
@@ -245,7 +381,8 @@ def stream_report(
     -------
     dict
         The report (as :func:`calibkit.calibration_report`; ``ace_error_bound`` 0 when exact) and
-        ``"passes"``: how many times the shards were read; ``"shards"``: how many.
+        ``"passes"``: how many times the shards were read; ``"shards"``: how many;
+        ``"skipped"``: per reason, the files left out (:func:`find_shards`).
     """
     from tqdm.auto import tqdm
 
@@ -254,7 +391,7 @@ def stream_report(
     from calibkit.metrics.validation import check_bool, check_positive_int
 
     batch_bytes = check_positive_int(batch_bytes, "batch_bytes")
-    files = shard_files(location)
+    files, skipped = find_shards(location)
     counts = [_table_rows(f) for f in files]
     total = None if any(c is None for c in counts) else sum(counts)
     settings = dict(
@@ -289,4 +426,5 @@ def stream_report(
                     exact.update(values, labels)
             exact.end_pass()
         partials = exact.partials()
-    return {**acc.compute(ace_partials=partials), "passes": passes, "shards": len(files)}
+    out = {**acc.compute(ace_partials=partials), "passes": passes, "shards": len(files)}
+    return {**out, "skipped": {reason: [str(p) for p in paths] for reason, paths in skipped.items()}}

@@ -323,3 +323,74 @@ def test_cli_streams_a_folder(tmp_path, capsys):
     assert all(once[key] == got[key] for key in FLOATS if key != "ace")
     assert main(["report", "--predictions", str(tmp_path), "--bootstrap", "10"]) == 2
     assert "--bootstrap" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# Which files are read: each once, whatever the links; nothing left out without a word
+
+
+def three_shards(folder, seed=0):
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    values, labels = [], []
+    for i in range(3):
+        p = rng.dirichlet(np.ones(3), 100)
+        y = rng.integers(0, 3, 100)
+        write_parquet(folder / f"s{i}.parquet", p, y, "probs")
+        values.append(p)
+        labels.append(y)
+    return np.concatenate(values), np.concatenate(labels)
+
+
+def test_links_and_loops_read_each_file_once(tmp_path):
+    runs = tmp_path / "runs"
+    p, y = three_shards(runs / "run1")
+    (runs / "latest").symlink_to("run1")  # the same run twice
+    (runs / "run1" / "loop").symlink_to("..")  # a loop back up
+    (runs / "run1" / "again.parquet").symlink_to("s0.parquet")  # one shard under two names
+    expected = calibkit.calibration_report(p, y)
+    for location in (str(runs), str(runs / "**" / "*.parquet"), str(runs / "*" / "*.parquet")):
+        report = stream_report(location, progress=False)
+        assert report["shards"] == 3 and report["n"] == 300, location
+        assert_same_report(report, expected)
+    skipped = stream_report(str(runs / "**" / "*.parquet"), progress=False)["skipped"]
+    assert set(skipped) == {"a link to a file already read"}
+
+
+def test_spark_folders_are_read_and_other_files_counted(tmp_path, capsys):
+    spark = tmp_path / "spark"
+    p, y = three_shards(spark / "b.parquet")  # a directory of part files, as Spark writes
+    (spark / "b.parquet" / "_SUCCESS").write_text("")
+    (spark / "b.parquet" / ".s0.parquet.crc").write_text("x")
+    report = stream_report(str(spark / "*.parquet"), progress=False)
+    assert report["shards"] == 3 and report["n"] == 300
+    assert sorted(report["skipped"]["not a prediction file"]) == sorted(
+        str(spark / "b.parquet" / name) for name in ("_SUCCESS", ".s0.parquet.crc")
+    )
+    assert main(["report", "--predictions", str(spark), "--quiet"]) == 0
+    assert (
+        "3 shards, 300 labelled predictions, read 2 times; 2 skipped (not a prediction file" in capsys.readouterr().out
+    )
+
+
+def test_json_and_csv_prediction_files_among_shards_are_read_and_broken_links_named(tmp_path, capsys):
+    folder = tmp_path / "preds"
+    p, y = three_shards(folder)
+    extra_p = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    (folder / "extra.json").write_text(json.dumps({"probs": extra_p.tolist(), "labels": [0, 2]}))
+    (folder / "wide.csv").write_text("probs_0,probs_1,probs_2,labels\n0.2,0.5,0.3,1\n")
+    (folder / "report.json").write_text(json.dumps({"ece": 0.1, "n": 3}))  # an output, not predictions
+    report = stream_report(str(folder), progress=False)
+    expected = calibkit.calibration_report(
+        np.concatenate([extra_p, p, [[0.2, 0.5, 0.3]]]), np.concatenate([[0, 2], y, [1]])
+    )
+    assert report["shards"] == 5 and report["n"] == 303
+    assert_same_report(report, expected)
+    assert report["skipped"] == {"not a prediction file": [str(folder / "report.json")]}
+    with pytest.raises(ValueError, match=r"report\.json matches .* but is not a prediction file"):
+        shard_files(str(folder / "*.json"))
+    (folder / "dead.parquet").symlink_to(tmp_path / "gone.parquet")
+    with pytest.raises(ValueError, match=r"dead\.parquet is a link to .*gone\.parquet, which does not exist"):
+        shard_files(str(folder))
+    assert main(["report", "--predictions", str(folder), "--quiet"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1  # one line, exit 2
