@@ -17,7 +17,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -515,11 +515,17 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and exit status 2, as every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the error in one line with where to find the usage, and exit with status 2."""
+        self.exit(2, f"calibkit: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``calibkit`` argument parser, one sub-command per ``cmd_*`` function."""
-    parser = argparse.ArgumentParser(
-        prog="calibkit", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+    parser = _Parser(prog="calibkit", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="fine-tune MiniLM offline, compare every calibrator, write tables and figures")
     demo.add_argument("--task", choices=("token", "sequence"), default="token", help="Twitter NER or BBC News")

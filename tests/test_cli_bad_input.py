@@ -310,3 +310,19 @@ def test_memory_error_is_one_line(tmp_path, capsys, monkeypatch):
     assert_one_line_error(
         capsys, "not enough memory (Unable to allocate 8.00 TiB", "--predictions", good_npz(tmp_path / "p.npz")
     )
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["report", "--fce-variant", "Authors"], "argument --fce-variant: invalid choice: 'Authors'"),
+        (["report", "--bins", "3"], "unrecognized arguments: --bins 3"),
+        (["frobnicate"], "argument command: invalid choice: 'frobnicate'"),
+    ],
+)
+def test_a_bad_option_is_one_line_and_exit_2(capsys, args, expected):
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("calibkit: error: ") and expected in err

@@ -143,7 +143,12 @@ def prepare_fit(logits: Any, labels: Any, ignore_index: int) -> FitInput:
     keep = y != ignore_index
     bad = keep & ((y < 0) | (y >= k))
     if bad.any():
-        raise ValueError(f"`labels` must lie in [0, {k}) or equal ignore_index={ignore_index}, got {int(y[bad][0])}")
+        i = int(np.flatnonzero(bad)[0])
+        where = tuple(int(w) for w in np.unravel_index(i, shape[:-1]))
+        raise ValueError(
+            f"`labels` must lie in [0, {k}) or equal ignore_index={ignore_index}; got {int(y[i])} at position "
+            f"{where[0] if len(where) == 1 else where}"
+        )
     n_kept = int(keep.sum())
     if n_kept == 0:
         raise ValueError("`labels` holds no sample to fit on (empty, or every label is ignore_index)")

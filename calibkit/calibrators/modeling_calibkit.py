@@ -490,7 +490,15 @@ def _loss_labels(labels, logits: torch.Tensor) -> torch.Tensor:
     flat = labels.reshape(-1).to(device=logits.device, dtype=torch.long)
     bad = (flat != -100) & ((flat < 0) | (flat >= k))
     if bad.any():
-        raise ValueError(f"`labels` must lie in [0, {k}) or equal -100, got {int(flat[bad][0])}")
+        i = rest = int(torch.nonzero(bad)[0, 0])
+        where = []
+        for size in reversed(tuple(labels.shape) or (1,)):  # the position in the labels' own shape
+            rest, r = divmod(rest, size)
+            where.insert(0, r)
+        raise ValueError(
+            f"`labels` must lie in [0, {k}) or equal -100; got {int(flat[i])} at position "
+            f"{where[0] if len(where) == 1 else tuple(where)}"
+        )
     return flat
 
 

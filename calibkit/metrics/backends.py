@@ -30,9 +30,8 @@ BACKENDS = ("auto", "numba", "torch")
 """The engines :func:`set_backend` accepts."""
 
 _override: contextvars.ContextVar[str | None] = contextvars.ContextVar("calibkit_backend", default=None)
-_default = os.environ.get("CALIBKIT_BACKEND", "auto")
-if _default not in BACKENDS:  # a typo in the environment must not pass silently
-    raise ValueError(f"CALIBKIT_BACKEND must be one of {list(BACKENDS)}, got {_default!r}")
+_default = os.environ.get("CALIBKIT_BACKEND", "auto")  # checked at the first call, so that the
+# command line can say so in one line (an import that raised would print a traceback first)
 
 
 def _check(name: Any) -> str:
@@ -48,8 +47,16 @@ def get_backend() -> str:
     -------
     str
         One of :data:`BACKENDS`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``CALIBKIT_BACKEND`` when that variable holds another value.
     """
-    return _override.get() or _default
+    chosen = _override.get() or _default
+    if chosen not in BACKENDS:  # a typo in the environment must not pass silently
+        raise ValueError(f"CALIBKIT_BACKEND must be one of {list(BACKENDS)}, got {chosen!r}")
+    return chosen
 
 
 def set_backend(name: str) -> None:

@@ -44,3 +44,12 @@ def test_ignored_rows_change_no_fitted_parameter(name, kwargs, seed, share, pad)
     padded = flat(make_calibrator(name, **kwargs).fit(z_pad, y_pad).calibration_block())
     assert len(plain) == len(padded) > 0
     np.testing.assert_allclose(padded, plain, rtol=1e-7, atol=1e-10)
+
+
+def test_a_bad_label_is_named_with_its_position():
+    z, y = overconfident(seed=1, n=40, k=4)
+    y[17] = 4
+    with pytest.raises(ValueError, match=r"got 4 at position 17$"):
+        make_calibrator("ts").fit(z, y)
+    with pytest.raises(ValueError, match=r"got 4 at position \(3, 2\)$"):
+        make_calibrator("ts").fit(z.reshape(8, 5, 4), y.reshape(8, 5))

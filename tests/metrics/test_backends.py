@@ -334,11 +334,17 @@ def test_all_reduce_sums_the_statistics_of_every_process(tmp_path):
         assert '"ok": true' in stdout and '"n": 400' in stdout, stdout
 
 
-def test_a_bad_calibkit_backend_variable_is_a_clear_error():
+def test_a_bad_calibkit_backend_variable_is_a_clear_error(tmp_path):
     env = {**os.environ, "CALIBKIT_BACKEND": "gpu"}
-    proc = subprocess.run([sys.executable, "-c", "import calibkit"], env=env, capture_output=True, text=True)
+    script = "import calibkit\ncalibkit.ece([[0.9, 0.1]], [0])"
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert proc.returncode != 0
     assert "ValueError: CALIBKIT_BACKEND must be one of ['auto', 'numba', 'torch'], got 'gpu'" in proc.stderr
+    np.savez(tmp_path / "p.npz", probs=np.array([[0.9, 0.1]]), labels=np.array([0]))
+    cli = [sys.executable, "-m", "calibkit.cli", "report", "--predictions", str(tmp_path / "p.npz")]
+    proc = subprocess.run(cli, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr == "calibkit: error: CALIBKIT_BACKEND must be one of ['auto', 'numba', 'torch'], got 'gpu'\n"
 
 
 @pytest.mark.parametrize("engine", ["torch", "numba"])
