@@ -243,6 +243,7 @@ def calibration_report(
     from calibkit.metrics.validation import check_positive_int
 
     split_every = check_positive_int(split_every, "split_every")
+    check_positive_int(max_samples, "max_samples")  # before any partition is read, whatever the metrics
     if split_every < 2:
         raise ValueError(f"`split_every` must be at least 2, got {split_every}")
     settings = dict(

@@ -391,14 +391,16 @@ def stream_report(
     from calibkit.metrics.validation import check_bool, check_positive_int
 
     batch_bytes = check_positive_int(batch_bytes, "batch_bytes")
-    files, skipped = find_shards(location)
-    counts = [_table_rows(f) for f in files]
-    total = None if any(c is None for c in counts) else sum(counts)
+    check_positive_int(max_samples, "max_samples")  # every setting before any shard is read
+    exact_ace = check_bool(exact_ace, "exact_ace")
     settings = dict(
         ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins, rbece_bins=rbece_bins,
         theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, fce_variant=fce_variant, num_threads=num_threads,
     )  # fmt: skip
     wanted = CalibrationAccumulator(metrics, **settings).metrics  # settings checked before any shard is read
+    files, skipped = find_shards(location)
+    counts = [_table_rows(f) for f in files]
+    total = None if any(c is None for c in counts) else sum(counts)
 
     def bar(name: str):
         return tqdm(total=total, unit=" rows", unit_scale=True, desc=name, disable=not progress, file=sys.stderr)
@@ -417,7 +419,7 @@ def stream_report(
             f"ignore_index={ignore_index})"
         )
     passes, partials = 1, None
-    if "ace" in wanted and check_bool(exact_ace, "exact_ace"):
+    if "ace" in wanted and exact_ace:
         exact = ExactACE(acc, max_samples=max_samples)
         while not exact.done:
             passes += 1

@@ -394,3 +394,20 @@ def test_json_and_csv_prediction_files_among_shards_are_read_and_broken_links_na
         shard_files(str(folder))
     assert main(["report", "--predictions", str(folder), "--quiet"]) == 2
     assert capsys.readouterr().err.count("\n") == 1  # one line, exit 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"max_samples": 0}, "max_samples"),
+        ({"max_samples": -5, "metrics": ["ece"]}, "max_samples"),  # checked even when ACE is not asked
+        ({"exact_ace": "yes"}, "exact_ace"),
+        ({"batch_bytes": 0}, "batch_bytes"),
+        ({"n_bins": 0}, "n_bins"),
+        ({"fce_variant": "Authors"}, "fce_variant"),
+    ],
+)
+def test_every_setting_is_checked_before_any_shard_is_read(tmp_path, kwargs, message):
+    # the location does not exist: a setting error must come first, not the missing data
+    with pytest.raises(ValueError, match=message):
+        stream_report(str(tmp_path / "nothing-here" / "*.parquet"), progress=False, **kwargs)
