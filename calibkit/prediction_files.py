@@ -279,8 +279,21 @@ def _numbers(array, column: str, path: str) -> np.ndarray:
         first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
         raise ValueError(f"--predictions: {path}: `{column}` has a null value (at its value {first})")
     if not (pa.types.is_floating(array.type) or pa.types.is_integer(array.type) or pa.types.is_boolean(array.type)):
-        raise ValueError(f"--predictions: {path}: `{column}` must hold numbers, it holds {array.type}")
+        where = ""
+        if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+            # the file is refused anyway: find the first value that is no number, to name its row
+            row = next((i for i, v in enumerate(array.to_pylist()) if not _is_number(v)), None)
+            where = f" ({array[row].as_py()!r} in row {row})" if row is not None else ""
+        raise ValueError(f"--predictions: {path}: `{column}` must hold numbers, it holds {array.type}{where}")
     return array.to_numpy(zero_copy_only=False)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _lengths(column, name: str, path: str) -> np.ndarray:
@@ -317,6 +330,10 @@ def from_arrow_table(table, path: str) -> tuple[np.ndarray, np.ndarray, bool]:
     ValueError
         One line naming ``--predictions`` and the column or row, when the table cannot be used as is.
     """
+    names = table.column_names
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"--predictions: {path}: the header repeats the column(s) {repeated}; every column once")
     columns = table.column_names
     if "labels" not in columns:
         raise ValueError(f"--predictions: {path} needs a `labels` column; it has {columns}")

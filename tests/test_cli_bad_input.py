@@ -326,3 +326,20 @@ def test_a_bad_option_is_one_line_and_exit_2(capsys, args, expected):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("calibkit: error: ") and expected in err
+
+
+def test_a_csv_header_repeating_a_column_is_one_line(tmp_path, capsys):
+    (tmp_path / "dup.csv").write_text("probs_0,probs_1,probs_1,labels\n0.5,0.2,0.3,1\n")
+    assert_one_line_error(
+        capsys, "the header repeats the column(s) ['probs_1']", "--predictions", str(tmp_path / "dup.csv")
+    )
+
+
+def test_a_text_value_in_a_csv_column_is_named_with_its_row(tmp_path, capsys):
+    (tmp_path / "text.csv").write_text("probs_0,probs_1,labels\n0.5,0.5,1\n0.4,abc,0\n")
+    assert_one_line_error(
+        capsys,
+        "`probs_1` must hold numbers, it holds string ('abc' in row 1)",
+        "--predictions",
+        str(tmp_path / "text.csv"),
+    )
