@@ -112,9 +112,10 @@ def find_shards(location: str) -> tuple[list[Path], dict[str, list[Path]]]:
     Links are followed, but every file is read once, by its resolved path (a ``latest -> run1``
     link does not double the data), and a folder already entered is not entered again (a link
     loop ends). A folder matched by a glob (Spark's ``b.parquet/`` of part files) is searched
-    like a folder. Files that are no prediction file (Spark's ``_SUCCESS``, ``.crc``) are
-    skipped and counted; a prediction file that cannot be a shard, or a broken link to a shard,
-    is an error naming it.
+    like a folder. ``.json`` and ``.csv`` prediction files are shards read whole; files that are
+    no prediction file (Spark's ``_SUCCESS``, ``.crc``, a ``report.json``) are skipped and
+    counted; a glob match that is no prediction file, or a broken link to one, is an error
+    naming it.
 
     Parameters
     ----------
@@ -163,10 +164,10 @@ def find_shards(location: str) -> tuple[list[Path], dict[str, list[Path]]]:
                     consider(child, False)
         elif p.suffix.lower() in SHARD_SUFFIXES or (p.suffix.lower() in WHOLE_FILE_SUFFIXES and _holds_predictions(p)):
             real = p.resolve()
-            if real in files:
-                skipped.setdefault("a link to a file already read", []).append(p)
-            else:
+            if real not in files:
                 files[real] = p
+            elif files[real] != p:  # the same path matched twice (a folder and its files) is no news
+                skipped.setdefault("a link to a file already read", []).append(p)
         elif matched:
             raise ValueError(
                 f"--predictions: {p} matches {location!r} but is not a prediction file (.parquet, .npz, .jsonl, "
