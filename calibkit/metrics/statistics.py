@@ -266,3 +266,21 @@ def ace_points(ace: np.ndarray, n_ranges: int) -> dict[str, np.ndarray]:
     before = np.take_along_axis(cum, bucket[:, :, None], axis=1)
     inside = ranks[None, :] - before[:, :, 0]
     return {"ranks": ranks, "bucket": bucket, "inside": inside, "before": before}
+
+
+def sum_statistics(parts: list[CalibrationStatistics]) -> CalibrationStatistics:
+    """Add the statistics of row ranges in order (``parts[0] + parts[1] + ...``).
+
+    Parameters
+    ----------
+    parts : list of CalibrationStatistics
+        At least one.
+
+    Returns
+    -------
+    CalibrationStatistics
+    """
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total

@@ -25,7 +25,7 @@ from calibkit.metrics.backends import get_backend, on_device
 from calibkit.metrics.engines import auto
 from calibkit.metrics.engines.numba_engine import exact_statistics_numba, statistics_numba
 from calibkit.metrics.engines.torch_engine import exact_ace_partials_torch, statistics_torch
-from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points
+from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points, sum_statistics
 from calibkit.metrics.validation import PreparedInput
 
 MANY_RANGES = 64
@@ -153,26 +153,18 @@ def fill_statistics(
                 statistics_torch(prep, sums, ignore_index=ignore_index, start=a, stop=b, keep_on_device=keep_on_device)
                 for a, b in spans
             ]
-            total = _total(parts)
+            total = sum_statistics(parts)
             if exact_ace_ranges is not None and total.n > 0:
                 points = ace_points(total.ace, exact_ace_ranges)
                 partials = exact_ace_partials_torch(prep, total.ace, points, ignore_index=ignore_index)
     elif exact_ace_ranges is not None:
-        parts, partials = exact_statistics_numba(
+        parts, total, partials = exact_statistics_numba(
             prep, sums, ignore_index=ignore_index, ace_ranges=exact_ace_ranges, num_threads=num_threads
         )
-        total = _total(parts)
     else:
         parts = statistics_numba(prep, sums, ignore_index=ignore_index, num_threads=num_threads, ranges=ranges)
-        total = _total(parts)
+        total = sum_statistics(parts)
     return Filled(total, parts if keep_parts else [], partials, engine)
-
-
-def _total(parts: list[CalibrationStatistics]) -> CalibrationStatistics:
-    total = parts[0]
-    for part in parts[1:]:
-        total = total + part
-    return total
 
 
 __all__ = ["Filled", "choose_engine", "fill_statistics"]

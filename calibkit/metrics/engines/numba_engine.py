@@ -14,7 +14,7 @@ import numpy as np
 from calibkit.metrics import _kernels as kernels
 from calibkit.metrics._kernels.bins import ace_bucket_bounds
 from calibkit.metrics.engines.threads import parallel_map, row_ranges
-from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points
+from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points, sum_statistics
 from calibkit.metrics.validation import PreparedInput, raise_input_error
 
 _LANED = ("top", "fuzzy", "classwise", "ace")
@@ -245,6 +245,7 @@ def exact_ace_partials(
     parts: list[CalibrationStatistics],
     points: dict[str, np.ndarray],
     *,
+    ace: np.ndarray,
     ignore_index: int,
     num_threads: int | None = None,
     row_softmax: np.ndarray | None = None,
@@ -270,6 +271,8 @@ def exact_ace_partials(
         The first pass's per-thread statistics (``keep_parts=True``).
     points : dict of str to ndarray
         From :func:`ace_points`.
+    ace : ndarray of shape (K, B, 3)
+        The ACE table of all the parts, summed (the caller has it already).
     ignore_index : int
         Label of the rows to skip.
     num_threads : int, optional
@@ -288,7 +291,6 @@ def exact_ace_partials(
         The class-wise table with ``classwise_bins``, else None.
     """
     inside = points["inside"]
-    ace = np.sum([p.ace for p in parts], axis=0)
     counts = ace[:, :, 0]
     total = np.take_along_axis(counts, points["bucket"], axis=1)
     cut = (inside > 0) & (inside < total)
@@ -336,7 +338,7 @@ def exact_ace_partials(
 
 def exact_statistics_numba(
     prep: PreparedInput, sums: SumsPlan, *, ignore_index: int, ace_ranges: int, num_threads: int | None = None
-) -> tuple[list[CalibrationStatistics], tuple[np.ndarray, np.ndarray] | None]:
+) -> tuple[list[CalibrationStatistics], CalibrationStatistics, tuple[np.ndarray, np.ndarray] | None]:
     """One pass of the kernels, then ACE's exact boundaries from the samples of the cut buckets.
 
     On rows of 16 classes or more and up to :data:`CLASSWISE_FROM_ACE_MAX_BINS` class-wise
@@ -361,6 +363,8 @@ def exact_statistics_numba(
     -------
     parts : list of CalibrationStatistics
         The sums of each row range of the first pass (class-wise sums complete in the first).
+    total : CalibrationStatistics
+        Their sum, added once (the ACE table of every range is large on long rows).
     ace_partials : tuple of ndarray or None
         The exact sums at the cut buckets (:func:`calibkit.metrics.formulas.ace_from_points`);
         None when no sample remains.
@@ -377,20 +381,21 @@ def exact_statistics_numba(
         row_softmax=row_softmax,
         classwise_from_ace=derive,
     )
-    ace = sum(part.ace for part in parts)
-    if ace[0, :, 0].sum() == 0:
-        return parts, None
+    total = sum_statistics(parts)
+    if total.n == 0:
+        return parts, total, None
     partials, classwise = exact_ace_partials(
         prep,
         parts,
-        ace_points(ace, ace_ranges),
+        ace_points(total.ace, ace_ranges),
+        ace=total.ace,
         ignore_index=ignore_index,
         num_threads=num_threads,
         row_softmax=row_softmax,
         classwise_bins=sums.classwise_bins if derive else None,
     )
     if derive:
-        parts[0].classwise = classwise
+        total.classwise = parts[0].classwise = classwise
         for part in parts[1:]:
             part.classwise = np.zeros_like(classwise)
-    return parts, partials
+    return parts, total, partials
