@@ -28,22 +28,95 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.exact_ace import ExactACE, PassContribution
+from calibkit.metrics.validation import InputError
 
 SPLIT_EVERY = 8
 
 
-def _accumulate(batch: tuple[np.ndarray, np.ndarray, bool] | None, settings: dict[str, Any]):
+class Part(NamedTuple):
+    """One partition's predictions, and where they lie (for error messages).
+
+    Attributes
+    ----------
+    values, labels : ndarray
+        As the partition holds them (a DataFrame's token rows flattened).
+    from_logits : bool
+    index : int
+        The partition's number.
+    offset : int or None
+        The row of all the data where the partition starts (None for a DataFrame: found only
+        when an error needs it).
+    table : pyarrow.Table or None
+        A DataFrame partition as Arrow, to find the row of a flattened token.
+    """
+
+    values: np.ndarray
+    labels: np.ndarray
+    from_logits: bool
+    index: int
+    offset: int | None
+    table: Any
+
+    def update(self, target: Any) -> None:
+        """Call ``target.update(values, labels)``; an error names the partition and the row."""
+        try:
+            target.update(self.values, self.labels)
+        except InputError as exc:
+            if self.table is not None:
+                from calibkit.prediction_files import row_of_value
+
+                row, token = row_of_value(self.table, exc.index)
+            else:
+                row, token = exc.position if isinstance(exc.position, tuple) else (exc.position, None)
+            raise PartitionError(exc.head, exc.tail, self.index, row, token, self.offset) from None
+        except ValueError as exc:
+            raise ValueError(f"partition {self.index}: {exc}") from None
+
+
+class PartitionError(ValueError):
+    """A bad value in a partition: the message says the partition, the row within it and of all the data.
+
+    Parameters
+    ----------
+    head, tail : str
+        The message before and after the place (:class:`~calibkit.metrics.validation.InputError`).
+    partition, row : int
+        The partition and the row within it.
+    token : int or None
+        The token within the row, for token input.
+    offset : int or None
+        The row of all the data where the partition starts, when known.
+    """
+
+    def __init__(self, head: str, tail: str, partition: int, row: int, token: int | None, offset: int | None) -> None:
+        self.head, self.tail, self.partition, self.row, self.token, self.offset = (
+            head,
+            tail,
+            partition,
+            row,
+            token,
+            offset,
+        )
+        token_of = "" if token is None else f"token {token} of "
+        total = "" if offset is None else f" (row {offset + row} of all the data)"
+        super().__init__(f"{head}{token_of}row {row} of partition {partition}{total}{tail}")
+
+    def __reduce__(self) -> tuple:
+        """Pickle with the place: Dask raises it on a worker and again here."""
+        return type(self), (self.head, self.tail, self.partition, self.row, self.token, self.offset)
+
+
+def _accumulate(batch: Part | None, settings: dict[str, Any]):
     if batch is None:
         return None
-    values, labels, logits = batch
-    acc = CalibrationAccumulator(from_logits=logits, **settings)
-    acc.update(values, labels)
+    acc = CalibrationAccumulator(from_logits=batch.from_logits, **settings)
+    batch.update(acc)
     return acc
 
 
@@ -59,11 +132,14 @@ def _merge_accumulators(*accs: CalibrationAccumulator | None) -> CalibrationAccu
     return first
 
 
-def _contribution(batch: tuple[np.ndarray, np.ndarray, bool] | None, exact: ExactACE) -> PassContribution:
+def _contribution(batch: Part | None, exact: ExactACE) -> PassContribution:
     if batch is None:
         return exact.empty_contribution()
-    values, labels, _ = batch
-    return exact.contribution(values, labels)
+    return exact.contribution(batch.values, batch.labels)  # checked in pass 1; a change is refused by ExactACE
+
+
+def _rows(batch: Part | None) -> int:
+    return 0 if batch is None else (batch.table.num_rows if batch.table is not None else batch.labels.shape[0])
 
 
 def _add_contributions(*parts: PassContribution) -> PassContribution:
@@ -89,33 +165,33 @@ def _tree(items: list, combine: Callable, split_every: int):
 # Partitions: (values, labels, from_logits), or None for an empty one
 
 
-def _array_batch(values: np.ndarray, labels: np.ndarray, from_logits: bool):
+def _array_batch(values: np.ndarray, labels: np.ndarray, from_logits: bool, index: int, offset: int) -> Part | None:
     values, labels = np.asarray(values), np.asarray(labels)
     if labels.shape[0] == 0:
         return None
-    return values, labels, from_logits
+    return Part(values, labels, from_logits, index, offset, None)
 
 
-def _frame_batch(frame, where: str):
+def _frame_batch(frame, index: int) -> Part | None:
     import pyarrow as pa
 
     from calibkit.prediction_files import from_arrow_table
 
+    where = f"partition {index}"
     if len(frame) == 0:
         return None
     table = pa.Table.from_pandas(frame, preserve_index=False)
     for name in ("probs", "logits"):
-        if (
-            name in table.column_names
-            and pa.types.is_string(table.column(name).type)
-            or (name in table.column_names and pa.types.is_large_string(table.column(name).type))
+        if name in table.column_names and (
+            pa.types.is_string(table.column(name).type) or pa.types.is_large_string(table.column(name).type)
         ):
             raise ValueError(
                 f"{where}: `{name}` holds strings: Dask turns object columns into strings (dataframe.convert-string); "
                 "give it an Arrow list type, e.g. pd.ArrowDtype(pa.list_(pa.float32())), or read Parquet with "
                 "dtype_backend='pyarrow'"
             )
-    return from_arrow_table(table, where)
+    values, labels, from_logits = from_arrow_table(table, where)
+    return Part(values, labels, from_logits, index, None, table)
 
 
 def _array_partitions(probs, labels, from_logits: bool) -> list:
@@ -129,6 +205,12 @@ def _array_partitions(probs, labels, from_logits: bool) -> list:
             f"`probs` of shape {probs.shape} needs `labels` of shape {probs.shape[: max(1, probs.ndim - 1)]}, "
             f"got {labels.shape}"
         )
+    # A boolean mask (x[mask]) leaves the chunk sizes unknown: compute them (one pass over the
+    # mask) so that the rows of probs and labels can be matched, and every row counted.
+    if any(np.isnan(c) for c in probs.chunks[0]):
+        probs = probs.compute_chunk_sizes()
+    if any(np.isnan(c) for c in labels.chunks[0]):
+        labels = labels.compute_chunk_sizes()
     if probs.shape[: labels.ndim] != labels.shape:
         raise ValueError(f"`probs` has shape {probs.shape} but `labels` {labels.shape}")
     # Whole rows in every block (classes and tokens are never split), labels chunked like probs.
@@ -136,13 +218,53 @@ def _array_partitions(probs, labels, from_logits: bool) -> list:
     labels = labels.rechunk((probs.chunks[0], *[-1] * (labels.ndim - 1)))
     blocks = probs.to_delayed().reshape(-1)
     label_blocks = labels.to_delayed().reshape(-1)
-    return [dask.delayed(_array_batch, pure=True)(p, y, from_logits) for p, y in zip(blocks, label_blocks)]
+    offsets = np.concatenate([[0], np.cumsum(probs.chunks[0])[:-1]]).astype(int).tolist()
+    return [
+        dask.delayed(_array_batch, pure=True)(p, y, from_logits, i, offset)
+        for i, (p, y, offset) in enumerate(zip(blocks, label_blocks, offsets))
+    ]
 
 
 def _frame_partitions(frame) -> list:
     import dask
 
-    return [dask.delayed(_frame_batch, pure=True)(part, f"partition {i}") for i, part in enumerate(frame.to_delayed())]
+    return [dask.delayed(_frame_batch, pure=True)(part, i) for i, part in enumerate(frame.to_delayed())]
+
+
+def _parquet_files(location: str) -> list[str]:
+    """Find the Parquet shards of a path or glob as ``calibkit report`` does, and check they hold one kind."""
+    import pyarrow.parquet as pq
+
+    from calibkit.prediction_files import one_line
+    from calibkit.shards import find_shards
+
+    try:
+        files, _ = find_shards(location)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("--predictions", "`data`", 1)) from None
+    kinds = {}
+    for file in files:
+        if file.suffix.lower() != ".parquet":
+            raise ValueError(
+                f"`data`: {file} is not Parquet; calibkit.dask reads Parquet shards (calibkit.shards.stream_report "
+                "reads the other formats)"
+            )
+        try:
+            names = pq.read_schema(file).names
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is named, in one line
+            raise ValueError(f"`data`: {file} cannot be read as Parquet: {one_line(exc)}") from None
+        kind = next((k for k in ("probs", "logits") if k in names), None)
+        if kind is None and any(n.startswith(("probs_", "logits_")) for n in names):
+            kind = "probs" if any(n.startswith("probs_") for n in names) else "logits"
+        if "labels" not in names or kind is None:
+            raise ValueError(f"`data`: {file} needs a `labels` column and `probs` or `logits`; it has {names}")
+        kinds.setdefault(kind, file)
+        if len(kinds) > 1:
+            raise ValueError(
+                f"`data`: {kinds['logits']} holds logits but {kinds['probs']} holds probs; every shard must hold "
+                "the same kind"
+            )
+    return [str(f) for f in files]
 
 
 def partitions(data: Any, labels: Any = None, *, from_logits: bool = False) -> list:
@@ -184,7 +306,7 @@ def partitions(data: Any, labels: Any = None, *, from_logits: bool = False) -> l
     if labels is not None:
         raise ValueError("`labels` goes with a Dask array; a DataFrame or Parquet path holds its own `labels` column")
     if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
-        data = dd.read_parquet(data, dtype_backend="pyarrow")
+        data = dd.read_parquet(_parquet_files(str(data)), dtype_backend="pyarrow")
     if isinstance(data, dd.DataFrame):
         return _frame_partitions(data)
     raise ValueError(f"`data` must be a Dask array, a Dask DataFrame or a Parquet path/glob, got {type(data).__name__}")
@@ -256,7 +378,13 @@ def calibration_report(
     if not parts:
         raise ValueError("`data` has no partition")
     accumulate = [dask.delayed(_accumulate, pure=True)(p, settings) for p in parts]
-    (acc,) = dask.compute(_tree(accumulate, _merge_accumulators, split_every), scheduler=scheduler)
+    try:
+        (acc,) = dask.compute(_tree(accumulate, _merge_accumulators, split_every), scheduler=scheduler)
+    except PartitionError as exc:
+        offset = exc.offset
+        if offset is None:  # a DataFrame's partition sizes are known only once read: count those before it
+            offset = sum(dask.compute(*[dask.delayed(_rows)(p) for p in parts[: exc.partition]], scheduler=scheduler))
+        raise ValueError(str(PartitionError(exc.head, exc.tail, exc.partition, exc.row, exc.token, offset))) from None
     if acc is None or acc.statistics is None or acc.statistics.n == 0:
         raise ValueError(
             f"`labels`: no labelled prediction in any partition (every label equals ignore_index={ignore_index}, "

@@ -132,8 +132,7 @@ def load_predictions(path: str | Path) -> tuple[np.ndarray, np.ndarray, bool]:
         raise ValueError(f"--predictions: expected .npz, .parquet, .csv, .json or .jsonl, got {path}")
     if suffix == ".npz":
         return read_npz(file)
-    table = _read_table(file, suffix)
-    return from_arrow_table(table, str(path))
+    return from_arrow_table(read_table(file), str(path))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -228,9 +227,27 @@ def read_npz(file: Path) -> tuple[np.ndarray, np.ndarray, bool]:
 # Tables: Parquet, CSV, JSON
 
 
-def _read_table(file: Path, suffix: str):
+def read_table(file: Path):
+    """Read a ``.parquet``, ``.csv``, ``.json`` or ``.jsonl`` file whole as a ``pyarrow.Table``.
+
+    Parameters
+    ----------
+    file : Path
+        The file; its suffix says the format.
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Raises
+    ------
+    ValueError
+        One line naming ``--predictions`` and the file, when it cannot be read or would not fit
+        in memory.
+    """
     import pyarrow as pa
 
+    suffix = file.suffix.lower()
     what = f"--predictions: {file}"
     try:
         if suffix == ".parquet":
@@ -263,6 +280,33 @@ def _read_table(file: Path, suffix: str):
             raise
         kind = {".parquet": "Parquet", ".csv": "CSV"}.get(suffix, "JSON")
         raise ValueError(f"{what} cannot be read as {kind}: {one_line(exc)}") from None
+
+
+def row_of_value(table, index: int) -> tuple[int, int | None]:
+    """Return the table row (and the token within it) of the ``index``-th row :func:`from_arrow_table` returns.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The table given to :func:`from_arrow_table`.
+    index : int
+        A row of its ``values`` (token rows flattened).
+
+    Returns
+    -------
+    row : int
+    token : int or None
+        The token within the row, for token rows (a list of labels per row); None otherwise.
+    """
+    import pyarrow.compute as pc
+
+    labels = table.column("labels")
+    if not _is_list(labels.type):
+        return index, None
+    lengths = pc.list_value_length(labels.combine_chunks()).fill_null(0).to_numpy(zero_copy_only=False)
+    ends = np.cumsum(lengths)
+    row = int(np.searchsorted(ends, index, side="right"))
+    return row, index - int(ends[row] - lengths[row])
 
 
 def _is_list(arrow_type) -> bool:

@@ -25,11 +25,12 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from calibkit.prediction_files import from_arrow_table, load_predictions, npz_header, one_line, read_npz
+from calibkit.metrics.validation import InputError
+from calibkit.prediction_files import from_arrow_table, npz_header, one_line, read_npz, read_table, row_of_value
 
 SHARD_SUFFIXES = (".parquet", ".npz", ".jsonl")
 BATCH_BYTES = 8 * 2**20  # per-batch working memory is about 30x this (Arrow buffers, conversions, kernel blocks)
@@ -245,13 +246,33 @@ def _jsonl_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
     try:
         if file.stat().st_size == 0:
             raise ValueError("the file is empty")
-        reader = pj.open_json(file, read_options=pj.ReadOptions(block_size=min(batch_bytes, 2**30)))
+        options = pj.ReadOptions(block_size=min(batch_bytes, 2**30))
+        reader = pj.open_json(file, read_options=options)
+        schema = _floats_for_ints(reader.schema)
+        if schema != reader.schema:
+            # Types are inferred from the first block: `[1, 0, 0]` there and `0.25` later would fail
+            # to convert; the whole-file reader infers from all rows, so numbers are read as floats.
+            reader = pj.open_json(file, read_options=options, parse_options=pj.ParseOptions(explicit_schema=schema))
         offset = 0
         for batch in reader:
             yield pa.Table.from_batches([batch]), offset
             offset += batch.num_rows
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise ValueError(f"--predictions: {file} cannot be read as JSON Lines: {one_line(exc)}") from None
+
+
+def _floats_for_ints(schema):
+    """Return ``schema`` with integer values (also inside lists) of every column but ``labels`` as float64."""
+    import pyarrow as pa
+
+    def widen(arrow_type):
+        if pa.types.is_integer(arrow_type):
+            return pa.float64()
+        if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+            return pa.list_(widen(arrow_type.value_type))
+        return arrow_type
+
+    return pa.schema([f if f.name == "labels" else f.with_type(widen(f.type)) for f in schema])
 
 
 def _table_rows(file: Path) -> int | None:
@@ -273,9 +294,57 @@ def _table_rows(file: Path) -> int | None:
     return None
 
 
-def iter_batches(
-    files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress: Any = None
-) -> Iterator[tuple[np.ndarray, np.ndarray, bool]]:
+class Batch(NamedTuple):
+    """One batch of a shard, and where it lies: what :func:`iter_batches` yields.
+
+    Attributes
+    ----------
+    values : ndarray
+        Probabilities or logits: ``(rows, K)`` with token rows flattened; an ``.npz`` shard's
+        array as saved (``(N,)``, ``(N, K)`` or ``(N, L, K)``).
+    labels : ndarray
+        The matching labels.
+    from_logits : bool
+        The values are logits.
+    file : Path
+        The shard.
+    offset : int
+        The shard's row where the batch starts.
+    first_row : int
+        The row of all shards (in order) where the batch starts.
+    table : pyarrow.Table or None
+        The batch as read (None for ``.npz``), to find the row of a flattened token.
+    """
+
+    values: np.ndarray
+    labels: np.ndarray
+    from_logits: bool
+    file: Path
+    offset: int
+    first_row: int
+    table: Any
+
+    def place(self, error: InputError) -> str:
+        """Say where ``error``'s bad value is: the row of the shard and of all shards (and its token)."""
+        if self.table is not None:
+            row, token = row_of_value(self.table, error.index)
+        else:
+            position = error.position
+            row, token = position if isinstance(position, tuple) else (position, None)
+        token_of = "" if token is None else f"token {token} of "
+        return f"{token_of}row {self.offset + row} of {self.file} (row {self.first_row + row} of all shards)"
+
+    def update(self, target: Any) -> None:
+        """Call ``target.update(values, labels)``; an error says which shard and row it is about."""
+        try:
+            target.update(self.values, self.labels)
+        except InputError as exc:
+            raise exc.at(self.place(exc)) from None
+        except ValueError as exc:
+            raise ValueError(f"--predictions: {self.file} (rows from {self.offset}): {exc}") from None
+
+
+def iter_batches(files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress: Any = None) -> Iterator[Batch]:
     """Read the shards batch by batch (token rows flattened).
 
     Every shard must hold the same kind (``probs`` or ``logits``).
@@ -285,19 +354,14 @@ def iter_batches(
     files : list of Path
         The shards, from :func:`shard_files`.
     batch_bytes : int, default BATCH_BYTES
-        Uncompressed bytes a Parquet batch (or JSON block) holds; an ``.npz`` shard is one batch.
+        Uncompressed bytes a Parquet batch (or JSON block) holds; an ``.npz``, ``.json`` or
+        ``.csv`` shard is one batch.
     progress : tqdm progress bar, optional
         Updated with the rows of each batch and the shards done.
 
     Yields
     ------
-    values : ndarray
-        Probabilities or logits: ``(rows, K)`` with token rows flattened; an ``.npz`` shard's
-        array as saved (``(N,)``, ``(N, K)`` or ``(N, L, K)``).
-    labels : ndarray
-        The matching labels.
-    from_logits : bool
-        The values are logits.
+    Batch
 
     Raises
     ------
@@ -305,24 +369,25 @@ def iter_batches(
         Naming the shard (and, for Parquet and JSON Lines, the first row of the batch) when it
         cannot be read or holds another kind than the first shard.
     """
-    kind = None
+    kind, first_row = None, 0
     for index, file in enumerate(files):
         suffix = file.suffix.lower()
-        if suffix in (".npz",) + WHOLE_FILE_SUFFIXES:  # read whole, one file at a time
-            values, labels, logits = read_npz(file) if suffix == ".npz" else load_predictions(file)
-            batches = [((values, labels, logits), None)]
+        if suffix == ".npz":  # read whole, one file at a time
+            batches = [(read_npz(file), 0)]
+        elif suffix in WHOLE_FILE_SUFFIXES:
+            batches = [(read_table(file), 0)]
         else:
             reader = _parquet_batches if suffix == ".parquet" else _jsonl_batches
-            batches = ((table, offset) for table, offset in reader(file, batch_bytes))
+            batches = reader(file, batch_bytes)
         for item, offset in batches:
-            if offset is None:
-                values, labels, logits = item
+            if isinstance(item, tuple):
+                (values, labels, logits), table = item, None
                 rows = labels.shape[0] if labels.ndim else 0
             else:
-                rows = item.num_rows
+                table, rows = item, item.num_rows
                 if rows == 0:  # an empty shard or row group: nothing to check or count
                     continue
-                values, labels, logits = from_arrow_table(item, f"{file} (batch from row {offset})")
+                values, labels, logits = from_arrow_table(table, f"{file} (batch from row {offset})")
             if kind is None:
                 kind = logits
             elif logits != kind:
@@ -331,7 +396,8 @@ def iter_batches(
                     f"--predictions: {file} holds {names[logits]} but {files[0]} holds {names[kind]}; "
                     "every shard must hold the same kind"
                 )
-            yield values, labels, logits
+            yield Batch(values, labels, logits, file, offset, first_row, table)
+            first_row += rows
             if progress is not None:
                 progress.update(rows)
         if progress is not None:
@@ -408,10 +474,12 @@ def stream_report(
 
     accumulators: dict[bool, CalibrationAccumulator] = {}
     with bar("pass 1 (all metrics)") as seen:
-        for values, labels, logits in iter_batches(files, batch_bytes=batch_bytes, progress=seen):
-            if logits not in accumulators:  # the kind is fixed by the first shard
-                accumulators[logits] = CalibrationAccumulator(wanted, from_logits=logits, **settings)
-            accumulators[logits].update(values, labels)
+        for batch in iter_batches(files, batch_bytes=batch_bytes, progress=seen):
+            if batch.from_logits not in accumulators:  # the kind is fixed by the first shard
+                accumulators[batch.from_logits] = CalibrationAccumulator(
+                    wanted, from_logits=batch.from_logits, **settings
+                )
+            batch.update(accumulators[batch.from_logits])
     acc = next(iter(accumulators.values()))
     stats = acc.statistics
     if stats is None or stats.n == 0:
@@ -425,8 +493,8 @@ def stream_report(
         while not exact.done:
             passes += 1
             with bar(f"pass {passes} (exact ACE)") as seen:
-                for values, labels, _ in iter_batches(files, batch_bytes=batch_bytes, progress=seen):
-                    exact.update(values, labels)
+                for batch in iter_batches(files, batch_bytes=batch_bytes, progress=seen):
+                    batch.update(exact)
             exact.end_pass()
         partials = exact.partials()
     out = {**acc.compute(ace_partials=partials), "passes": passes, "shards": len(files)}

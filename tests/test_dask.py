@@ -109,3 +109,62 @@ def test_bad_input_is_a_clear_error(client, tmp_path):
     bad[60, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         calibration_report(da.from_array(bad, chunks=50), da.from_array(y % 3, chunks=50))
+
+
+def test_boolean_masked_arrays_give_the_exact_result(client):
+    # x[mask] leaves Dask's chunk sizes unknown (nan): refused before as "shape (nan, 4)"
+    z, y = make(n=3000)
+    keep = np.random.default_rng(3).uniform(size=3000) < 0.6
+    mask = da.from_array(keep, chunks=700)
+    got = calibration_report(
+        da.from_array(z, chunks=(700, 4))[mask], da.from_array(y, chunks=700)[mask], from_logits=True
+    )
+    assert_same(got, calibkit.calibration_report(z[keep], y[keep], from_logits=True))
+    other = da.from_array(keep, chunks=1000)  # labels masked with other chunks: rows still matched
+    got = calibration_report(
+        da.from_array(z, chunks=(700, 4))[mask], da.from_array(y, chunks=1000)[other], from_logits=True
+    )
+    assert_same(got, calibkit.calibration_report(z[keep], y[keep], from_logits=True))
+
+
+def test_errors_name_the_partition_and_the_row(client, tmp_path):
+    z, y = make(n=300)
+    y[y == -100] = 0
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    p[237, 1] = np.nan  # row 37 of partition 2
+    at = r"NaN or inf at row 37 of partition 2 \(row 237 of all the data\)"
+    with pytest.raises(ValueError, match=at):  # raised on a worker process, re-raised here
+        calibration_report(da.from_array(p, chunks=(100, 4)), da.from_array(y, chunks=100))
+    for i in range(3):
+        table = pa.table({"probs": list(p[i * 100 : (i + 1) * 100]), "labels": y[i * 100 : (i + 1) * 100]})
+        pq.write_table(table, tmp_path / f"{i}.parquet")
+    with pytest.raises(ValueError, match=at):  # a DataFrame's partition sizes are counted when needed
+        calibration_report(str(tmp_path / "*.parquet"))
+    labels = y.copy()
+    labels[150] = 9
+    with pytest.raises(ValueError, match=r"got 9 at row 50 of partition 1 \(row 150 of all the data\)"):
+        calibration_report(
+            da.from_array(np.nan_to_num(p, nan=0.25), chunks=(100, 4)), da.from_array(labels, chunks=100)
+        )
+
+
+def test_parquet_paths_are_checked_before_the_cluster_reads_them(client, tmp_path):
+    z, y = make(n=200)
+    pq.write_table(pa.table({"probs": list(np.full((100, 4), 0.25)), "labels": y[:100] % 4}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"logits": list(z[100:]), "labels": y[100:]}), tmp_path / "b.parquet")
+    cases = [
+        (str(tmp_path / "*.parquet"), r"b\.parquet holds logits but \S*a\.parquet holds probs"),  # was KeyError
+        (str(tmp_path / "missing" / "x.parquet"), "`data`: no such file"),  # was FileNotFoundError
+        (str(tmp_path / "zz*.parquet"), r"`data`: no \.parquet"),  # was "no labelled prediction" blaming labels
+    ]
+    for location, message in cases:
+        with pytest.raises(ValueError, match=message):
+            calibration_report(location)
+    (tmp_path / "b.parquet").unlink()
+    np.savez(tmp_path / "c.npz", probs=np.full((3, 4), 0.25), labels=np.zeros(3, int))
+    with pytest.raises(ValueError, match=r"c\.npz is not Parquet"):
+        calibration_report(str(tmp_path))
+    (tmp_path / "c.npz").unlink()
+    (tmp_path / "link").symlink_to(tmp_path)  # a loop, and the same file twice: read once
+    got = calibration_report(str(tmp_path / "**" / "*.parquet"))
+    assert got["n"] == 100 and got["partitions"] == 1

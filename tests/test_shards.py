@@ -411,3 +411,49 @@ def test_every_setting_is_checked_before_any_shard_is_read(tmp_path, kwargs, mes
     # the location does not exist: a setting error must come first, not the missing data
     with pytest.raises(ValueError, match=message):
         stream_report(str(tmp_path / "nothing-here" / "*.parquet"), progress=False, **kwargs)
+
+
+def test_a_jsonl_shard_with_integer_vectors_first_reads_as_the_whole_file(tmp_path):
+    # Arrow infers a JSON block's types from the first block: `[1, 0, 0]` there and floats later
+    # failed ("Failed to convert JSON to int64") in blocks, though the file reads whole.
+    values, labels, _ = data("probs", 3000, 3, seed=5)
+    with open(tmp_path / "a.jsonl", "w") as fh:
+        for i in range(3000):
+            row = [1, 0, 0] if i < 2000 else values[i].tolist()
+            fh.write(json.dumps({"probs": row, "labels": int(labels[i])}) + "\n")
+    whole = calibkit.calibration_report(*calibkit.prediction_files.load_predictions(tmp_path / "a.jsonl")[:2])
+    got = stream_report(str(tmp_path), batch_bytes=20_000, progress=False)  # many blocks, ints in the first
+    assert_same_report(got, whole)
+
+
+def test_an_error_in_a_shard_names_the_file_its_row_and_the_row_of_all_shards(tmp_path):
+    values, labels, _ = data("probs", 100, 3, seed=1)
+    labels[labels == -100] = 0
+    write_parquet(tmp_path / "s0.parquet", values[:30], labels[:30], "probs")
+    bad = values[30:].copy()
+    bad[7, 1] = np.nan  # row 37 of the data, row 7 of s1
+    write_parquet(tmp_path / "s1.parquet", bad, labels[30:], "probs", row_group_size=5)
+    with pytest.raises(ValueError, match=r"NaN or inf at row 7 of \S*s1\.parquet \(row 37 of all shards\)"):
+        stream_report(str(tmp_path), batch_bytes=100, progress=False)  # batches of a few rows: the offset counts
+    bad_labels = labels[30:].copy()
+    bad_labels[12] = 3  # a label out of range in the last shard
+    write_parquet(tmp_path / "s1.parquet", values[30:], bad_labels, "probs")
+    with pytest.raises(ValueError, match=r"got 3 at row 12 of \S*s1\.parquet \(row 42 of all shards\)"):
+        stream_report(str(tmp_path), progress=False)
+    write_parquet(tmp_path / "s1.parquet", np.full((70, 4), 0.25), labels[30:], "probs")  # another class count
+    with pytest.raises(ValueError, match=r"s1\.parquet \(rows from 0\): .*4"):
+        stream_report(str(tmp_path), progress=False)
+
+
+def test_an_error_in_a_token_shard_names_the_token_and_its_row(tmp_path):
+    rows = [
+        {"logits": [[0.0, 1.0]] * 3, "labels": [0, 1, 0]},
+        {"logits": [[0.0, 1.0], [0.5, float("nan")]], "labels": [1, 1]},
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
+    with pytest.raises(ValueError, match=r"NaN or inf at token 1 of row 1 of \S*t\.parquet \(row 1 of all shards\)"):
+        stream_report(str(tmp_path), progress=False)
+    np.savez(tmp_path / "t.npz", logits=np.zeros((2, 4, 2)), labels=np.array([[0, 1, 0, 5], [0, 0, 0, 0]]))
+    (tmp_path / "t.parquet").unlink()
+    with pytest.raises(ValueError, match=r"got 5 at token 3 of row 0 of \S*t\.npz \(row 0 of all shards\)"):
+        stream_report(str(tmp_path), progress=False)

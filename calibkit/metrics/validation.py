@@ -19,6 +19,35 @@ from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.backends import get_backend, on_device
 
 
+class InputError(ValueError):
+    """A bad value at a known place of the input; a door that read files or partitions re-says where.
+
+    ``str(error)`` says ``position P`` (the place in the caller's array); :meth:`at` gives the same
+    message with another place (``row 7 of s1.parquet``).
+
+    Parameters
+    ----------
+    head, tail : str
+        The message before and after the place.
+    index : int
+        The flat row of the prepared input (tokens flattened), where the bad value is.
+    position : int or tuple of int
+        The place in the caller's array (``(row, token)`` for token input).
+    """
+
+    def __init__(self, head: str, index: int, position: Any, tail: str = "") -> None:
+        self.head, self.index, self.position, self.tail = head, index, position, tail
+        super().__init__(f"{head}position {position}{tail}")
+
+    def __reduce__(self) -> tuple:
+        """Pickle with the place: Dask raises it on a worker and again here."""
+        return type(self), (self.head, self.index, self.position, self.tail)
+
+    def at(self, where: str) -> ValueError:
+        """Return the message as a ``ValueError`` whose place is ``where``."""
+        return ValueError(f"{self.head}{where}{self.tail}")
+
+
 @dataclass(frozen=True)
 class PreparedInput:
     """Arrays ready for the kernels: ``values`` is (rows, K), or (rows, 1) for 1-D binary input.
@@ -310,21 +339,21 @@ def prepare_labels(labels: Any) -> np.ndarray:
     elif y.dtype.kind == "f":
         if y.size and not np.all(np.isfinite(y)):
             value, i = _first_bad(y, ~np.isfinite(y))
-            raise ValueError(f"`labels` must be integers, got {value!r} at position {i}")
+            raise InputError(f"`labels` must be integers, got {value!r} at ", i, i)
         if y.size and not np.array_equal(y, np.round(y)):
             value, i = _first_bad(y, y != np.round(y))
-            raise ValueError(f"`labels` must be integers, got the value {value!r} at position {i}")
+            raise InputError(f"`labels` must be integers, got the value {value!r} at ", i, i)
         # float64 holds no integer in [2**63 - 512, 2**63): compare against 2**63 itself
         too_big = (y >= 2.0**63) | (y < -(2.0**63))
         if y.size and too_big.any():
             value, i = _first_bad(y, too_big)
-            raise ValueError(f"`labels` has the value {value!r} at position {i}, which does not fit in int64")
+            raise InputError(f"`labels` has the value {value!r} at ", i, i, ", which does not fit in int64")
         y = y.astype(np.int64)
     elif y.dtype.kind == "u" and y.dtype.itemsize == 8:
         too_big = y > np.uint64(_INT64.max)
         if y.size and too_big.any():
             value, i = _first_bad(y, too_big)
-            raise ValueError(f"`labels` has the value {value!r} at position {i}, which does not fit in int64")
+            raise InputError(f"`labels` has the value {value!r} at ", i, i, ", which does not fit in int64")
     elif y.dtype.kind not in "iu":
         raise ValueError(f"`labels` must be integers, got dtype {y.dtype}")
     if y.dtype not in (np.int32, np.int64):
@@ -419,7 +448,7 @@ def _device_labels(labels: Any, device: Any) -> Any:
         bad = ~torch.isfinite(y) | (y != torch.round(y)) | (y >= 2.0**63) | (y < -(2.0**63))
         if bool(bad.any()):
             i = int(torch.nonzero(bad)[0, 0])
-            raise ValueError(f"`labels` must be integers that fit in int64, got {y[i].item()!r} at position {i}")
+            raise InputError(f"`labels` must be integers that fit in int64, got {y[i].item()!r} at ", i, i)
         return y.long()
     if y.dtype.is_complex:
         raise ValueError(f"`labels` must be integers, got dtype {y.dtype}")
@@ -449,21 +478,21 @@ def raise_input_error(prep: PreparedInput, errors: np.ndarray, ignore_index: int
     where = tuple(int(w) for w in where)
     position = where[0] if len(where) == 1 else where
     if kind == kernels.ERR_LABEL:
-        raise ValueError(
-            f"`labels` must lie in [0, {prep.num_classes}) or equal ignore_index={ignore_index}; "
-            f"got {int(prep.labels[i])} at position {position}"
-        )
+        head = f"`labels` must lie in [0, {prep.num_classes}) or equal ignore_index={ignore_index}; "
+        raise InputError(f"{head}got {int(prep.labels[i])} at ", i, position)
     row = to_numpy(prep.values[i], "probs")  # one row, also of a CUDA tensor
     shown = np.array2string(row, precision=4, threshold=8)
     logits = prep.mode in (kernels.MODE_LOGITS, kernels.MODE_BINARY_LOGITS)
     name = "probs (logits, from_logits=True)" if logits else "probs"
     if kind == kernels.ERR_NONFINITE:
-        raise ValueError(f"`{name}` contains NaN or inf at position {position}: {shown}")
+        raise InputError(f"`{name}` contains NaN or inf at ", i, position, f": {shown}")
     hint = "; if these are logits, pass from_logits=True"
     if kind == kernels.ERR_RANGE:
-        raise ValueError(f"`probs` has a value outside [0, 1] at position {position}: {shown}{hint}")
+        raise InputError("`probs` has a value outside [0, 1] at ", i, position, f": {shown}{hint}")
     total = float(np.sum(row, dtype=np.float64))
-    raise ValueError(
-        f"`probs` rows must sum to 1 (tolerance {kernels.ROW_SUM_TOLERANCE}); the row at position {position} "
-        f"sums to {total:.6g}: {shown}{hint}"
+    raise InputError(
+        f"`probs` rows must sum to 1 (tolerance {kernels.ROW_SUM_TOLERANCE}); the row at ",
+        i,
+        position,
+        f" sums to {total:.6g}: {shown}{hint}",
     )
