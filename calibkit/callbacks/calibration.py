@@ -34,7 +34,7 @@ from transformers import TrainerCallback
 
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.registry import LOGGED, METRICS, metric_names
-from calibkit.metrics.settings import CalibrationSettings, either
+from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
 from calibkit.metrics.validation import check_bool
 
 DEFAULT_METRICS = LOGGED
@@ -87,16 +87,16 @@ class CalibrationCallback(TrainerCallback):
         per_class: bool = True,
         fit: Iterable[str] = ("wts", "rd-ts"),
         max_fit_rows: int = 2_000_000,
-        ignore_index: int = -100,
-        n_bins: int = 15,
-        ace_ranges: int = 15,
-        sce_bins: int = 15,
-        rbece_bins: int = 20,
-        theta: float = 40,
-        fce_bins: int = 15,
-        fce_variant: str = "paper",
-        esce_bins: int = 10,
-        eps: float = 1e-12,
+        ignore_index: int = UNSET.ignore_index,
+        n_bins: int = UNSET.n_bins,
+        ace_ranges: int = UNSET.ace_ranges,
+        sce_bins: int = UNSET.sce_bins,
+        rbece_bins: int = UNSET.rbece_bins,
+        theta: float = UNSET.theta,
+        fce_bins: int = UNSET.fce_bins,
+        fce_variant: str = UNSET.fce_variant,
+        esce_bins: int = UNSET.esce_bins,
+        eps: float = UNSET.eps,
         settings: CalibrationSettings | None = None,
     ) -> None:
         from calibkit.calibrators.calibrated import make_calibrator
@@ -117,18 +117,7 @@ class CalibrationCallback(TrainerCallback):
         if isinstance(max_fit_rows, bool) or not isinstance(max_fit_rows, int) or max_fit_rows < 1:
             raise ValueError(f"`max_fit_rows` must be an integer >= 1, got {max_fit_rows!r}")
         self.max_fit_rows = max_fit_rows
-        keywords = CalibrationSettings(
-            n_bins=n_bins,
-            ace_ranges=ace_ranges,
-            sce_bins=sce_bins,
-            rbece_bins=rbece_bins,
-            theta=theta,
-            fce_bins=fce_bins,
-            fce_variant=fce_variant,
-            esce_bins=esce_bins,
-            eps=eps,
-            ignore_index=ignore_index,
-        )
+        keywords = settings_keywords(locals())
         # Built and checked once, here, not at the first evaluation.
         self.settings = either(settings, keywords).replace(from_logits=True)
         self.ignore_index = self.settings.ignore_index

@@ -17,7 +17,7 @@ from calibkit.metrics.backends import on_device
 from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.registry import metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
-from calibkit.metrics.settings import CalibrationSettings, either
+from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
 from calibkit.metrics.statistics import CalibrationStatistics
 from calibkit.metrics.validation import check_num_threads, prepare
 
@@ -41,7 +41,8 @@ class CalibrationAccumulator:
     settings : CalibrationSettings, optional
         All settings at once; or give them as keywords (not both).
     from_logits, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant
-        The fields of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's defaults).
+        The fields of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's defaults;
+        ``from_logits=None`` is False). One given with ``settings`` is a ``ValueError`` naming both.
     num_threads : int, optional
         Threads of each update's pass (default: the CPUs available).
 
@@ -60,33 +61,21 @@ class CalibrationAccumulator:
         metrics: Iterable[str] | None = None,
         *,
         settings: CalibrationSettings | None = None,
-        from_logits: bool = False,
-        ignore_index: int = -100,
-        n_bins: int = 15,
-        ace_ranges: int = 15,
-        sce_bins: int = 15,
-        rbece_bins: int = 20,
-        theta: float = 40,
-        fce_bins: int = 15,
-        esce_bins: int = 10,
-        eps: float = 1e-12,
+        from_logits: bool | None = None,
+        ignore_index: int = UNSET.ignore_index,
+        n_bins: int = UNSET.n_bins,
+        ace_ranges: int = UNSET.ace_ranges,
+        sce_bins: int = UNSET.sce_bins,
+        rbece_bins: int = UNSET.rbece_bins,
+        theta: float = UNSET.theta,
+        fce_bins: int = UNSET.fce_bins,
+        esce_bins: int = UNSET.esce_bins,
+        eps: float = UNSET.eps,
         num_threads: int | None = None,
-        fce_variant: str = "paper",
+        fce_variant: str = UNSET.fce_variant,
     ) -> None:
         self.metrics = metric_names(metrics)
-        given = CalibrationSettings(
-            n_bins=n_bins,
-            ace_ranges=ace_ranges,
-            sce_bins=sce_bins,
-            rbece_bins=rbece_bins,
-            theta=theta,
-            fce_bins=fce_bins,
-            fce_variant=fce_variant,
-            esce_bins=esce_bins,
-            eps=eps,
-            from_logits=from_logits,
-            ignore_index=ignore_index,
-        )
+        given = settings_keywords(locals())
         self.settings = either(settings, given)
         self.num_threads = check_num_threads(num_threads)
         self.plan = plan(self.metrics, self.settings)

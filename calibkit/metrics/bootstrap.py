@@ -24,7 +24,7 @@ from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.registry import METRICS, metric, metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
-from calibkit.metrics.settings import CalibrationSettings, either
+from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
 from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan
 from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare
 
@@ -45,17 +45,17 @@ def bootstrap_intervals(
     seed: int = 0,
     max_blocks: int = 4000,
     metrics: tuple[str, ...] | None = None,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    n_bins: int = 15,
-    ace_ranges: int = 15,
-    sce_bins: int = 15,
-    rbece_bins: int = 20,
-    theta: float = 40,
-    fce_bins: int = 15,
-    esce_bins: int = 10,
-    eps: float = 1e-12,
-    fce_variant: str = "paper",
+    from_logits: bool | None = None,
+    ignore_index: int = UNSET.ignore_index,
+    n_bins: int = UNSET.n_bins,
+    ace_ranges: int = UNSET.ace_ranges,
+    sce_bins: int = UNSET.sce_bins,
+    rbece_bins: int = UNSET.rbece_bins,
+    theta: float = UNSET.theta,
+    fce_bins: int = UNSET.fce_bins,
+    esce_bins: int = UNSET.esce_bins,
+    eps: float = UNSET.eps,
+    fce_variant: str = UNSET.fce_variant,
     settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
     """Compute percentile bootstrap intervals of every metric (and of each class's ECE).
@@ -106,19 +106,7 @@ def bootstrap_intervals(
         raise ValueError(f"`confidence` must lie in (0, 1), got {confidence!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"`seed` must be an integer >= 0, got {seed!r}")
-    keywords = CalibrationSettings(
-        n_bins=n_bins,
-        ace_ranges=ace_ranges,
-        sce_bins=sce_bins,
-        rbece_bins=rbece_bins,
-        theta=theta,
-        fce_bins=fce_bins,
-        fce_variant=fce_variant,
-        esce_bins=esce_bins,
-        eps=eps,
-        from_logits=from_logits,
-        ignore_index=ignore_index,
-    )
+    keywords = settings_keywords(locals())
     settings = either(settings, keywords)
     wanted = metric_names(metrics)
     prep = prepare(probs, labels, from_logits=settings.from_logits, ignore_index=settings.ignore_index)

@@ -149,41 +149,110 @@ DEFAULTS = CalibrationSettings()
 """The SPEC.md defaults."""
 
 
-def either(settings: CalibrationSettings | None, keywords: CalibrationSettings) -> CalibrationSettings:
-    """Choose between a door's ``settings`` argument and the settings built from its keywords.
+class _UnsetInt(int):
+    """A keyword's default, told apart from the same value passed by the caller (reads as the value)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+
+class _UnsetFloat(float):
+    """A keyword's default, told apart from the same value passed by the caller (reads as the value)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return float.__repr__(self)
+
+
+class _UnsetStr(str):
+    """A keyword's default, told apart from the same value passed by the caller (reads as the value)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
+
+
+_UNSET_TYPES = (_UnsetInt, _UnsetFloat, _UnsetStr)
+
+
+class _Unset:
+    """The defaults of the settings keywords, as values a door can tell from the caller's own.
+
+    ``n_bins: int = UNSET.n_bins`` reads as ``15`` in ``help()`` and computes as 15, but
+    :func:`is_unset` knows it was not passed: a door that also takes ``settings=`` (or an old
+    keyword name) refuses two values for one setting even when one of them equals the default.
+    ``from_logits`` (a bool, which cannot be marked) defaults to None at those doors.
+    """
+
+    def __init__(self) -> None:
+        for name in names():
+            value = getattr(DEFAULTS, name)
+            if isinstance(value, bool):
+                continue
+            marked = {int: _UnsetInt, float: _UnsetFloat, str: _UnsetStr}[type(value)](value)
+            setattr(self, name, marked)
+
+
+UNSET = _Unset()
+"""``UNSET.<setting>``: the setting's default, marked as not given (see :func:`is_unset`)."""
+
+
+def is_unset(value: Any) -> bool:
+    """Tell whether ``value`` is a default a door put there (``UNSET.*`` or None), not the caller's.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    bool
+    """
+    return value is None or isinstance(value, _UNSET_TYPES)
+
+
+def either(settings: CalibrationSettings | None, keywords: dict[str, Any]) -> CalibrationSettings:
+    """Resolve a door's ``settings`` argument and its settings keywords into one settings object.
 
     Parameters
     ----------
     settings : CalibrationSettings or None
         The ``settings`` argument.
-    keywords : CalibrationSettings
-        The settings built from the door's keyword arguments.
+    keywords : dict of str to object
+        The door's settings keywords as received: ``UNSET.*`` (or None for ``from_logits``) where
+        the caller gave none.
 
     Returns
     -------
     CalibrationSettings
-        ``settings`` if given, else ``keywords``.
+        ``settings`` if given, else the settings of the keywords (defaults where not given).
 
     Raises
     ------
     ValueError
-        When both are given (``keywords`` away from the defaults), or ``settings`` is not a
-        :class:`CalibrationSettings`.
+        When ``settings`` and a keyword are both given (naming both values, whether they agree
+        or not), or ``settings`` is not a :class:`CalibrationSettings`, or a value is bad.
     """
+    given = {name: value for name, value in keywords.items() if not is_unset(value)}
     if settings is None:
-        return keywords
+        return CalibrationSettings(**given)
     if not isinstance(settings, CalibrationSettings):
         raise ValueError(f"`settings` must be a CalibrationSettings, got {type(settings).__name__}")
-    if keywords != DEFAULTS:
-        raise ValueError("give `settings` or the settings as keywords, not both")
+    if given:
+        both = ", ".join(f"`{k}={v!r}` and `settings.{k}={getattr(settings, k)!r}`" for k, v in given.items())
+        raise ValueError(f"{both}: give `settings` or the settings as keywords, not both")
     return settings
 
 
-def renamed(old: str, value: Any, new: str, current: Any, default: Any, where: str) -> Any:
+def renamed(old: str, value: Any, new: str, current: Any, where: str) -> Any:
     """Resolve a deprecated keyword ``old`` of ``where`` to its one name ``new``.
 
-    Giving both, with ``new`` away from its default, is a :class:`ValueError`: which one was
-    meant cannot be told.
+    Giving both names is a :class:`ValueError` naming both values, even when ``new`` holds its
+    default (the door's default is ``UNSET.<new>``): which one was meant cannot be told.
 
     Parameters
     ----------
@@ -194,9 +263,7 @@ def renamed(old: str, value: Any, new: str, current: Any, default: Any, where: s
     new : str
         The current name.
     current : object
-        What was passed as ``new``.
-    default : object
-        ``new``'s default.
+        What was passed as ``new`` (``UNSET.<new>`` when it was not).
     where : str
         The door, for the warning (``"ace()"``).
 
@@ -207,8 +274,10 @@ def renamed(old: str, value: Any, new: str, current: Any, default: Any, where: s
     """
     if value is None:
         return current
-    if current != default:
-        raise ValueError(f"`{old}` is the old name of `{new}`: give `{new}` only")
+    if not is_unset(current):
+        raise ValueError(
+            f"`{old}={value!r}` and `{new}={current!r}`: `{old}` is the old name of `{new}`; give `{new}` only"
+        )
     warnings.warn(
         f"{where}: `{old}` is renamed `{new}` (the name every calibkit entry point uses); "
         f"`{old}` will be removed in the next release",
@@ -216,3 +285,21 @@ def renamed(old: str, value: Any, new: str, current: Any, default: Any, where: s
         stacklevel=3,
     )
     return value
+
+
+def settings_keywords(scope: dict[str, Any]) -> dict[str, Any]:
+    """Pick a door's settings keywords out of its ``locals()``, for :func:`either`.
+
+    Every door lists the settings as keyword arguments of the same names; this reads them by
+    name instead of each door copying the list.
+
+    Parameters
+    ----------
+    scope : dict
+        The door's ``locals()`` at its first line.
+
+    Returns
+    -------
+    dict of str to object
+    """
+    return {name: scope[name] for name in names() if name in scope}

@@ -283,7 +283,7 @@ def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     """
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"`{name}` must be one of {list(choices)}, got {value!r}")
-    return value
+    return str(value)  # a plain str (a door's default may be a marked subclass)
 
 
 def check_num_threads(value: Any) -> int | None:

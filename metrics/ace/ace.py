@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET
 
 _CITATION = bibtex("nixon2019")
 
@@ -55,7 +56,7 @@ class Ace(CalibrationMetric):
         self,
         predictions,
         references,
-        ace_ranges: int = 15,
+        ace_ranges: int = UNSET.ace_ranges,  # told apart from a value passed (old names)
         from_logits: bool = False,
         ignore_index: int = -100,
         n_ranges: int | None = None,

@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET
 
 _CITATION = bibtex("sumler2025")
 
@@ -52,7 +53,7 @@ class Esce(CalibrationMetric):
         self,
         predictions,
         references,
-        esce_bins: int = 10,
+        esce_bins: int = UNSET.esce_bins,  # told apart from a value passed (old names)
         from_logits: bool = False,
         ignore_index: int = -100,
         n_bins: int | None = None,

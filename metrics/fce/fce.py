@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET
 
 _CITATION = bibtex("bihani2023")
 
@@ -65,8 +66,8 @@ class Fce(CalibrationMetric):
         self,
         predictions,
         references,
-        fce_bins: int = 15,
-        fce_variant: str = "paper",
+        fce_bins: int = UNSET.fce_bins,  # told apart from a value passed (old names)
+        fce_variant: str = UNSET.fce_variant,  # told apart from a value passed (old names)
         from_logits: bool = False,
         ignore_index: int = -100,
         n_bins: int | None = None,

@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET
 
 _CITATION = bibtex("dawkins2022")
 
@@ -56,7 +57,7 @@ class Rbece(CalibrationMetric):
         self,
         predictions,
         references,
-        rbece_bins: int = 20,
+        rbece_bins: int = UNSET.rbece_bins,  # told apart from a value passed (old names)
         theta: float = 40,
         from_logits: bool = False,
         ignore_index: int = -100,

@@ -26,3 +26,18 @@ def test_evaluate_modules_keep_the_old_names_for_one_release(load, module, old, 
         got = metric.compute(predictions=P, references=Y, **{old: value}, **extra)
     assert got == metric.compute(predictions=P, references=Y, **{new: value}, **extra)
     assert got != metric.compute(predictions=P, references=Y, **extra)
+
+
+@pytest.mark.parametrize(
+    "module,given",
+    [
+        ("fce", {"variant": "authors", "fce_variant": "paper"}),  # the new name at its default: was silently the old
+        ("fce", {"n_bins": 10, "fce_bins": 15}),
+        ("ace", {"n_ranges": 7, "ace_ranges": 15}),
+        ("esce", {"n_bins": 5, "esce_bins": 10}),
+    ],
+)
+def test_an_old_and_a_new_name_together_are_refused_naming_both(load, module, given):
+    (old, old_value), (new, new_value) = given.items()
+    with pytest.raises(ValueError, match=rf"`{old}={old_value!r}` and `{new}={new_value!r}`"):
+        load(module).compute(predictions=P, references=Y, **given)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import calibkit
+from calibkit.callbacks import CalibrationCallback
 from calibkit.metrics import CalibrationAccumulator, CalibrationSettings
 from calibkit.metrics.bootstrap import bootstrap_intervals
 from calibkit.metrics.settings import DEFAULTS, names
@@ -60,6 +61,18 @@ def test_settings_and_keywords_together_are_refused():
         calibkit.calibration_report(P, Y, settings=CUSTOM, n_bins=5)
     with pytest.raises(ValueError, match="not both"):
         CalibrationAccumulator(settings=CUSTOM, theta=1)
+    # A keyword at its default value contradicts the object as much as any other: was ignored.
+    both = r"`fce_variant='paper'` and `settings.fce_variant='authors'`.*not both"
+    with pytest.raises(ValueError, match=both):
+        calibkit.calibration_report(P, Y, settings=CUSTOM, fce_variant="paper")
+    with pytest.raises(ValueError, match=both):
+        CalibrationAccumulator(settings=CUSTOM, fce_variant="paper")
+    with pytest.raises(ValueError, match=r"`n_bins=15` and `settings.n_bins=9`"):
+        bootstrap_intervals(P, Y, n_boot=5, settings=CUSTOM, n_bins=15)
+    with pytest.raises(ValueError, match=r"`from_logits=False` and `settings.from_logits=True`"):
+        calibkit.calibration_report(P, Y, settings=CUSTOM.replace(from_logits=True), from_logits=False)
+    with pytest.raises(ValueError, match=r"`ignore_index=-100` and `settings.ignore_index=-1`"):
+        CalibrationCallback(settings=CUSTOM.replace(ignore_index=-1), ignore_index=-100)
     with pytest.raises(ValueError, match="`settings` must be a CalibrationSettings"):
         calibkit.calibration_report(P, Y, settings={"n_bins": 5})
 
@@ -98,3 +111,6 @@ def test_old_keyword_names_warn_and_give_the_same_value(fn, old, value, new):
         assert got != fn(P, Y, **extra)  # the old name was not ignored
     with pytest.raises(ValueError, match=rf"`{old}` is the old name of `{new}`"):
         fn(P, Y, **{old: value, new: value}, **extra)
+    default = getattr(DEFAULTS, new)  # the new name at its default: was silently overridden by the old
+    with pytest.raises(ValueError, match=rf"`{old}={value!r}` and `{new}={default!r}`"):
+        fn(P, Y, **{old: value, new: default}, **extra)

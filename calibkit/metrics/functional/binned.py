@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibkit.metrics.functional.core import NORMS, ArrayLike, _bins, _report
-from calibkit.metrics.settings import CalibrationSettings, renamed
+from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed
 
 
 def ece(
@@ -240,7 +240,7 @@ def ace(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    ace_ranges: int = 15,
+    ace_ranges: int = UNSET.ace_ranges,
     from_logits: bool = False,
     ignore_index: int = -100,
     n_ranges: int | None = None,
@@ -296,7 +296,7 @@ def ace(
     >>> ace([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], ace_ranges=2)
     0.25
     """
-    ace_ranges = renamed("n_ranges", n_ranges, "ace_ranges", ace_ranges, 15, "ace()")
+    ace_ranges = renamed("n_ranges", n_ranges, "ace_ranges", ace_ranges, "ace()")
     settings = CalibrationSettings(ace_ranges=ace_ranges, from_logits=from_logits, ignore_index=ignore_index)
     return _report(probs, labels, ("ace",), settings)[0]["ace"]
 

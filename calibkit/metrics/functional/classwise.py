@@ -11,14 +11,14 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics.functional.core import ArrayLike, _report
-from calibkit.metrics.settings import CalibrationSettings, renamed
+from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed
 
 
 def sce(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    sce_bins: int = 15,
+    sce_bins: int = UNSET.sce_bins,
     from_logits: bool = False,
     ignore_index: int = -100,
     n_bins: int | None = None,
@@ -68,7 +68,7 @@ def sce(
     >>> round(sce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
     """
-    sce_bins = renamed("n_bins", n_bins, "sce_bins", sce_bins, 15, "sce()")
+    sce_bins = renamed("n_bins", n_bins, "sce_bins", sce_bins, "sce()")
     settings = CalibrationSettings(sce_bins=sce_bins, from_logits=from_logits, ignore_index=ignore_index)
     return _report(probs, labels, ("sce",), settings)[0]["sce"]
 

@@ -18,7 +18,7 @@ import numpy as np
 from calibkit.metrics.formulas import binned_gaps
 from calibkit.metrics.registry import metric_names
 from calibkit.metrics.report import exact_report
-from calibkit.metrics.settings import CalibrationSettings, either
+from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
 from calibkit.metrics.statistics import CalibrationStatistics
 from calibkit.metrics.validation import check_num_threads, prepare
 
@@ -111,18 +111,18 @@ def calibration_report(
     labels: ArrayLike,
     *,
     metrics: Iterable[str] | None = None,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    n_bins: int = 15,
-    ace_ranges: int = 15,
-    sce_bins: int = 15,
-    rbece_bins: int = 20,
-    theta: float = 40,
-    fce_bins: int = 15,
-    esce_bins: int = 10,
-    eps: float = 1e-12,
+    from_logits: bool | None = None,
+    ignore_index: int = UNSET.ignore_index,
+    n_bins: int = UNSET.n_bins,
+    ace_ranges: int = UNSET.ace_ranges,
+    sce_bins: int = UNSET.sce_bins,
+    rbece_bins: int = UNSET.rbece_bins,
+    theta: float = UNSET.theta,
+    fce_bins: int = UNSET.fce_bins,
+    esce_bins: int = UNSET.esce_bins,
+    eps: float = UNSET.eps,
     num_threads: int | None = None,
-    fce_variant: str = "paper",
+    fce_variant: str = UNSET.fce_variant,
     settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
     """Compute every metric in one pass over the data, ACE exact.
@@ -142,14 +142,16 @@ def calibration_report(
     metrics : iterable of str, optional
         Names from :data:`calibkit.METRICS` (default: all); the pass then skips the sums only
         the others need (e.g. the per-entry logs of ECD, NLL and Brier).
-    from_logits : bool, default False
-        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
+    from_logits : bool, optional
+        ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly. Default
+        False (None stands for "not given", so that a contradiction with ``settings`` is seen).
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant
         The settings of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's
         defaults); ``fce_variant="authors"`` reports FCE as the fuzzy-binning authors' code
-        computes it (see :func:`fce`).
+        computes it (see :func:`fce`). A keyword given with ``settings`` is a ``ValueError``
+        naming both values, even when it equals the default.
     num_threads : int, optional
         Threads of the pass (default: the CPUs available).
     settings : CalibrationSettings, optional
@@ -177,18 +179,6 @@ def calibration_report(
     >>> round(r["ece"], 4), r["accuracy"], r["n"], r["num_classes"]
     (0.3, 0.75, 4, 2)
     """
-    given = CalibrationSettings(
-        n_bins=n_bins,
-        ace_ranges=ace_ranges,
-        sce_bins=sce_bins,
-        rbece_bins=rbece_bins,
-        theta=theta,
-        fce_bins=fce_bins,
-        fce_variant=fce_variant,
-        esce_bins=esce_bins,
-        eps=eps,
-        from_logits=from_logits,
-        ignore_index=ignore_index,
-    )
+    given = settings_keywords(locals())
     names = metric_names(metrics)
     return _report(probs, labels, names, either(settings, given), num_threads=num_threads)[0]

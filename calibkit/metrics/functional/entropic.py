@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibkit.metrics.functional.core import ArrayLike, _bins, _report
-from calibkit.metrics.settings import CalibrationSettings, renamed
+from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed
 
 
 def ecd(
@@ -74,7 +74,7 @@ def esce(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    esce_bins: int = 10,
+    esce_bins: int = UNSET.esce_bins,
     from_logits: bool = False,
     ignore_index: int = -100,
     return_bins: bool = False,
@@ -127,7 +127,7 @@ def esce(
     >>> round(esce([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     -0.25
     """
-    esce_bins = renamed("n_bins", n_bins, "esce_bins", esce_bins, 10, "esce()")
+    esce_bins = renamed("n_bins", n_bins, "esce_bins", esce_bins, "esce()")
     settings = CalibrationSettings(esce_bins=esce_bins, from_logits=from_logits, ignore_index=ignore_index)
     report, stats = _report(probs, labels, ("esce", "ecd") if return_bins else ("esce",), settings)
     return (report["esce"], _bins(stats, settings.esce_bins)) if return_bins else report["esce"]

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from calibkit.metrics.functional.core import ArrayLike, _report
-from calibkit.metrics.settings import CalibrationSettings, renamed
+from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed
 
 
 def fce(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    fce_bins: int = 15,
-    fce_variant: str = "paper",
+    fce_bins: int = UNSET.fce_bins,
+    fce_variant: str = UNSET.fce_variant,
     from_logits: bool = False,
     ignore_index: int = -100,
     n_bins: int | None = None,
@@ -86,8 +86,8 @@ def fce(
     >>> round(fce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], fce_variant="authors"), 4)
     0.15
     """
-    fce_bins = renamed("n_bins", n_bins, "fce_bins", fce_bins, 15, "fce()")
-    fce_variant = renamed("variant", variant, "fce_variant", fce_variant, "paper", "fce()")
+    fce_bins = renamed("n_bins", n_bins, "fce_bins", fce_bins, "fce()")
+    fce_variant = renamed("variant", variant, "fce_variant", fce_variant, "fce()")
     settings = CalibrationSettings(
         fce_bins=fce_bins, fce_variant=fce_variant, from_logits=from_logits, ignore_index=ignore_index
     )

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from calibkit.metrics.functional.core import ArrayLike, _report
-from calibkit.metrics.settings import CalibrationSettings, renamed
+from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed
 
 
 def rbece(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    rbece_bins: int = 20,
+    rbece_bins: int = UNSET.rbece_bins,
     theta: float = 40,
     from_logits: bool = False,
     ignore_index: int = -100,
@@ -63,7 +63,7 @@ def rbece(
     >>> round(rbece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1], theta=0), 4)
     0.3
     """
-    rbece_bins = renamed("n_bins", n_bins, "rbece_bins", rbece_bins, 20, "rbece()")
+    rbece_bins = renamed("n_bins", n_bins, "rbece_bins", rbece_bins, "rbece()")
     settings = CalibrationSettings(
         rbece_bins=rbece_bins, theta=theta, from_logits=from_logits, ignore_index=ignore_index
     )
