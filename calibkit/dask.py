@@ -72,8 +72,10 @@ class Part(NamedTuple):
                 from calibkit.prediction_files import row_of_value
 
                 row, token = row_of_value(self.table, exc.index)
+            elif self.labels.ndim == 2:  # token rows (n, L): the flat index is row * L + token
+                row, token = divmod(exc.index, self.labels.shape[1])
             else:
-                row, token = exc.position if isinstance(exc.position, tuple) else (exc.position, None)
+                row, token = exc.index, None
             raise PartitionError(exc.head, exc.tail, self.index, row, token, self.offset) from None
         except ValueError as exc:
             raise ValueError(f"partition {self.index}: {exc}") from None

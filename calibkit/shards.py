@@ -328,9 +328,10 @@ class Batch(NamedTuple):
         """Say where ``error``'s bad value is: the row of the shard and of all shards (and its token)."""
         if self.table is not None:
             row, token = row_of_value(self.table, error.index)
+        elif self.labels.ndim == 2:  # an .npz of token rows (N, L): the flat index is row * L + token
+            row, token = divmod(error.index, self.labels.shape[1])
         else:
-            position = error.position
-            row, token = position if isinstance(position, tuple) else (position, None)
+            row, token = error.index, None
         token_of = "" if token is None else f"token {token} of "
         return f"{token_of}row {self.offset + row} of {self.file} (row {self.first_row + row} of all shards)"
 
