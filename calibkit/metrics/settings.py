@@ -202,7 +202,7 @@ UNSET = _Unset()
 
 
 def is_unset(value: Any) -> bool:
-    """Tell whether ``value`` is a default a door put there (``UNSET.*`` or None), not the caller's.
+    """Tell whether ``value`` is a default a door put there (``UNSET.*``), not the caller's.
 
     Parameters
     ----------
@@ -212,7 +212,7 @@ def is_unset(value: Any) -> bool:
     -------
     bool
     """
-    return value is None or isinstance(value, _UNSET_TYPES)
+    return isinstance(value, _UNSET_TYPES)
 
 
 def either(settings: CalibrationSettings | None, keywords: dict[str, Any]) -> CalibrationSettings:
@@ -237,7 +237,8 @@ def either(settings: CalibrationSettings | None, keywords: dict[str, Any]) -> Ca
         When ``settings`` and a keyword are both given (naming both values, whether they agree
         or not), or ``settings`` is not a :class:`CalibrationSettings`, or a value is bad.
     """
-    given = {name: value for name, value in keywords.items() if not is_unset(value)}
+    # from_logits=None is "not given" (a bool cannot be marked); None for another setting is refused
+    given = {k: v for k, v in keywords.items() if not is_unset(v) and not (k == "from_logits" and v is None)}
     if settings is None:
         return CalibrationSettings(**given)
     if not isinstance(settings, CalibrationSettings):
