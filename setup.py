@@ -41,6 +41,8 @@ setup(
             "distributed>=2024.1",
             # Kumar et al.'s reference code of the debiased L2 calibration error (import name `calibration`).
             "uncertainty-calibration>=0.1.4",
+            # A real client of calibkit.multiple_choice: the harness runs offline on a tiny model in the tests.
+            "lm-eval==0.4.13",
         ],
         # calibkit.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],

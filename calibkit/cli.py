@@ -174,8 +174,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     _check_report_options(args)
     if args.model or args.dataset:
         return cmd_report_model(args)
+    from calibkit.multiple_choice import is_choice_location
     from calibkit.shards import is_shard_location
 
+    if args.predictions and is_choice_location(args.predictions):
+        return cmd_report_choices(args)
     if args.predictions and is_shard_location(args.predictions):
         return cmd_report_shards(args)
     from calibkit.metrics import calibration_report
@@ -231,6 +234,34 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(_interval_lines(ci, names))
         if args.output:
             print("\n".join(f"{name}: {path}" for name, path in paths.items()))
+    return 0
+
+
+def cmd_report_choices(args: argparse.Namespace) -> int:
+    """``--predictions`` holds multiple-choice logs (lm-evaluation-harness, the choice format): by task and pooled."""
+    from calibkit.multiple_choice import format_choice_table, multiple_choice_report, read_choices
+
+    if args.bootstrap:
+        raise ValueError("--bootstrap: not available for multiple-choice logs yet")
+    data = read_choices(args.predictions)
+    report = multiple_choice_report(
+        data, score=args.score, n_bins=args.n_bins, theta=args.theta, fce_variant=args.fce_variant
+    )
+    named = {"loglik": "log-likelihood (acc)", "chars": "log-likelihood per character (acc_norm)"}
+    score = named.get(args.score, "log-likelihood per UTF-8 byte (acc_bytes)")
+    source = (
+        f"{args.predictions} ({len(data.gold)} questions, {len(report['tasks'])} tasks; confidence: softmax of {score})"
+    )
+    out = {"source": source, **report}
+    if args.json:
+        print(json.dumps(out, indent=2, default=lambda v: None))
+    else:
+        print(f"calibkit report: {source}")
+        print(format_choice_table(report))
+    if args.output:
+        folder = writable_folder(args.output)
+        (folder / "report.json").write_text(json.dumps(out, indent=2, default=lambda v: None) + "\n")
+        (folder / "table.md").write_text(f"# calibkit report: {source}\n{format_choice_table(report)}\n")
     return 0
 
 
@@ -543,8 +574,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--predictions",
         help="file with probs (or logits) and labels: .npz, .parquet, .csv, .json; or a folder or a quoted glob "
-        "of .parquet/.npz/.jsonl shards, streamed in bounded memory; without it and without --model, an embedded "
-        "synthetic example",
+        "of .parquet/.npz/.jsonl shards, streamed in bounded memory; or multiple-choice logs: an lm-evaluation-harness "
+        "--log_samples folder or samples_*.jsonl, or a file with choice_logprobs and gold columns; without it and "
+        "without --model, an embedded synthetic example",
     )
     report.add_argument("--model", help="model folder (or Hub id) of a sequence or token classifier")
     report.add_argument("--dataset", help="saved dataset folder, data file, or Hub id")
@@ -569,6 +601,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="FCE by the paper's formula, or as the fuzzy-binning authors' published code computes it",
     )
     report.add_argument("--ignore-index", type=int, default=-100, help="label of positions to skip")
+    report.add_argument(
+        "--score",
+        choices=("loglik", "chars", "bytes"),
+        default="loglik",
+        help="multiple-choice logs: confidence is the softmax over the choices of the log-likelihood (as acc), "
+        "or of it per character (acc_norm) or per UTF-8 byte (acc_bytes)",
+    )
     report.add_argument("--quiet", action="store_true", help="no progress bar (shards)")
     report.add_argument(
         "--approximate-ace",

@@ -1,0 +1,289 @@
+"""Language models on multiple-choice benchmarks (calibkit.multiple_choice), read from the logs the
+tools write: lm-evaluation-harness itself runs here, offline, on a tiny random causal LM with a
+tokenizer trained in the test and a local task of 3-, 4- and 5-choice questions.
+
+Every number is checked against the harness's own accuracies and against plain loops over the
+samples file (tests/metrics/reference.py), the questions unpadded.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from calibkit.cli import main
+from calibkit.multiple_choice import ChoiceData, choice_probabilities, multiple_choice_report, read_choices
+from tests.metrics import reference as ref
+
+WORDS = "alpha beta gamma delta red green blue cat dog bird one two three four five is the a of what which".split()
+
+
+def build_run(folder: Path) -> Path:
+    """Write a tiny GPT-2 with a trained BPE tokenizer and a local task, then run lm_eval on it."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(30):
+        k = (3, 4, 5)[i % 3]
+        choices = [str(w) for w in rng.choice(WORDS, k, replace=False)]
+        choices[0] = choices[0] + " é"  # a two-byte character: characters and bytes differ
+        rows.append({"question": " ".join(rng.choice(WORDS, 4)), "choices": choices, "answer": int(rng.integers(k))})
+    data = folder / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["[UNK]", "<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator([json.dumps(r) for r in rows] * 5, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", unk_token="[UNK]")
+    fast.save_pretrained(folder / "model")
+    import torch
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(fast), n_positions=128, n_embd=32, n_layer=1, n_head=2)
+    GPT2LMHeadModel(config).save_pretrained(folder / "model")
+    (folder / "tasks").mkdir()
+    (folder / "tasks" / "tiny_mc.yaml").write_text(
+        "task: tiny_mc\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+        f"    test: {data}\ntest_split: test\noutput_type: multiple_choice\n"
+        'doc_to_text: "Question: {{question}}\\nAnswer:"\ndoc_to_choice: "{{choices}}"\ndoc_to_target: answer\n'
+        "metric_list:\n  - metric: acc\n  - metric: acc_norm\n  - metric: acc_bytes\n"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [
+        sys.executable, "-m", "lm_eval", "--model", "hf",
+        "--model_args", f"pretrained={folder / 'model'},dtype=float32",
+        "--include_path", str(folder / "tasks"), "--tasks", "tiny_mc", "--output_path", str(folder / "out"),
+        "--log_samples", "--device", "cpu", "--batch_size", "8",
+    ]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder / "out"
+
+
+@pytest.fixture(scope="module")
+def harness_run(tmp_path_factory):
+    pytest.importorskip("lm_eval")
+    return build_run(tmp_path_factory.mktemp("lm_eval"))
+
+
+def plain_rows(samples_file: Path, score: str):
+    """(softmax over the question's own choices, gold) per sample: a loop over the file as written."""
+    rows = []
+    for line in samples_file.read_text(encoding="utf-8").splitlines():
+        sample = json.loads(line)
+        ll = [float(r[0]) for r in sample["filtered_resps"]]
+        texts = [sample["arguments"][f"gen_args_{j}"]["arg_1"][1:] for j in range(len(ll))]  # without " "
+        if score == "chars":
+            ll = [v / len(t) for v, t in zip(ll, texts)]
+        elif score == "bytes":
+            ll = [v / len(t.encode("utf-8")) for v, t in zip(ll, texts)]
+        top = max(ll)
+        e = [math.exp(v - top) for v in ll]
+        rows.append(([v / sum(e) for v in e], int(sample["target"])))
+    return rows
+
+
+@pytest.mark.parametrize("score, harness_metric", [("loglik", "acc"), ("chars", "acc_norm"), ("bytes", "acc_bytes")])
+def test_the_harness_run_reads_with_its_accuracies_and_the_loops_numbers(harness_run, score, harness_metric):
+    results = json.loads(next(harness_run.rglob("results_*.json")).read_text())["results"]["tiny_mc"]
+    report = multiple_choice_report(read_choices(harness_run), score=score, theta=0)
+    got = report["tasks"]["tiny_mc"]
+    assert got["accuracy"] == pytest.approx(results[f"{harness_metric},none"], abs=1e-12)
+    assert report["score"] == score and got["questions"] == 30 and got["choices"] == [3, 4, 5]
+    rows = plain_rows(next(harness_run.rglob("samples_tiny_mc_*.jsonl")), score)
+    pairs = ref.top_pairs(rows, False)
+    want = {
+        "ece": ref.ece(pairs, 15), "mce": ref.mce(pairs, 15), "esce": ref.esce(pairs, 10),
+        "rbece": ref.rbece(pairs, 20, 0),
+        "fce": ref.fce(pairs, 15), "overconfidence": ref.overconfidence(rows), "ecd": ref.ecd(rows),
+        "brier": ref.brier(rows, False), "nll": ref.nll(rows), "accuracy": ref.accuracy(rows),
+    }  # fmt: skip
+    for name, value in want.items():
+        assert got[name] == pytest.approx(value, rel=1e-9, abs=1e-12), name
+    for name in ("cece", "sce", "ace", "subset_ece"):  # 3 to 5 choices: no fixed answer positions
+        assert got[name] is None, name
+    assert report["pooled"]["ece"] == got["ece"]
+
+
+def test_the_cli_reads_the_harness_folder(harness_run, capsys):
+    assert main(["report", "--predictions", str(harness_run), "--score", "chars", "--json", "--theta", "0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["score"] == "chars" and "acc_norm" in out["source"]
+    assert main(["report", "--predictions", str(harness_run)]) == 0
+    table = capsys.readouterr().out
+    assert "| tiny_mc | 3-5 | 30 |" in table and "(pooled)" in table
+
+
+# ----------------------------------------------------------------------------------------------
+# Samples files as the harness writes them (every value a string), for the cases a tiny run
+# does not produce: mutual information, text targets, multiple_input tasks, bad samples.
+
+
+def sample(doc_id, lls, target, continuations=None, contexts=None, **metrics):
+    continuations = continuations or [f" c{j}" for j in range(len(lls))]
+    contexts = contexts or ["Q:"] * len(lls)
+    return {
+        "doc_id": doc_id,
+        "doc": {},
+        "target": str(target),
+        "arguments": {
+            f"gen_args_{j}": {"arg_0": c, "arg_1": t} for j, (c, t) in enumerate(zip(contexts, continuations))
+        },
+        "resps": [[[str(v), "False"]] for v in lls],
+        "filtered_resps": [[str(v), "False"] for v in lls],
+        "filter": "none",
+        "metrics": list(metrics),
+        **{k: v for k, v in metrics.items()},
+    }
+
+
+def write_samples(folder: Path, task: str, samples, delimiter=None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    file = folder / f"samples_{task}_2026-01-01T00-00-00.000001.jsonl"
+    file.write_text("".join(json.dumps(s) + "\n" for s in samples))
+    if delimiter is not None:
+        config = {"configs": {task: {"target_delimiter": delimiter}}}
+        (folder / "results_2026-01-01T00-00-00.000001.json").write_text(json.dumps(config))
+    return file
+
+
+def test_mutual_information_text_targets_and_delimiters(tmp_path):
+    mutual = sample(
+        0, [-1.0, -3.0, -0.5, -9.0], 0, continuations=[" a", " b", " a", " b"], contexts=["Q:", "Q:", "", ""]
+    )
+    text = sample(1, [-2.0, -1.0], "bb", continuations=["::aa", "::bb"], acc=1.0)
+    write_samples(tmp_path / "run", "mix", [mutual], delimiter=" ")
+    data = read_choices(tmp_path / "run")
+    assert data.loglik.tolist() == [[-1.0, -3.0]] and data.gold.tolist() == [0]  # the unconditional half dropped
+    file = write_samples(tmp_path / "other", "text", [text], delimiter="::")
+    data = read_choices(file)
+    assert data.gold.tolist() == [1] and data.chars.tolist() == [[2.0, 2.0]]  # the delimiter is no part of the length
+
+
+def test_a_multiple_input_task_takes_its_gold_from_acc_where_that_is_exact(tmp_path):
+    # Winogrande-style: the choices are in the contexts, the continuation is shared; `target` is that text.
+    right = sample(0, [-1.0, -2.0], "rest", continuations=[" rest"] * 2, contexts=["A", "B"], acc=1.0)
+    wrong = sample(1, [-1.0, -2.0], "rest", continuations=[" rest"] * 2, contexts=["A", "B"], acc=0.0)
+    data = read_choices(write_samples(tmp_path, "wino", [right, wrong]))
+    assert data.gold.tolist() == [0, 1]
+    with pytest.raises(ValueError, match=r"score='chars' needs each choice's length.*doc_id 0"):
+        choice_probabilities(data, "chars")
+    three = sample(7, [-1.0, -2.0, -3.0], "rest", continuations=[" rest"] * 3, contexts=["A", "B", "C"], acc=0.0)
+    with pytest.raises(ValueError, match=r"doc_id 7: no gold choice can be derived"):
+        read_choices(write_samples(tmp_path / "x", "wino", [three]))
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (sample(3, [-1.0, -2.0], 0, acc=0.0), r"doc_id 3: the gold choice 0 .* disagrees with the file's `acc`"),
+        (sample(4, [-1.0, float("nan")], 0), r"doc_id 4: the log-likelihood of choice 1 is not finite"),
+        (sample(5, [-1.0, -2.0], 2), r"doc_id 5: `target` '2' is no index of the 2 choices"),
+        (sample(6, [], 0), r"doc_id 6: the question has no choice"),
+        (sample(8, [-1.0, -2.0], "nothing"), r"doc_id 8: `target` 'nothing' is neither an index nor the text"),
+        ({"doc_id": 9, "arguments": {}}, r"doc_id 9: missing key 'filtered_resps'"),
+    ],
+)
+def test_a_bad_sample_is_refused_naming_the_file_and_doc_id(tmp_path, capsys, bad, message):
+    good = sample(0, [-1.0, -2.0], 0, acc=1.0)
+    file = write_samples(tmp_path, "t", [good, bad])
+    with pytest.raises(ValueError, match=message):
+        read_choices(file)
+    assert main(["report", "--predictions", str(file)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and file.name in err
+
+
+def test_two_runs_of_one_task_in_a_folder_are_refused(tmp_path):
+    write_samples(tmp_path / "a", "t", [sample(0, [-1.0, -2.0], 0)])
+    write_samples(tmp_path / "b", "t", [sample(0, [-1.0, -2.0], 0)])
+    with pytest.raises(ValueError, match=r"task 't' is in .* and .*two runs"):
+        read_choices(tmp_path)
+
+
+# ----------------------------------------------------------------------------------------------
+# calibkit's own format
+
+
+def choice_rows(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        k = 4 if i % 2 else 3
+        ll = (-rng.gamma(2.0, 2.0, k)).tolist()
+        rows.append({"task": "even" if i % 2 == 0 else "odd", "choice_logprobs": ll, "gold": int(rng.integers(k))})
+    return rows
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_the_choice_format_per_task_and_pooled_equals_the_loops(tmp_path, suffix):
+    rows = choice_rows()
+    file = tmp_path / f"preds{suffix}"
+    if suffix == ".jsonl":
+        file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        pq.write_table(pa.Table.from_pylist(rows), file)
+    report = multiple_choice_report(read_choices(file), theta=0)
+    for task, k in (("even", 3), ("odd", 4)):
+        mine = [r for r in rows if r["task"] == task]
+        plain = []
+        for r in mine:
+            e = [math.exp(v - max(r["choice_logprobs"])) for v in r["choice_logprobs"]]
+            plain.append(([v / sum(e) for v in e], r["gold"]))
+        got = report["tasks"][task]
+        assert got["ece"] == pytest.approx(ref.ece(ref.top_pairs(plain, False), 15), rel=1e-12)
+        assert got["brier"] == pytest.approx(ref.brier(plain, False), rel=1e-12)
+        per_position = ref.subset_ece(plain, False, k, 15)  # a fixed number of choices: answer positions
+        assert np.allclose(got["subset_ece"], per_position, rtol=1e-12)
+        assert got["positions"].endswith(", ".join("ABCD"[:k]))
+    assert report["pooled"]["questions"] == 400 and report["pooled"]["cece"] is None
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([{"choice_logprobs": [-1.0, -2.0], "gold": 2}], r"question 0: `gold` 2 is no index of 2 choices"),
+        ([{"choice_logprobs": [], "gold": 0}], r"question 0: `choice_logprobs` holds 0 values"),
+        (
+            [{"choice_logprobs": [-1.0], "gold": 0}, {"choice_logprobs": [-1.0, float("nan")], "gold": 0}],
+            r"question 1: a log-likelihood is not finite",
+        ),
+        (
+            [{"choice_logprobs": [-1.0, -2.0], "gold": 0, "choice_chars": [3.0]}],
+            r"question 0: `choice_chars` holds 1 values for 2 choices",
+        ),
+        ([{"choice_logprobs": [-1.0, -2.0], "gold": 0.5}], r"`gold` must hold one integer index"),
+        ([{"choice_logprobs": [-1.0, -2.0]}], r"needs `choice_logprobs` and `gold` columns"),
+    ],
+)
+def test_the_choice_format_refuses_bad_questions_by_number(tmp_path, rows, message):
+    file = tmp_path / "preds.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if "NaN" in file.read_text():  # JSON holds no NaN: Parquet does
+        file = tmp_path / "preds.parquet"
+        pq.write_table(pa.Table.from_pylist(rows), file)
+    with pytest.raises(ValueError, match=message):
+        read_choices(file)
+
+
+def test_scores_are_named_and_validated():
+    data = ChoiceData(
+        np.array(["t"], dtype=object), np.array([0], dtype=object), np.array([[-2.0, -4.0]]), np.array([0]),
+        np.array([[2.0, 1.0]]), np.array([[2.0, 4.0]]), np.array(["f"], dtype=object),
+    )  # fmt: skip
+    assert choice_probabilities(data, "chars")[0] == pytest.approx([1 / (1 + math.exp(-3)), 1 / (1 + math.exp(3))])
+    assert choice_probabilities(data, "bytes")[0] == pytest.approx([0.5, 0.5])
+    with pytest.raises(ValueError, match=r"`score` must be one of \['loglik', 'chars', 'bytes'\]"):
+        multiple_choice_report(data, score="acc_norm")
