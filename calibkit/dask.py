@@ -42,7 +42,7 @@ SPLIT_EVERY = 8
 class Part(NamedTuple):
     """One partition's predictions, and where they lie (for error messages).
 
-    Attributes
+    Parameters
     ----------
     values, labels : ndarray
         As the partition holds them (a DataFrame's token rows flattened).
@@ -64,7 +64,20 @@ class Part(NamedTuple):
     table: Any
 
     def update(self, target: Any) -> None:
-        """Call ``target.update(values, labels)``; an error names the partition and the row."""
+        """Call ``target.update(values, labels)``; an error names the partition and the row.
+
+        Parameters
+        ----------
+        target : CalibrationAccumulator
+            What reads the partition.
+
+        Raises
+        ------
+        PartitionError
+            For a bad value: the partition, its row and (where known) the row of all the data.
+        ValueError
+            Another error of the target, naming the partition.
+        """
         try:
             target.update(self.values, self.labels)
         except InputError as exc:

@@ -84,7 +84,17 @@ class ChoiceData:
         return np.sum(~np.isnan(self.loglik), axis=1)
 
     def select(self, rows: np.ndarray) -> ChoiceData:
-        """Return the questions ``rows`` (a boolean mask or indices), columns trimmed to their most choices."""
+        """Return the questions ``rows``, the columns trimmed to their most choices.
+
+        Parameters
+        ----------
+        rows : ndarray of bool or int
+            A mask over the questions, or their indices.
+
+        Returns
+        -------
+        ChoiceData
+        """
         width = int(self.n_choices[rows].max()) if np.size(self.gold[rows]) else 1
 
         def cut(a):

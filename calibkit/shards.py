@@ -297,7 +297,7 @@ def _table_rows(file: Path) -> int | None:
 class Batch(NamedTuple):
     """One batch of a shard, and where it lies: what :func:`iter_batches` yields.
 
-    Attributes
+    Parameters
     ----------
     values : ndarray
         Probabilities or logits: ``(rows, K)`` with token rows flattened; an ``.npz`` shard's
@@ -325,7 +325,18 @@ class Batch(NamedTuple):
     table: Any
 
     def place(self, error: InputError) -> str:
-        """Say where ``error``'s bad value is: the row of the shard and of all shards (and its token)."""
+        """Say where ``error``'s bad value is: the row of the shard and of all shards (and its token).
+
+        Parameters
+        ----------
+        error : InputError
+            Raised on this batch's values or labels.
+
+        Returns
+        -------
+        str
+            E.g. ``row 7 of s1.parquet (row 37 of all shards)``.
+        """
         if self.table is not None:
             row, token = row_of_value(self.table, error.index)
         elif self.labels.ndim == 2:  # an .npz of token rows (N, L): the flat index is row * L + token
@@ -336,7 +347,18 @@ class Batch(NamedTuple):
         return f"{token_of}row {self.offset + row} of {self.file} (row {self.first_row + row} of all shards)"
 
     def update(self, target: Any) -> None:
-        """Call ``target.update(values, labels)``; an error says which shard and row it is about."""
+        """Call ``target.update(values, labels)``; an error says which shard and row it is about.
+
+        Parameters
+        ----------
+        target : CalibrationAccumulator or ExactACE
+            What reads the batch.
+
+        Raises
+        ------
+        ValueError
+            The target's error, placed in the shard.
+        """
         try:
             target.update(self.values, self.labels)
         except InputError as exc:

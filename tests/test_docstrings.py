@@ -46,6 +46,7 @@ PUBLIC_MODULES = (
     "calibkit.shards",
     "calibkit.dask",
     "calibkit.prediction_files",
+    "calibkit.multiple_choice",
     "calibkit.metrics.statistics",
     "calibkit.metrics.registry",
     "calibkit.metrics.settings",

@@ -44,7 +44,17 @@ class InputError(ValueError):
         return type(self), (self.head, self.index, self.position, self.tail)
 
     def at(self, where: str) -> ValueError:
-        """Return the message as a ``ValueError`` whose place is ``where``."""
+        """Return the message as a ``ValueError`` whose place is ``where``.
+
+        Parameters
+        ----------
+        where : str
+            The place, e.g. ``row 7 of s1.parquet (row 37 of all shards)``.
+
+        Returns
+        -------
+        ValueError
+        """
         return ValueError(f"{self.head}{where}{self.tail}")
 
 
