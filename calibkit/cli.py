@@ -239,7 +239,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_report_choices(args: argparse.Namespace) -> int:
     """``--predictions`` holds multiple-choice logs (lm-evaluation-harness, the choice format): by task and pooled."""
-    from calibkit.multiple_choice import format_choice_table, multiple_choice_report, read_choices
+    from calibkit.multiple_choice import (
+        choice_temperature_scaling,
+        format_choice_table,
+        format_ts_table,
+        multiple_choice_report,
+        read_choices,
+    )
 
     if args.bootstrap:
         raise ValueError("--bootstrap: not available for multiple-choice logs yet")
@@ -253,15 +259,22 @@ def cmd_report_choices(args: argparse.Namespace) -> int:
         f"{args.predictions} ({len(data.gold)} questions, {len(report['tasks'])} tasks; confidence: softmax of {score})"
     )
     out = {"source": source, **report}
+    table = format_choice_table(report)
+    if args.calibrate:
+        ts = choice_temperature_scaling(data, score=args.score, resplits=args.resplits, n_bins=args.n_bins,
+                                        theta=args.theta, seed=args.seed)  # fmt: skip
+        out["temperature_scaling"] = ts
+        how = f"fitted per task on one half, evaluated on the other, {args.resplits} re-splits"
+        table += f"\n\nTemperature scaling over the choices ({how}):\n{format_ts_table(ts)}"
     if args.json:
         print(json.dumps(out, indent=2, default=lambda v: None))
     else:
         print(f"calibkit report: {source}")
-        print(format_choice_table(report))
+        print(table)
     if args.output:
         folder = writable_folder(args.output)
         (folder / "report.json").write_text(json.dumps(out, indent=2, default=lambda v: None) + "\n")
-        (folder / "table.md").write_text(f"# calibkit report: {source}\n{format_choice_table(report)}\n")
+        (folder / "table.md").write_text(f"# calibkit report: {source}\n{table}\n")
     return 0
 
 
@@ -601,6 +614,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="FCE by the paper's formula, or as the fuzzy-binning authors' published code computes it",
     )
     report.add_argument("--ignore-index", type=int, default=-100, help="label of positions to skip")
+    report.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="multiple-choice logs: fit temperature scaling over the choices per task, before/after with --resplits",
+    )
     report.add_argument(
         "--score",
         choices=("loglik", "chars", "bytes"),

@@ -1,0 +1,227 @@
+"""Calibration of multiple-choice answers per task and pooled, and temperature scaling over the choices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calibkit.multiple_choice.data import ChoiceData, check_score, choice_logits, choice_probabilities
+
+POSITION_METRICS = ("subset_ece", "cece", "msece", "wsece", "ece_variance", "sce", "ace", "ace_error_bound")
+"""Metrics over classes, here answer positions: given only where a task has a fixed number of choices."""
+
+
+def _one_report(data: ChoiceData, score: str, settings: dict[str, Any]) -> dict[str, Any]:
+    import calibkit
+
+    probs = choice_probabilities(data, score)
+    counts = data.n_choices
+    fixed = int(counts.min()) == int(counts.max())
+    report = calibkit.calibration_report(probs, data.gold, **settings)
+    out: dict[str, Any] = {"questions": int(len(data.gold)), "choices": sorted({int(c) for c in counts})}
+    for key, value in report.items():  # JSON-ready: lists, and None for NaN (a class with no question, ...)
+        value = value.tolist() if isinstance(value, np.ndarray) else value
+        if isinstance(value, list):
+            value = [None if isinstance(v, float) and np.isnan(v) else v for v in value]
+        out[key] = None if isinstance(value, float) and np.isnan(value) else value
+    if fixed:
+        out["positions"] = "answer positions are the classes: " + ", ".join(chr(65 + j) for j in range(int(counts[0])))
+    else:
+        for key in POSITION_METRICS:
+            if key in out:
+                out[key] = None
+        low, high = int(counts.min()), int(counts.max())
+        out["positions"] = f"not defined: questions have {low} to {high} choices (metrics over positions are None)"
+    return out
+
+
+def multiple_choice_report(
+    data: ChoiceData,
+    *,
+    score: str = "loglik",
+    n_bins: int = 15,
+    theta: float = 40,
+    fce_variant: str = "paper",
+    metrics: Any = None,
+) -> dict[str, Any]:
+    """Calibration of a language model on multiple-choice tasks: every metric per task and pooled.
+
+    Parameters
+    ----------
+    data : ChoiceData
+        From :func:`read_choices`.
+    score : {"loglik", "chars", "bytes"}, default "loglik"
+        The score whose softmax over the choices is the confidence (the harness's ``acc``,
+        ``acc_norm``, ``acc_bytes``).
+    n_bins, theta, fce_variant, metrics
+        As in :func:`calibkit.calibration_report`.
+
+    Returns
+    -------
+    dict
+        ``"score"``; ``"pooled"``: the report over every question; ``"tasks"``: per task, the
+        same. Each report holds :func:`calibkit.calibration_report`'s keys (``accuracy`` is the
+        harness's accuracy for this score), ``"questions"``, ``"choices"`` (the numbers of choices
+        seen) and ``"positions"`` (whether metrics over answer positions are defined: None where
+        not).
+
+    Raises
+    ------
+    ValueError
+        On an unknown score or a bad setting.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> ll = -rng.gamma(2.0, 2.0, (200, 4))
+    >>> gold = ll.argmax(1) * (rng.random(200) < 0.7)  # right 70 % of the time (or gold 0)
+    >>> data = ChoiceData(np.array(["arc"] * 200, dtype=object), np.arange(200).astype(object), ll, gold,
+    ...                   None, None, np.array(["f"] * 200, dtype=object))
+    >>> r = multiple_choice_report(data)
+    >>> r["score"], r["tasks"]["arc"]["questions"], r["pooled"]["positions"][:20]
+    ('loglik', 200, 'answer positions are')
+    """
+    score = check_score(score)
+    settings = {"n_bins": n_bins, "theta": theta, "fce_variant": fce_variant, "metrics": metrics}
+    tasks = {}
+    for task in sorted(set(data.task.tolist())):
+        tasks[task] = _one_report(data.select(data.task == task), score, settings)
+    return {"score": score, "pooled": _one_report(data, score, settings), "tasks": tasks}
+
+
+TABLE_COLUMNS = ("questions", "accuracy", "ece", "mce", "rbece", "fce", "ecd", "esce", "brier", "nll", "cece")
+
+
+def format_choice_table(report: dict[str, Any]) -> str:
+    """Render :func:`multiple_choice_report` as a Markdown table: one row per task, then the pooled row.
+
+    Parameters
+    ----------
+    report : dict
+
+    Returns
+    -------
+    str
+        ``-`` where a value is None (not defined) or NaN (e.g. RBECE with no bin over ``theta``).
+    """
+
+    def cell(value: Any) -> str:
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            return "-"
+        return str(value) if isinstance(value, int) else f"{value:.4f}"
+
+    lines = ["| task | choices | " + " | ".join(TABLE_COLUMNS) + " |", "|---" * (len(TABLE_COLUMNS) + 2) + "|"]
+    rows = [*report["tasks"].items(), ("(pooled)", report["pooled"])]
+    for task, r in rows:
+        choices = (
+            "-".join(str(c) for c in (r["choices"][0], r["choices"][-1])) if len(r["choices"]) > 1 else r["choices"][0]
+        )
+        lines.append(f"| {task} | {choices} | " + " | ".join(cell(r[c]) for c in TABLE_COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+TS_METRICS = ("ece", "rbece", "fce", "overconfidence", "ecd", "esce", "brier", "nll", "accuracy")
+"""The metrics temperature scaling is judged by over the choices (top-label, Brier, NLL)."""
+
+
+def choice_temperature_scaling(
+    data: ChoiceData,
+    *,
+    score: str = "loglik",
+    resplits: int = 20,
+    n_bins: int = 15,
+    theta: float = 40,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Fit temperature scaling over the choices per task on one half, evaluate on the other, re-split.
+
+    Each task's questions are split in two halves, pooled, and re-split ``resplits`` times
+    (:func:`calibkit.resplits.resplit_comparison`): TS is fitted on one part and every metric of
+    :data:`TS_METRICS` evaluated on the other, before and after, paired.
+
+    Parameters
+    ----------
+    data : ChoiceData
+    score : {"loglik", "chars", "bytes"}, default "loglik"
+    resplits : int, default 20
+    n_bins, theta : int, float
+        As in :func:`calibkit.calibration_report`.
+    seed : int, default 0
+
+    Returns
+    -------
+    dict
+        Per task: ``"questions"``, ``"temperature"`` (fitted on the whole task, for reference) and
+        per metric ``{"uncalibrated": summary, "ts": summary, "paired": ..., "verdict": ...}``:
+        summaries are mean, std and the 2.5/97.5 percentiles over the re-splits;
+        ``verdict`` says whether TS improves the metric in at least 95% of the re-splits
+        (``holds``), worsens it in 95% (``does not hold``), neither (``inconclusive``), or never
+        changes it (``unchanged``: accuracy, as TS keeps each question's best choice).
+        A task of fewer than 20 questions is left out with a reason under ``"skipped"``.
+    """
+    from calibkit.calibrators import TemperatureScaling
+    from calibkit.resplits import _verdict, resplit_comparison
+
+    score = check_score(score)
+    out: dict[str, Any] = {"score": score, "tasks": {}, "skipped": {}}
+    for task in sorted(set(data.task.tolist())):
+        part = data.select(data.task == task)
+        z, y = choice_logits(part, score), part.gold
+        if len(y) < 20:
+            out["skipped"][task] = f"{len(y)} questions: too few to fit on one half and evaluate on the other"
+            continue
+        half = len(y) // 2
+        rs = resplit_comparison(
+            z[:half], y[:half], z[half:], y[half:], resplits=resplits, methods=("uncalibrated", "ts"),
+            n_bins=n_bins, theta=theta, seed=seed,
+        )  # fmt: skip
+        entry: dict[str, Any] = {"questions": int(len(y))}
+        entry["temperature"] = float(TemperatureScaling().fit(z, y).temperature_)
+        for metric in TS_METRICS:
+            paired = rs.paired("ts", "uncalibrated", metric)
+            unchanged = paired["better"] == 0 and paired["worse"] == 0  # accuracy: TS keeps the argmax
+            entry[metric] = {
+                "uncalibrated": rs.summary("uncalibrated", metric),
+                "ts": rs.summary("ts", metric),
+                "paired": paired,
+                "verdict": "unchanged" if unchanged else _verdict(paired["better"], paired["worse"]),
+            }
+        out["tasks"][task] = entry
+    return out
+
+
+def format_ts_table(result: dict[str, Any]) -> str:
+    """Render :func:`choice_temperature_scaling` as Markdown: per task, T and ECE/NLL/Brier before and after.
+
+    Parameters
+    ----------
+    result : dict
+
+    Returns
+    -------
+    str
+        Cells ``mean [2.5%, 97.5%]`` over the re-splits, and whether TS's improvement holds.
+    """
+
+    def cell(s: dict[str, float]) -> str:
+        return f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]" if s["n"] else "not fitted"
+
+    head = ["task", "questions", "T"]
+    for metric in ("ece", "nll", "brier"):
+        head += [f"{metric} before", f"{metric} after TS", f"TS lowers {metric}"]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for task, e in result["tasks"].items():
+        cells = [task, str(e["questions"]), f"{e['temperature']:.3f}"]
+        for metric in ("ece", "nll", "brier"):
+            m = e[metric]
+            share = m["paired"]["better"]
+            cells += [
+                cell(m["uncalibrated"]),
+                cell(m["ts"]),
+                f"{m['verdict']} ({100 * share:.0f}% of {m['paired']['n']})",
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    for task, why in result["skipped"].items():
+        lines.append(f"| {task} | " + " | ".join(["-"] * (len(head) - 2)) + f" |\n\n{task}: {why}")
+    return "\n".join(lines)
