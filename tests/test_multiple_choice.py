@@ -287,3 +287,56 @@ def test_scores_are_named_and_validated():
     assert choice_probabilities(data, "bytes")[0] == pytest.approx([0.5, 0.5])
     with pytest.raises(ValueError, match=r"`score` must be one of \['loglik', 'chars', 'bytes'\]"):
         multiple_choice_report(data, score="acc_norm")
+
+
+# ----------------------------------------------------------------------------------------------
+# Temperature scaling over the choices
+
+
+def tempered_questions(n=400, temperature=3.0, seed=0):
+    """Scores whose softmax at ``temperature`` is calibrated by construction; every third question has 3 choices."""
+    rng = np.random.default_rng(seed)
+    ll = -rng.gamma(2.0, 2.0, (n, 4)) * temperature
+    ll[::3, 3] = np.nan
+    z = np.where(np.isnan(ll), -np.inf, ll / temperature)
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    gold = (p.cumsum(1) > rng.random((n, 1))).argmax(1)
+    return ChoiceData(
+        np.array(["t"] * n, dtype=object), np.arange(n).astype(object), ll, gold, None, None,
+        np.array(["f"] * n, dtype=object),
+    )  # fmt: skip
+
+
+def test_temperature_scaling_over_the_choices_finds_the_temperature_and_helps(tmp_path):
+    from calibkit.multiple_choice import choice_logits, choice_temperature_scaling
+
+    data = tempered_questions()
+    z = choice_logits(data)
+    assert np.all(z[::3, 3] < z[::3, :3].min(1) - 9e6)  # a missing choice: far below, softmax 0
+    result = choice_temperature_scaling(data, resplits=8)
+    entry = result["tasks"]["t"]
+    assert 2.4 < entry["temperature"] < 3.6  # calibrated at T = 3 by construction
+    assert entry["ece"]["verdict"] == "holds" and entry["nll"]["verdict"] == "holds"
+    assert entry["accuracy"]["verdict"] == "unchanged"  # TS keeps each question's best choice
+    assert entry["nll"]["ts"]["mean"] < entry["nll"]["uncalibrated"]["mean"]
+    few = choice_temperature_scaling(data.select(np.arange(10)), resplits=2)
+    assert "t" in few["skipped"] and not few["tasks"]
+
+
+def test_the_cli_calibrates_per_task(tmp_path, capsys):
+    data = tempered_questions(n=120)
+    rows = [
+        {"task": "t", "choice_logprobs": [v for v in row if not np.isnan(v)], "gold": int(g)}
+        for row, g in zip(data.loglik.tolist(), data.gold)
+    ]
+    file = tmp_path / "preds.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert (
+        main(["report", "--predictions", str(file), "--calibrate", "--resplits", "4", "--output", str(tmp_path / "o")])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "Temperature scaling over the choices" in out and "| t | 120 |" in out
+    saved = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert saved["temperature_scaling"]["tasks"]["t"]["ece"]["paired"]["n"] == 4
