@@ -340,3 +340,85 @@ def test_the_cli_calibrates_per_task(tmp_path, capsys):
     assert "Temperature scaling over the choices" in out and "| t | 120 |" in out
     saved = json.loads((tmp_path / "o" / "report.json").read_text())
     assert saved["temperature_scaling"]["tasks"]["t"]["ece"]["paired"]["n"] == 4
+
+
+# ----------------------------------------------------------------------------------------------
+# lighteval details files, written by lighteval's own classes (tests/data/lighteval/make_details*.py:
+# 0.13's Pipeline for the nested layout, 0.10's loggers for the flat one)
+
+LIGHTEVAL = Path(__file__).parent / "data" / "lighteval"
+LAYOUTS = {"nested (0.11+)": LIGHTEVAL, "flat (0.8-0.10)": LIGHTEVAL / "old"}
+
+
+def lighteval_plain_rows(file: Path, score: str):
+    """(softmax over the choices, gold) per question, straight from the Parquet rows, in a loop."""
+    rows, seen = [], set()
+    for row in pq.read_table(file).to_pylist():
+        if "doc" in row:
+            choices, ll, gold = row["doc"]["choices"], row["model_response"]["logprobs"], row["doc"]["gold_index"]
+        else:
+            choices, ll, gold = row["choices"], [p[0] for p in row["predictions"]], row["gold_index"][0]
+            key = (row["example"], tuple(ll[: len(choices)]))
+            if len(ll) == 2 * len(choices) and key in seen:
+                continue  # a PMI task writes each question twice
+            seen.add(key)
+        ll = ll[: len(choices)]
+        if score == "chars":
+            ll = [v / len(c) for v, c in zip(ll, choices)]
+        top = max(ll)
+        e = [math.exp(v - top) for v in ll]
+        rows.append(([v / sum(e) for v in e], gold))
+    return rows
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("score, metric", [("loglik", "acc"), ("chars", "acc_norm")])
+def test_lighteval_details_read_with_its_accuracies_and_the_loops_numbers(layout, score, metric):
+    folder = LAYOUTS[layout]
+    results = json.loads(next((folder / "results").rglob("results_*.json")).read_text())["results"]
+    report = multiple_choice_report(read_choices(folder / "details"), score=score, theta=0)
+    assert len(report["tasks"]) == 2
+    for task, got in report["tasks"].items():
+        assert got["questions"] == 12
+        assert got["accuracy"] == pytest.approx(results[task][metric], abs=1e-12), task
+        file = next((folder / "details").rglob(f"details_{task}_*.parquet"))
+        rows = lighteval_plain_rows(file, score)
+        pairs = ref.top_pairs(rows, False)
+        assert got["ece"] == pytest.approx(ref.ece(pairs, 15), rel=1e-9, abs=1e-12)
+        assert got["brier"] == pytest.approx(ref.brier(rows, False), rel=1e-9)
+        assert got["nll"] == pytest.approx(ref.nll(rows), rel=1e-9)
+
+
+def test_lighteval_documented_column_names_and_bad_questions(tmp_path):
+    source = next((LIGHTEVAL / "details").rglob("details_calibkit_mc4*.parquet"))
+    table = pq.read_table(source)
+    renamed = table.rename_columns([f"__{name}__" for name in table.column_names])  # as lighteval's docs name them
+    pq.write_table(renamed, tmp_path / source.name)
+    assert read_choices(tmp_path / source.name).gold.tolist() == read_choices(source).gold.tolist()
+    rows = table.to_pylist()
+
+    def spoiled(change, name="details_t_2026-01-01T00-00-00.000001.parquet"):
+        copy = json.loads(json.dumps(rows))
+        change(copy[4])
+        file = tmp_path / name
+        pq.write_table(pa.Table.from_pylist(copy, schema=table.schema), file)
+        return file
+
+    def two_golds(r):
+        r["doc"]["gold_index"] = None
+
+    def nan_score(r):
+        r["model_response"]["logprobs"][1] = float("nan")
+
+    def wrong_acc(r):
+        r["metric"]["acc"] = 1 - r["metric"]["acc"]
+
+    question = rows[4]["doc"]["id"]
+    for change, message in ((nan_score, "not finite"), (wrong_acc, "disagrees with the file's `acc`")):
+        with pytest.raises(ValueError, match=rf"question {question}: .*{message}"):
+            read_choices(spoiled(change))
+    with pytest.raises(ValueError, match=r"`gold_index` None is not one index"):
+        read_choices(spoiled(two_golds))
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "details_u_2026-01-01T00-00-00.000001.parquet")
+    with pytest.raises(ValueError, match="no lighteval details file of a known layout"):
+        read_choices(tmp_path / "details_u_2026-01-01T00-00-00.000001.parquet")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.multiple_choice.data import ChoiceData
+from calibkit.multiple_choice.lighteval import DETAILS, read_details
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
@@ -28,15 +29,16 @@ def is_choice_location(location: str) -> bool:
     Returns
     -------
     bool
-        True for an lm-evaluation-harness samples file, a folder holding one (searched
-        recursively), or a file in calibkit's choice format (a ``choice_logprobs`` column).
+        True for an lm-evaluation-harness samples file or a lighteval details file, a folder
+        holding one (searched recursively), or a file in calibkit's choice format (a
+        ``choice_logprobs`` column).
     """
     path = Path(location)
     if path.is_dir():
-        return any(_SAMPLES.match(p.name) for p in path.rglob("samples_*.jsonl"))
+        return any(_task_of(p) is not None for p in path.rglob("*") if p.is_file())
     if not path.is_file():
         return False
-    if _SAMPLES.match(path.name):
+    if _task_of(path) is not None:
         return True
     if path.suffix.lower() == ".parquet":
         import pyarrow.parquet as pq
@@ -57,8 +59,9 @@ def read_choices(location: str | Path) -> ChoiceData:
     Parameters
     ----------
     location : str or Path
-        An lm-evaluation-harness ``samples_*.jsonl``; a folder searched recursively for them
-        (each task's ``target_delimiter`` read from the ``results_*.json`` beside them); or a
+        An lm-evaluation-harness ``samples_*.jsonl`` (each task's ``target_delimiter`` read from
+        the ``results_*.json`` beside it) or a lighteval ``details_*.parquet``
+        (:mod:`calibkit.multiple_choice.lighteval`); a folder searched recursively for them; or a
         ``.jsonl``/``.parquet`` file in calibkit's choice format.
 
     Returns
@@ -74,23 +77,35 @@ def read_choices(location: str | Path) -> ChoiceData:
     """
     path = Path(location)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("samples_*.jsonl") if _SAMPLES.match(p.name))
+        files = sorted(p for p in path.rglob("*") if p.is_file() and _task_of(p) is not None)
         if not files:
-            raise ValueError(f"--predictions: no lm-evaluation-harness samples_*.jsonl in {location}")
+            raise ValueError(
+                f"--predictions: no lm-evaluation-harness samples_*.jsonl or lighteval details_*.parquet in {location}"
+            )
         seen: dict[str, Path] = {}
         for file in files:
-            task = _SAMPLES.match(file.name)["task"]
+            task = _task_of(file)
             if task in seen:
                 raise ValueError(
                     f"--predictions: task {task!r} is in {seen[task]} and {file} (two runs?): point at one run's folder"
                 )
             seen[task] = file
-        return _concat([_read_samples(f) for f in files])
+        return _concat([_read_log(f) for f in files])
     if not path.is_file():
         raise ValueError(f"--predictions: no such file or folder: {location}")
-    if _SAMPLES.match(path.name):
-        return _read_samples(path)
+    if _task_of(path) is not None:
+        return _read_log(path)
     return _read_choice_table(path)
+
+
+def _task_of(file: Path) -> str | None:
+    """Return the task of a harness samples or lighteval details file from its name (None for another file)."""
+    match = _SAMPLES.match(file.name) or DETAILS.match(file.name)
+    return match["task"] if match else None
+
+
+def _read_log(file: Path) -> ChoiceData:
+    return _read_samples(file) if _SAMPLES.match(file.name) else read_details(file)
 
 
 def _concat(parts: list[ChoiceData]) -> ChoiceData:

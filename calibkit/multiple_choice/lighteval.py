@@ -1,0 +1,145 @@
+"""lighteval's ``--save-details`` files: ``details/{model}/{date}/details_{task}_{date}.parquet``.
+
+Two layouts, both read (tests/data/lighteval holds files written by lighteval's own classes):
+
+- lighteval 0.11 and later: one row per question, columns ``doc`` (``choices``, ``gold_index``,
+  ``query``, ``id``, ``task_name``), ``model_response`` (``logprobs``: one summed value per
+  choice, or ``2n`` with the unconditioned values appended for PMI) and ``metric`` (``acc``,
+  ``acc_norm``, ...). lighteval's documentation names the columns ``__doc__``,
+  ``__model_response__`` and ``__metric__``: both spellings are read.
+- lighteval 0.8 to 0.10, flat: ``predictions`` (``[logprob, is_greedy]`` per choice),
+  ``gold_index`` (a list), ``choices``, ``example`` (the query) and ``metrics``. A task with PMI
+  metrics writes each question twice, once with ``n`` and once with ``2n`` predictions: the
+  second row is the same question, read once.
+
+lighteval's ``acc_norm`` divides by the choice's length in characters as stored, the leading
+space included, so ``score="chars"`` does the same here and is checked against the file's
+``acc_norm``; ``score="bytes"`` divides by its UTF-8 bytes (lighteval has no such metric). A
+question with several gold choices is refused (calibration needs one).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibkit.multiple_choice.data import ChoiceData
+
+DETAILS = re.compile(r"^details_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.parquet$")
+"""The name lighteval gives a details file."""
+
+_COLUMNS = {"doc": ("doc", "__doc__"), "response": ("model_response", "__model_response__")}
+_COLUMNS["metric"] = ("metric", "__metric__")
+
+
+def _column(names: list[str], role: str) -> str | None:
+    return next((n for n in _COLUMNS[role] if n in names), None)
+
+
+def read_details(file: Path) -> ChoiceData:
+    """Read one lighteval details file (either layout) as :class:`ChoiceData`.
+
+    Parameters
+    ----------
+    file : Path
+        A ``details_{task}_{date}.parquet``.
+
+    Returns
+    -------
+    ChoiceData
+        The task is the one in the file name; ``doc_id`` is the doc's ``id`` (new layout) or the
+        question's row (flat layout).
+
+    Raises
+    ------
+    ValueError
+        One line naming the file and the question when the file is of an unknown layout, a
+        question has no choice, a gold is not one index of its choices, a log-likelihood is not
+        finite, or the file's own ``acc``/``acc_norm`` disagree with the gold.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from calibkit.prediction_files import one_line
+
+    try:
+        table = pq.read_table(file)
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"--predictions: {file} cannot be read as Parquet: {one_line(exc)}") from None
+    names = table.column_names
+    task = DETAILS.match(file.name)["task"] if DETAILS.match(file.name) else file.stem
+    if _column(names, "doc") and _column(names, "response"):
+        docs = table.column(_column(names, "doc")).to_pylist()
+        responses = table.column(_column(names, "response")).to_pylist()
+        metric_column = _column(names, "metric")
+        metrics = table.column(metric_column).to_pylist() if metric_column else [None] * len(docs)
+        questions = [
+            (doc.get("id", i), doc["choices"], response["logprobs"], doc["gold_index"], metric or {})
+            for i, (doc, response, metric) in enumerate(zip(docs, responses, metrics))
+        ]
+    elif {"predictions", "gold_index", "choices"} <= set(names):
+        questions = _flat_questions(table)
+    else:
+        raise ValueError(
+            f"--predictions: {file} is no lighteval details file of a known layout (columns {names}): expected "
+            "doc/model_response/metric (lighteval >= 0.11) or predictions/gold_index/choices (0.8-0.10)"
+        )
+    return _choice_data(questions, task, file)
+
+
+def _flat_questions(table) -> list[tuple[Any, list[str], list[float], Any, dict]]:
+    """Return the questions of a flat (0.8-0.10) file, a PMI task's second row of a question dropped."""
+    columns = {name: table.column(name).to_pylist() for name in ("predictions", "gold_index", "choices")}
+    examples = table.column("example").to_pylist() if "example" in table.column_names else [None] * table.num_rows
+    metrics = table.column("metrics").to_pylist() if "metrics" in table.column_names else [None] * table.num_rows
+    rows = []
+    for i, (pred, gold, choices, example, metric) in enumerate(
+        zip(columns["predictions"], columns["gold_index"], columns["choices"], examples, metrics)
+    ):
+        ll = [p[0] if isinstance(p, (list, tuple)) else p for p in (pred or [])]
+        rows.append((i, choices or [], ll, gold, metric or {}, example))
+    seen = {(example, tuple(ll)) for _, choices, ll, _, _, example in rows if len(ll) == len(choices)}
+    questions = []
+    for i, choices, ll, gold, metric, example in rows:
+        if len(ll) == 2 * len(choices) and len(choices) and (example, tuple(ll[: len(choices)])) in seen:
+            continue  # the PMI row of a question already read (its conditioned half is the same)
+        questions.append((i, choices, ll, gold, {k: v for k, v in metric.items() if v is not None}))
+    return questions
+
+
+def _choice_data(questions: list[tuple], task: str, file: Path) -> ChoiceData:
+    """Check each question (gold, scores, the file's own accuracies) and stack them."""
+    if not questions:
+        raise ValueError(f"--predictions: {file} holds no question")
+    width = max(len(q[1]) for q in questions) or 1
+    table = np.full((3, len(questions), width), np.nan)
+    gold = np.empty(len(questions), dtype=np.int64)
+    for i, (doc_id, choices, logprobs, gold_index, metric) in enumerate(questions):
+        where = f"--predictions: {file}, question {doc_id}"
+        n = len(choices)
+        if n == 0:
+            raise ValueError(f"{where}: the question has no choice")
+        if logprobs is None or len(logprobs) not in (n, 2 * n):
+            count = 0 if logprobs is None else len(logprobs)
+            raise ValueError(f"{where}: {count} log-likelihoods for {n} choices")
+        ll = np.asarray(logprobs[:n], dtype=np.float64)  # 2n: the unconditioned half (PMI) follows
+        if not np.isfinite(ll).all():
+            raise ValueError(f"{where}: a log-likelihood is not finite: {ll.tolist()}")
+        golds = gold_index if isinstance(gold_index, list) else [gold_index]
+        if len(golds) != 1 or not isinstance(golds[0], int) or not 0 <= golds[0] < n:
+            raise ValueError(f"{where}: `gold_index` {gold_index!r} is not one index of the {n} choices")
+        chars = np.array([len(c) for c in choices], dtype=np.float64)  # as lighteval's acc_norm counts
+        nbytes = np.array([len(c.encode("utf-8")) for c in choices], dtype=np.float64)
+        for name, scores in (("acc", ll), ("acc_norm", ll / chars)):
+            right = int(np.argmax(scores)) == golds[0]
+            if metric.get(name) is not None and right != (float(metric[name]) == 1.0):
+                raise ValueError(f"{where}: the gold {golds[0]} disagrees with the file's `{name}` {metric[name]}")
+        table[0, i, :n], table[1, i, :n], table[2, i, :n], gold[i] = ll, chars, nbytes, golds[0]
+    q = len(questions)
+    return ChoiceData(
+        np.full(q, task, dtype=object), np.array([x[0] for x in questions], dtype=object), table[0], gold,
+        table[1], table[2], np.full(q, str(file), dtype=object),
+    )  # fmt: skip
