@@ -10,6 +10,7 @@ from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.formulas import EmptyRegionWarning, MissingClassWarning, class_wise_summary
 from calibkit.metrics.functional import (
     ace,
+    aurc,
     brier,
     calibration_report,
     cece,
@@ -26,7 +27,9 @@ from calibkit.metrics.functional import (
     overconfidence,
     rbece,
     reliability_bins,
+    risk_coverage,
     sce,
+    selective_accuracy,
     subset_ece,
     wsece,
 )
@@ -44,6 +47,7 @@ __all__ = [
     "EmptyRegionWarning",
     "MissingClassWarning",
     "ace",
+    "aurc",
     "brier",
     "calibration_report",
     "cece",
@@ -62,8 +66,10 @@ __all__ = [
     "overconfidence",
     "rbece",
     "reliability_bins",
+    "risk_coverage",
     "report_from_statistics",
     "sce",
+    "selective_accuracy",
     "subset_ece",
     "wsece",
 ]

@@ -243,6 +243,10 @@ class Metric:
         0 is best and the sign says the direction (ECD, ESCE): compared by absolute value.
     per_class : bool
         An array of one value per class, not a scalar.
+    over_classes : bool
+        Defined over the classes as columns or groups (class-wise, per class, or a summary of
+        per-class values), not over the top label alone: meaningful only where every row has the
+        same classes (multiple-choice questions: a fixed number of choices).
     in_report : bool
         One of :data:`METRICS` (what :func:`calibkit.calibration_report` returns by default).
     in_table : bool
@@ -266,6 +270,7 @@ class Metric:
     higher_is_better: bool = False
     signed: bool = False
     per_class: bool = False
+    over_classes: bool = False
     in_report: bool = True
     in_table: bool = True
     logged: bool = False
@@ -347,6 +352,7 @@ REGISTRY: tuple[Metric, ...] = (
         None,
         ("ace_ranges",),
         module="ace",
+        over_classes=True,
         papers=("nixon2019",),
         extra=(("ace_error_bound", lambda s: s.ace[1]),),
     ),
@@ -358,6 +364,7 @@ REGISTRY: tuple[Metric, ...] = (
         None,
         ("sce_bins",),
         module="sce",
+        over_classes=True,
         papers=("nixon2019",),
     ),
     Metric(
@@ -370,6 +377,7 @@ REGISTRY: tuple[Metric, ...] = (
         per_class=True,
         in_table=False,
         module="cece",
+        over_classes=True,
         papers=("obadinma2021",),
     ),
     Metric(
@@ -381,6 +389,7 @@ REGISTRY: tuple[Metric, ...] = (
         ("n_bins",),
         logged=True,
         module="cece",
+        over_classes=True,
         papers=("obadinma2021",),
     ),
     Metric(
@@ -391,6 +400,7 @@ REGISTRY: tuple[Metric, ...] = (
         "n_bins",
         ("n_bins",),
         module="cece",
+        over_classes=True,
         papers=("obadinma2021",),
     ),
     Metric(
@@ -401,6 +411,7 @@ REGISTRY: tuple[Metric, ...] = (
         "n_bins",
         ("n_bins",),
         module="cece",
+        over_classes=True,
         papers=("obadinma2021",),
     ),
     Metric(
@@ -411,6 +422,7 @@ REGISTRY: tuple[Metric, ...] = (
         "n_bins",
         ("n_bins",),
         module="cece",
+        over_classes=True,
         papers=("obadinma2021",),
     ),
     Metric(
@@ -497,6 +509,8 @@ METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_report)
 """Every metric :func:`calibkit.calibration_report` returns, in its order."""
 
 TABLE_METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_table)
+OVER_CLASSES: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.over_classes)
+"""The metrics defined over the classes (see :class:`Metric`'s ``over_classes``)."""
 """The columns of the comparison table and the model card, in order."""
 
 LOGGED: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.logged)

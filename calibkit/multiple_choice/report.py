@@ -6,9 +6,16 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.registry import OVER_CLASSES, TABLE_METRICS
 from calibkit.multiple_choice.data import ChoiceData, check_score, choice_logits, choice_probabilities
 
-POSITION_METRICS = ("subset_ece", "cece", "msece", "wsece", "ece_variance", "sce", "ace", "ace_error_bound")
+TOP_LABEL = tuple(m for m in TABLE_METRICS if m not in OVER_CLASSES and m != "macro_f1")
+"""The comparison table's metrics of the top label (and accuracy): defined whatever the number of choices."""
+
+SELECTIVE_COVERAGE = 0.8
+"""The coverage of the selective accuracy in each report: the 80% most confident answers."""
+
+POSITION_METRICS = (*OVER_CLASSES, "ace_error_bound")
 """Metrics over classes, here answer positions: given only where a task has a fixed number of choices."""
 
 
@@ -20,6 +27,10 @@ def _one_report(data: ChoiceData, score: str, settings: dict[str, Any]) -> dict[
     fixed = int(counts.min()) == int(counts.max())
     report = calibkit.calibration_report(probs, data.gold, **settings)
     out: dict[str, Any] = {"questions": int(len(data.gold)), "choices": sorted({int(c) for c in counts})}
+    out["aurc"] = calibkit.aurc(probs, data.gold)  # HELM's view: answer only the most confident
+    out[f"selective_accuracy_{SELECTIVE_COVERAGE:g}"] = calibkit.selective_accuracy(
+        probs, data.gold, coverage=SELECTIVE_COVERAGE
+    )
     for key, value in report.items():  # JSON-ready: lists, and None for NaN (a class with no question, ...)
         value = value.tolist() if isinstance(value, np.ndarray) else value
         if isinstance(value, list):
@@ -63,8 +74,9 @@ def multiple_choice_report(
         ``"score"``; ``"pooled"``: the report over every question; ``"tasks"``: per task, the
         same. Each report holds :func:`calibkit.calibration_report`'s keys (``accuracy`` is the
         harness's accuracy for this score), ``"questions"``, ``"choices"`` (the numbers of choices
-        seen) and ``"positions"`` (whether metrics over answer positions are defined: None where
-        not).
+        seen), ``"positions"`` (whether metrics over answer positions are defined: None where
+        not), ``"aurc"`` and ``"selective_accuracy_0.8"`` (:func:`calibkit.aurc`,
+        :func:`calibkit.selective_accuracy` on the 80% most confident answers).
 
     Raises
     ------
@@ -90,7 +102,7 @@ def multiple_choice_report(
     return {"score": score, "pooled": _one_report(data, score, settings), "tasks": tasks}
 
 
-TABLE_COLUMNS = ("questions", "accuracy", "ece", "mce", "rbece", "fce", "ecd", "esce", "brier", "nll", "cece")
+TABLE_COLUMNS = ("questions", *TOP_LABEL, "cece", "aurc", f"selective_accuracy_{SELECTIVE_COVERAGE:g}")
 
 
 def format_choice_table(report: dict[str, Any]) -> str:
@@ -121,7 +133,7 @@ def format_choice_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-TS_METRICS = ("ece", "rbece", "fce", "overconfidence", "ecd", "esce", "brier", "nll", "accuracy")
+TS_METRICS = TOP_LABEL
 """The metrics temperature scaling is judged by over the choices (top-label, Brier, NLL)."""
 
 
@@ -192,7 +204,7 @@ def choice_temperature_scaling(
 
 
 def format_ts_table(result: dict[str, Any]) -> str:
-    """Render :func:`choice_temperature_scaling` as Markdown: per task, T and ECE/NLL/Brier before and after.
+    """Render :func:`choice_temperature_scaling` as Markdown: per task, T and ECE and NLL before and after.
 
     Parameters
     ----------
@@ -208,12 +220,12 @@ def format_ts_table(result: dict[str, Any]) -> str:
         return f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]" if s["n"] else "not fitted"
 
     head = ["task", "questions", "T"]
-    for metric in ("ece", "nll", "brier"):
+    for metric in ("ece", "nll"):
         head += [f"{metric} before", f"{metric} after TS", f"TS lowers {metric}"]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for task, e in result["tasks"].items():
         cells = [task, str(e["questions"]), f"{e['temperature']:.3f}"]
-        for metric in ("ece", "nll", "brier"):
+        for metric in ("ece", "nll"):
             m = e[metric]
             share = m["paired"]["better"]
             cells += [

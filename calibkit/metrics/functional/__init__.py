@@ -13,6 +13,7 @@ call of the one-shot report (:func:`calibkit.metrics.report.exact_report`) on th
 - :mod:`~calibkit.metrics.functional.fuzzy`: FCE;
 - :mod:`~calibkit.metrics.functional.entropic`: ECD, ESCE;
 - :mod:`~calibkit.metrics.functional.proper`: Brier score, NLL;
+- :mod:`~calibkit.metrics.functional.selective`: risk-coverage curve, AURC, selective accuracy;
 - :mod:`~calibkit.metrics.functional.core`: :func:`calibration_report` and :func:`reliability_bins`.
 """
 
@@ -23,10 +24,12 @@ from calibkit.metrics.functional.entropic import ecd, esce
 from calibkit.metrics.functional.fuzzy import fce
 from calibkit.metrics.functional.proper import brier, nll
 from calibkit.metrics.functional.regions import rbece
+from calibkit.metrics.functional.selective import aurc, risk_coverage, selective_accuracy
 
 __all__ = [
     "NORMS",
     "ace",
+    "aurc",
     "brier",
     "calibration_report",
     "cece",
@@ -43,7 +46,9 @@ __all__ = [
     "overconfidence",
     "rbece",
     "reliability_bins",
+    "risk_coverage",
     "sce",
+    "selective_accuracy",
     "subset_ece",
     "wsece",
 ]
