@@ -424,5 +424,25 @@ def test_lighteval_documented_column_names_and_bad_questions(tmp_path):
     with pytest.raises(ValueError, match=r"`gold_index` None is not one index"):
         read_choices(spoiled(two_golds))
     pq.write_table(pa.table({"x": [1]}), tmp_path / "details_u_2026-01-01T00-00-00.000001.parquet")
-    with pytest.raises(ValueError, match="no lighteval details file of a known layout"):
+    with pytest.raises(ValueError, match="is no lm-evaluation-harness samples file, lighteval details file"):
         read_choices(tmp_path / "details_u_2026-01-01T00-00-00.000001.parquet")
+
+
+def test_logs_are_told_by_their_content_not_their_names(tmp_path):
+    from calibkit.multiple_choice import is_choice_location
+
+    harness = write_samples(tmp_path / "h", "t", [sample(0, [-1.0, -2.0], 0, acc=1.0)])
+    renamed = tmp_path / "my_run.jsonl"
+    renamed.write_bytes(harness.read_bytes())
+    details = next((LIGHTEVAL / "details").rglob("details_calibkit_mc4*.parquet"))
+    renamed_details = tmp_path / "mc4.parquet"
+    renamed_details.write_bytes(details.read_bytes())
+    assert read_choices(renamed).task.tolist() == ["my_run"]  # the task: the file's stem when not the tool's name
+    assert read_choices(renamed_details).gold.tolist() == read_choices(details).gold.tolist()
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    pq.write_table(pa.table({"probs": [[0.5, 0.5]], "labels": [0]}), shards / "a.parquet")
+    assert is_choice_location(str(tmp_path / "h")) and is_choice_location(str(renamed_details))
+    assert not is_choice_location(str(shards))  # class predictions: the shard reader's
+    with pytest.raises(ValueError, match="is no lm-evaluation-harness samples file, lighteval details file"):
+        read_choices(shards / "a.parquet")

@@ -35,22 +35,51 @@ def is_choice_location(location: str) -> bool:
     """
     path = Path(location)
     if path.is_dir():
-        return any(_task_of(p) is not None for p in path.rglob("*") if p.is_file())
-    if not path.is_file():
-        return False
-    if _task_of(path) is not None:
-        return True
-    if path.suffix.lower() == ".parquet":
+        return any(kind_of(p) is not None for p in sorted(path.rglob("*")) if p.is_file())
+    return path.is_file() and kind_of(path) is not None
+
+
+def kind_of(file: Path) -> str | None:
+    """Tell from its content which multiple-choice log a file is (its name is not needed).
+
+    Parameters
+    ----------
+    file : Path
+
+    Returns
+    -------
+    {"harness", "lighteval", "choices"} or None
+        An lm-evaluation-harness samples file (JSON Lines with ``doc_id``, ``arguments`` and
+        ``filtered_resps``), a lighteval details file (Parquet with ``doc`` and
+        ``model_response``, or the flat ``predictions``, ``gold_index`` and ``choices``),
+        calibkit's choice format (a ``choice_logprobs`` column), or none of them.
+    """
+    suffix = file.suffix.lower()
+    if suffix == ".parquet":
         import pyarrow.parquet as pq
 
         try:
-            return "choice_logprobs" in pq.read_schema(path).names
+            names = set(pq.read_schema(file).names)
         except Exception:  # noqa: BLE001 - not Parquet after all: the other readers say why
-            return False
-    if path.suffix.lower() in (".jsonl", ".json"):
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return '"choice_logprobs"' in handle.readline()
-    return False
+            return None
+        if "choice_logprobs" in names:
+            return "choices"
+        nested = names & {"doc", "__doc__"} and names & {"model_response", "__model_response__"}
+        return "lighteval" if nested or {"predictions", "gold_index", "choices"} <= names else None
+    if suffix in (".jsonl", ".json"):
+        try:
+            with open(file, encoding="utf-8", errors="replace") as handle:
+                first = handle.readline(1 << 20)
+        except OSError:
+            return None
+        if '"choice_logprobs"' in first:
+            return "choices"
+        try:
+            keys = json.loads(first).keys()
+        except (ValueError, AttributeError):
+            return None
+        return "harness" if {"doc_id", "arguments", "filtered_resps"} <= set(keys) else None
+    return None
 
 
 def read_choices(location: str | Path) -> ChoiceData:
@@ -77,11 +106,9 @@ def read_choices(location: str | Path) -> ChoiceData:
     """
     path = Path(location)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and _task_of(p) is not None)
+        files = sorted(p for p in path.rglob("*") if p.is_file() and kind_of(p) in ("harness", "lighteval"))
         if not files:
-            raise ValueError(
-                f"--predictions: no lm-evaluation-harness samples_*.jsonl or lighteval details_*.parquet in {location}"
-            )
+            raise ValueError(f"--predictions: no lm-evaluation-harness samples or lighteval details file in {location}")
         seen: dict[str, Path] = {}
         for file in files:
             task = _task_of(file)
@@ -93,19 +120,25 @@ def read_choices(location: str | Path) -> ChoiceData:
         return _concat([_read_log(f) for f in files])
     if not path.is_file():
         raise ValueError(f"--predictions: no such file or folder: {location}")
-    if _task_of(path) is not None:
+    kind = kind_of(path)
+    if kind in ("harness", "lighteval"):
         return _read_log(path)
+    if kind is None:
+        raise ValueError(
+            f"--predictions: {location} is no lm-evaluation-harness samples file, lighteval details file or "
+            "choice-format file (choice_logprobs, gold)"
+        )
     return _read_choice_table(path)
 
 
-def _task_of(file: Path) -> str | None:
-    """Return the task of a harness samples or lighteval details file from its name (None for another file)."""
+def _task_of(file: Path) -> str:
+    """Return the task of a log file: from its name as the tools write it, else the file's stem."""
     match = _SAMPLES.match(file.name) or DETAILS.match(file.name)
-    return match["task"] if match else None
+    return match["task"] if match else file.stem
 
 
 def _read_log(file: Path) -> ChoiceData:
-    return _read_samples(file) if _SAMPLES.match(file.name) else read_details(file)
+    return _read_samples(file) if kind_of(file) == "harness" else read_details(file)
 
 
 def _concat(parts: list[ChoiceData]) -> ChoiceData:
@@ -155,7 +188,7 @@ def _number(text: Any, what: str) -> float:
 
 def _read_samples(file: Path) -> ChoiceData:
     """Read one lm-evaluation-harness samples file (one task)."""
-    task = _SAMPLES.match(file.name)["task"]
+    task = _task_of(file)
     delimiter = _delimiters(file).get(task, " ")
     rows = []
     with open(file, encoding="utf-8") as handle:
