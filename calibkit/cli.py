@@ -272,9 +272,14 @@ def cmd_report_choices(args: argparse.Namespace) -> int:
         print(f"calibkit report: {source}")
         print(table)
     if args.output:
+        from calibkit.multiple_choice.figures import write_choice_report
+
         folder = writable_folder(args.output)
         (folder / "report.json").write_text(json.dumps(out, indent=2, default=lambda v: None) + "\n")
         (folder / "table.md").write_text(f"# calibkit report: {source}\n{table}\n")
+        paths = write_choice_report(folder, source, table, report, data, n_bins=args.n_bins)
+        if not args.json:
+            print("\n".join(f"{name}: {path}" for name, path in paths.items()))
     return 0
 
 

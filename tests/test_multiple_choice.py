@@ -344,6 +344,9 @@ def test_the_cli_calibrates_per_task(tmp_path, capsys):
     assert "Temperature scaling over the choices" in out and "| t | 120 |" in out
     saved = json.loads((tmp_path / "o" / "report.json").read_text())
     assert saved["temperature_scaling"]["tasks"]["t"]["ece"]["paired"]["n"] == 4
+    page = (tmp_path / "o" / "index.html").read_text()
+    assert "Reliability per task" in page and "data:image/png;base64," in page and "<table>" in page
+    assert (tmp_path / "o" / "reliability.png").read_bytes().startswith(b"\x89PNG")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,91 @@
+"""The multiple-choice report on disk: reliability diagrams per task and pooled, and one HTML page."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibkit.multiple_choice.data import ChoiceData, choice_probabilities
+
+
+def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15) -> Any:
+    """Draw one reliability diagram per task and one pooled, side by side (a matplotlib Figure).
+
+    Parameters
+    ----------
+    data : ChoiceData
+    score : {"loglik", "chars", "bytes"}
+    n_bins : int, default 15
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from calibkit.plots import ReliabilityDiagram
+    from calibkit.reporting import _figure
+
+    probs = choice_probabilities(data, score)
+    tasks = sorted(set(data.task.tolist()))
+    panels = [(task, data.task == task) for task in tasks] + [("(pooled)", np.ones(len(data.gold), dtype=bool))]
+    if len(tasks) == 1:
+        panels = panels[:1]
+    columns = min(4, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    fig = _figure(figsize=(3.2 * columns, 3.2 * rows), layout="constrained")
+    for i, (name, keep) in enumerate(panels):
+        ax = fig.add_subplot(rows, columns, i + 1)
+        diagram = ReliabilityDiagram.from_predictions(probs[keep], data.gold[keep], n_bins=n_bins, ax=ax)
+        ax.set_title(f"{name}: ECE {diagram.ece:.3f} ({int(keep.sum())} q.)", fontsize=9)
+    fig.suptitle(f"confidence: softmax over the choices of score={score}", fontsize=10)
+    return fig
+
+
+def write_choice_report(
+    folder: Path, title: str, table: str, report: dict[str, Any], data: ChoiceData, n_bins: int = 15
+) -> dict[str, Path]:
+    """Write ``reliability.png`` and a self-contained ``index.html`` (table and figure) into ``folder``.
+
+    Parameters
+    ----------
+    folder : Path
+        An existing, writable folder.
+    title : str
+        The page's heading (the source and the score).
+    table : str
+        The Markdown tables (per task, and temperature scaling if fitted).
+    report : dict
+        From :func:`~calibkit.multiple_choice.multiple_choice_report`.
+    data : ChoiceData
+    n_bins : int, default 15
+
+    Returns
+    -------
+    dict of str to Path
+        ``"figure"`` and ``"html"``.
+    """
+    from calibkit.reporting import _markdown_to_html_table
+
+    figure = folder / "reliability.png"
+    reliability_grid(data, report["score"], n_bins).savefig(figure, dpi=110)
+    image = base64.b64encode(figure.read_bytes()).decode("ascii")
+    blocks = []
+    for part in table.split("\n\n"):
+        text = "\n".join(line for line in part.splitlines() if not line.startswith("|"))
+        if text.strip():
+            blocks.append(f"<p>{html.escape(text)}</p>")
+        blocks.append(_markdown_to_html_table(part))
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>calibkit report</title>"
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
+        "td,th{border:1px solid #ccc;padding:3px 6px}</style></head><body>"
+        f"<h1>calibkit report</h1><p>{html.escape(title)}</p>{''.join(blocks)}"
+        f"<h2>Reliability per task</h2><img alt='reliability diagrams' src='data:image/png;base64,{image}'>"
+        "</body></html>"
+    )
+    (folder / "index.html").write_text(page, encoding="utf-8")
+    return {"figure": figure, "html": folder / "index.html"}
