@@ -430,8 +430,12 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
     else:
         raise ValueError(f"`probs` must have shape (N,), (N, K) or (N, L, K), got {shape}")
     if tuple(y_raw.shape) != expected:
+        hint = ""
+        if len(shape) == 2 and tuple(y_raw.shape) == shape:  # multi-hot labels: never guessed from the data
+            hint = "; for multi-label data (one sigmoid per label, multi-hot labels) use calibkit.multilabel_report"
         raise ValueError(
             f"`labels` has shape {tuple(y_raw.shape)} but `probs` of shape {shape} needs labels of shape {expected}"
+            + hint
         )
     if device is not None:
         return PreparedInput(p.contiguous(), _device_labels(y_raw, device), mode, num_classes, shape)

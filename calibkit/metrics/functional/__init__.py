@@ -13,6 +13,7 @@ call of the one-shot report (:func:`calibkit.metrics.report.exact_report`) on th
 - :mod:`~calibkit.metrics.functional.fuzzy`: FCE;
 - :mod:`~calibkit.metrics.functional.entropic`: ECD, ESCE;
 - :mod:`~calibkit.metrics.functional.proper`: Brier score, NLL;
+- :mod:`~calibkit.metrics.functional.multilabel`: every binary metric per label, averaged, for multi-label heads;
 - :mod:`~calibkit.metrics.functional.selective`: risk-coverage curve, AURC, selective accuracy;
 - :mod:`~calibkit.metrics.functional.core`: :func:`calibration_report` and :func:`reliability_bins`.
 """
@@ -22,6 +23,7 @@ from calibkit.metrics.functional.classwise import cece, ece_variance, msece, sce
 from calibkit.metrics.functional.core import NORMS, calibration_report, reliability_bins
 from calibkit.metrics.functional.entropic import ecd, esce
 from calibkit.metrics.functional.fuzzy import fce
+from calibkit.metrics.functional.multilabel import multilabel_report
 from calibkit.metrics.functional.proper import brier, nll
 from calibkit.metrics.functional.regions import rbece
 from calibkit.metrics.functional.selective import aurc, risk_coverage, selective_accuracy
@@ -42,6 +44,7 @@ __all__ = [
     "fce",
     "mce",
     "msece",
+    "multilabel_report",
     "nll",
     "overconfidence",
     "rbece",
