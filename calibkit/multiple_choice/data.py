@@ -93,21 +93,8 @@ def choice_probabilities(data: ChoiceData, score: str = "loglik") -> np.ndarray:
     >>> choice_probabilities(data).round(4).tolist()
     [[0.7311, 0.2689, 0.0]]
     """
-    if score not in SCORES:
-        raise ValueError(f"`score` must be one of {list(SCORES)}, got {score!r}")
-    s = data.loglik
-    present = ~np.isnan(s)
-    if score != "loglik":
-        lengths = data.chars if score == "chars" else data.bytes
-        missing = present if lengths is None else present & ~(lengths > 0)
-        if missing.any():
-            i = int(np.flatnonzero(missing.any(axis=1))[0])
-            raise ValueError(
-                f"score={score!r} needs each choice's length in {score}: {data.source[i]}, task {data.task[i]}, "
-                f"doc_id {data.doc_id[i]} has none (a multiple_input task, or a file without choice_{score})"
-            )
-        s = s / lengths
-    s = np.where(present, s, -np.inf)
+    s = _scores(data, score)
+    s = np.where(np.isnan(s), -np.inf, s)  # a missing choice: softmax 0
     z = np.exp(s - s.max(axis=1, keepdims=True))
     return z / z.sum(axis=1, keepdims=True)
 
@@ -128,13 +115,27 @@ def choice_logits(data: ChoiceData, score: str = "loglik") -> np.ndarray:
     -------
     ndarray of float64, shape (Q, K)
     """
-    s = data.loglik
-    if score != "loglik":
-        choice_probabilities(data, score)  # the same checks (lengths present)
-        s = s / (data.chars if score == "chars" else data.bytes)
+    s = _scores(data, score)
     present = ~np.isnan(s)
     floor = np.nanmin(s, axis=1, keepdims=True) - 1e7
     return np.where(present, s, floor)
+
+
+def _scores(data: ChoiceData, score: Any) -> np.ndarray:
+    """Return each choice's ``score`` (NaN past a question's last choice), checked: the lengths it needs exist."""
+    score = check_score(score)
+    if score == "loglik":
+        return data.loglik
+    present = ~np.isnan(data.loglik)
+    lengths = data.chars if score == "chars" else data.bytes
+    missing = present if lengths is None else present & ~(lengths > 0)
+    if missing.any():
+        i = int(np.flatnonzero(missing.any(axis=1))[0])
+        raise ValueError(
+            f"score={score!r} needs each choice's length in {score}: {data.source[i]}, task {data.task[i]}, "
+            f"doc_id {data.doc_id[i]} has none (a multiple_input task, or a file without choice_{score})"
+        )
+    return data.loglik / lengths
 
 
 def check_score(score: Any) -> str:
