@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.functional.selective import accuracy_at, area_under
 from calibkit.metrics.registry import OVER_CLASSES, TABLE_METRICS
 from calibkit.multiple_choice.data import ChoiceData, check_score, choice_logits, choice_probabilities
 
@@ -27,10 +28,9 @@ def _one_report(data: ChoiceData, score: str, settings: dict[str, Any]) -> dict[
     fixed = int(counts.min()) == int(counts.max())
     report = calibkit.calibration_report(probs, data.gold, **settings)
     out: dict[str, Any] = {"questions": int(len(data.gold)), "choices": sorted({int(c) for c in counts})}
-    out["aurc"] = calibkit.aurc(probs, data.gold)  # HELM's view: answer only the most confident
-    out[f"selective_accuracy_{SELECTIVE_COVERAGE:g}"] = calibkit.selective_accuracy(
-        probs, data.gold, coverage=SELECTIVE_COVERAGE
-    )
+    _, risk = calibkit.risk_coverage(probs, data.gold)  # HELM's view: answer only the most confident
+    out["aurc"] = area_under(risk)
+    out[f"selective_accuracy_{SELECTIVE_COVERAGE:g}"] = accuracy_at(risk, SELECTIVE_COVERAGE)
     for key, value in report.items():  # JSON-ready: lists, and None for NaN (a class with no question, ...)
         value = value.tolist() if isinstance(value, np.ndarray) else value
         if isinstance(value, list):

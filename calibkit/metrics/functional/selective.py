@@ -15,6 +15,7 @@ These need the inputs' order, not per-bin sums: they are computed from the rows 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -121,7 +122,7 @@ def aurc(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, igno
     >>> round(aurc([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1]), 4)
     0.1111
     """
-    return float(np.mean(risk_coverage(probs, labels, from_logits=from_logits, ignore_index=ignore_index)[1]))
+    return area_under(risk_coverage(probs, labels, from_logits=from_logits, ignore_index=ignore_index)[1])
 
 
 def selective_accuracy(
@@ -160,10 +161,61 @@ def selective_accuracy(
     >>> selective_accuracy([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1], coverage=0.5)
     1.0
     """
+    check_coverage(coverage)
+    _, risk = risk_coverage(probs, labels, from_logits=from_logits, ignore_index=ignore_index)
+    return accuracy_at(risk, coverage)
+
+
+def check_coverage(coverage: Any) -> float:
+    """Check that ``coverage`` is a number in (0, 1].
+
+    Parameters
+    ----------
+    coverage : object
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Naming ``coverage``.
+    """
     if isinstance(coverage, bool) or not isinstance(coverage, (int, float, np.integer, np.floating)):
         raise ValueError(f"`coverage` must be a number in (0, 1], got {coverage!r}")
     if not 0 < coverage <= 1:
         raise ValueError(f"`coverage` must lie in (0, 1], got {coverage!r}")
-    _, risk = risk_coverage(probs, labels, from_logits=from_logits, ignore_index=ignore_index)
+    return float(coverage)
+
+
+def area_under(risk: np.ndarray) -> float:
+    """Return AURC from a risk-coverage curve (:func:`risk_coverage`'s ``risk``): its mean over ``k``.
+
+    Parameters
+    ----------
+    risk : ndarray of shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    return float(np.mean(risk))
+
+
+def accuracy_at(risk: np.ndarray, coverage: float) -> float:
+    """Return the selective accuracy at ``coverage`` from a risk-coverage curve: ``1 - r(ceil(coverage n))``.
+
+    Parameters
+    ----------
+    risk : ndarray of shape (n,)
+        :func:`risk_coverage`'s ``risk``.
+    coverage : float
+        In (0, 1] (:func:`check_coverage`).
+
+    Returns
+    -------
+    float
+    """
     k = max(1, math.ceil(coverage * risk.size - 1e-9))  # 0.8 * 10 is 8, not 9, in floating point
     return float(1.0 - risk[k - 1])
