@@ -81,14 +81,9 @@ class Part(NamedTuple):
         try:
             target.update(self.values, self.labels)
         except InputError as exc:
-            if self.table is not None:
-                from calibkit.prediction_files import row_of_value
+            from calibkit.prediction_files import row_of_value
 
-                row, token = row_of_value(self.table, exc.index)
-            elif self.labels.ndim == 2:  # token rows (n, L): the flat index is row * L + token
-                row, token = divmod(exc.index, self.labels.shape[1])
-            else:
-                row, token = exc.index, None
+            row, token = row_of_value(exc.index, self.labels, self.table)
             raise PartitionError(exc.head, exc.tail, self.index, row, token, self.offset) from None
         except ValueError as exc:
             raise ValueError(f"partition {self.index}: {exc}") from None

@@ -282,28 +282,34 @@ def read_table(file: Path):
         raise ValueError(f"{what} cannot be read as {kind}: {one_line(exc)}") from None
 
 
-def row_of_value(table, index: int) -> tuple[int, int | None]:
-    """Return the table row (and the token within it) of the ``index``-th row :func:`from_arrow_table` returns.
+def row_of_value(index: int, labels: np.ndarray, table=None) -> tuple[int, int | None]:
+    """Return the row (and the token within it) of the ``index``-th value row of a batch read from a file.
 
     Parameters
     ----------
-    table : pyarrow.Table
-        The table given to :func:`from_arrow_table`.
     index : int
-        A row of its ``values`` (token rows flattened).
+        A flat row of the prepared input (tokens flattened), as
+        :class:`~calibkit.metrics.validation.InputError` carries it.
+    labels : ndarray
+        The batch's labels: ``(N, L)`` for token rows as an ``.npz`` or Dask array holds them.
+    table : pyarrow.Table, optional
+        The table given to :func:`from_arrow_table`, whose token rows (a list of labels per row)
+        it flattened.
 
     Returns
     -------
     row : int
     token : int or None
-        The token within the row, for token rows (a list of labels per row); None otherwise.
+        The token within the row, for token rows; None otherwise.
     """
+    if table is None:
+        return divmod(index, labels.shape[1]) if labels.ndim == 2 else (index, None)
     import pyarrow.compute as pc
 
-    labels = table.column("labels")
-    if not _is_list(labels.type):
+    column = table.column("labels")
+    if not _is_list(column.type):
         return index, None
-    lengths = pc.list_value_length(labels.combine_chunks()).fill_null(0).to_numpy(zero_copy_only=False)
+    lengths = pc.list_value_length(column.combine_chunks()).fill_null(0).to_numpy(zero_copy_only=False)
     ends = np.cumsum(lengths)
     row = int(np.searchsorted(ends, index, side="right"))
     return row, index - int(ends[row] - lengths[row])

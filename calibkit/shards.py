@@ -337,12 +337,7 @@ class Batch(NamedTuple):
         str
             E.g. ``row 7 of s1.parquet (row 37 of all shards)``.
         """
-        if self.table is not None:
-            row, token = row_of_value(self.table, error.index)
-        elif self.labels.ndim == 2:  # an .npz of token rows (N, L): the flat index is row * L + token
-            row, token = divmod(error.index, self.labels.shape[1])
-        else:
-            row, token = error.index, None
+        row, token = row_of_value(error.index, self.labels, self.table)
         token_of = "" if token is None else f"token {token} of "
         return f"{token_of}row {self.offset + row} of {self.file} (row {self.first_row + row} of all shards)"
 
