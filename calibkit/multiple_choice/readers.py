@@ -106,39 +106,34 @@ def read_choices(location: str | Path) -> ChoiceData:
     """
     path = Path(location)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and kind_of(p) in ("harness", "lighteval"))
-        if not files:
+        kinds = {p: kind_of(p) for p in sorted(path.rglob("*")) if p.is_file()}
+        logs = {p: kind for p, kind in kinds.items() if kind in READERS}
+        if not logs:
             raise ValueError(f"--predictions: no lm-evaluation-harness samples or lighteval details file in {location}")
         seen: dict[str, Path] = {}
-        for file in files:
+        for file in logs:
             task = _task_of(file)
             if task in seen:
                 raise ValueError(
                     f"--predictions: task {task!r} is in {seen[task]} and {file} (two runs?): point at one run's folder"
                 )
             seen[task] = file
-        return _concat([_read_log(f) for f in files])
+        return _concat([READERS[kind](file) for file, kind in logs.items()])
     if not path.is_file():
         raise ValueError(f"--predictions: no such file or folder: {location}")
     kind = kind_of(path)
-    if kind in ("harness", "lighteval"):
-        return _read_log(path)
     if kind is None:
         raise ValueError(
             f"--predictions: {location} is no lm-evaluation-harness samples file, lighteval details file or "
             "choice-format file (choice_logprobs, gold)"
         )
-    return _read_choice_table(path)
+    return READERS.get(kind, _read_choice_table)(path)
 
 
 def _task_of(file: Path) -> str:
     """Return the task of a log file: from its name as the tools write it, else the file's stem."""
     match = _SAMPLES.match(file.name) or DETAILS.match(file.name)
     return match["task"] if match else file.stem
-
-
-def _read_log(file: Path) -> ChoiceData:
-    return _read_samples(file) if kind_of(file) == "harness" else read_details(file)
 
 
 def _concat(parts: list[ChoiceData]) -> ChoiceData:
@@ -339,3 +334,7 @@ def _read_choice_table(file: Path) -> ChoiceData:
         task.astype(object), doc_id.astype(object), ll, gold, blocks.get("choice_chars"), blocks.get("choice_bytes"),
         np.full(q, str(file), dtype=object),
     )  # fmt: skip
+
+
+READERS = {"harness": _read_samples, "lighteval": read_details}
+"""The reader of each kind of log (:func:`kind_of`); the choice format is read by its own."""
