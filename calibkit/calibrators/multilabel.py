@@ -65,8 +65,11 @@ class MultiLabelScaling:
         self.ignore_index = check_ignore_index(ignore_index)
 
     def _arrays(self, logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        z = np.asarray(to_numpy(logits, "logits"), dtype=np.float64)
-        y = np.asarray(to_numpy(labels, "labels"), dtype=np.float64)
+        z, y = to_numpy(logits, "logits"), to_numpy(labels, "labels")
+        for name, array in (("logits", z), ("labels", y)):
+            if array.dtype.kind not in "biuf":  # strings, objects: named, not numpy's conversion error
+                raise ValueError(f"`{name}` must hold numbers, got dtype {array.dtype}")
+        z, y = z.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
         if z.ndim != 2 or y.shape != z.shape:
             raise ValueError(
                 f"`logits` (N, K) and multi-hot `labels` of the same shape are needed, got {z.shape}, {y.shape}"

@@ -81,5 +81,9 @@ def test_bad_input_is_refused_by_name():
         MultiLabelScaling().fit(np.array([[0.0], [np.nan]]), np.array([[0.0], [1.0]]))
     with pytest.raises(ValueError, match="multi-hot"):
         MultiLabelScaling().fit(Z[:2], np.full((2, 4), 2.0))
+    with pytest.raises(ValueError, match="`logits` must hold numbers, got dtype <U1"):
+        MultiLabelScaling().fit(np.array([["a"], ["b"]]), np.array([[0.0], [1.0]]))
+    with pytest.raises(ValueError, match="`labels` must hold numbers, got dtype object"):
+        MultiLabelScaling().fit(np.zeros((2, 1)), np.array([[0], [None]], dtype=object))
     with pytest.raises(ValueError, match="call fit"):
         MultiLabelScaling().predict_proba(Z)
