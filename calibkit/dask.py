@@ -337,6 +337,7 @@ def calibration_report(
     fce_bins: int = 15,
     esce_bins: int = 10,
     fce_variant: str = "paper",
+    coverage: float = 0.8,
     max_samples: int = 4_000_000,
     split_every: int = SPLIT_EVERY,
     scheduler: str | None = None,
@@ -357,6 +358,9 @@ def calibration_report(
         For a Dask array: the values are logits. A DataFrame says it by its column name.
     fce_variant : {"paper", "authors"}, default "paper"
         As in :func:`calibkit.fce`.
+    coverage : float, default 0.8
+        Of the selective accuracy (asked for by name; from the buckets, within its
+        ``selective_accuracy_error_bound``).
     max_samples : int, default 4,000,000
         Exact ACE's gather budget (:class:`~calibkit.metrics.exact_ace.ExactACE`).
     split_every : int, default 8
@@ -381,6 +385,7 @@ def calibration_report(
     settings = dict(
         metrics=metrics, ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins,
         rbece_bins=rbece_bins, theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, fce_variant=fce_variant,
+        coverage=coverage,
     )  # fmt: skip
     wanted = CalibrationAccumulator(**settings).metrics  # every setting checked here, before the cluster works
     settings["metrics"] = wanted

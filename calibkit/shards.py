@@ -435,6 +435,7 @@ def stream_report(
     fce_bins: int = 15,
     esce_bins: int = 10,
     fce_variant: str = "paper",
+    coverage: float = 0.8,
     num_threads: int | None = None,
     batch_bytes: int = BATCH_BYTES,
     max_samples: int = 4_000_000,
@@ -449,7 +450,7 @@ def stream_report(
         A folder (searched recursively), a glob (``'preds/*.parquet'``) or one shard.
     metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins
         As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`.
-    fce_variant, num_threads
+    fce_variant, coverage, num_threads
         As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`. Probabilities or
         logits are told apart by the column name (``probs``/``logits``).
     batch_bytes : int, default 8 MiB
@@ -481,6 +482,7 @@ def stream_report(
     settings = dict(
         ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins, rbece_bins=rbece_bins,
         theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, fce_variant=fce_variant, num_threads=num_threads,
+        coverage=coverage,
     )  # fmt: skip
     wanted = CalibrationAccumulator(metrics, **settings).metrics  # settings checked before any shard is read
     files, skipped = find_shards(location)

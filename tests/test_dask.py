@@ -167,3 +167,15 @@ def test_parquet_paths_are_checked_before_the_cluster_reads_them(client, tmp_pat
     (tmp_path / "link").symlink_to(tmp_path)  # a loop, and the same file twice: read once
     got = calibration_report(str(tmp_path / "**" / "*.parquet"))
     assert got["n"] == 100 and got["partitions"] == 1
+
+
+def test_selective_metrics_within_their_bound(client):
+    z, y = make(n=8000)
+    names = ["aurc", "selective_accuracy"]
+    exact = calibkit.calibration_report(z, y, from_logits=True, metrics=names, coverage=0.9)
+    got = calibration_report(
+        da.from_array(z, chunks=(1500, 4)), da.from_array(y, chunks=1500), from_logits=True, metrics=names, coverage=0.9
+    )
+    for name in names:
+        assert 0 < got[f"{name}_error_bound"] < 5e-3
+        assert abs(got[name] - exact[name]) <= got[f"{name}_error_bound"]

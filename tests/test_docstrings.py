@@ -30,7 +30,8 @@ import pytest
 
 import calibkit
 from calibkit.metrics import functional
-from calibkit.metrics.registry import PAPERS, REGISTRY
+from calibkit.metrics.papers import PAPERS
+from calibkit.metrics.registry import REGISTRY
 
 PACKAGE = Path(calibkit.__file__).parent
 
@@ -350,7 +351,7 @@ def test_a_class_documents_the_parameters_it_adds_to_a_library_base():
 
         Parameters
         ----------
-        n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, fce_variant, esce_bins, eps
+        n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, fce_variant, esce_bins, eps, coverage
             As the base.
         """
 

@@ -182,9 +182,9 @@ GRAPH = import_graph(ROOT, "calibkit")
 # (CONTRIBUTING.md draws them). Each entry: a module, or a package prefix ending in ".".
 METRICS_FLOORS = (
     ("the user's engine switch, the compiled kernels", ("calibkit.metrics.backends", "calibkit.metrics._kernels")),
-    ("input checks", ("calibkit.metrics.validation",)),
+    ("input checks, the papers", ("calibkit.metrics.validation", "calibkit.metrics.papers")),
     ("settings", ("calibkit.metrics.settings",)),
-    ("the statistics type", ("calibkit.metrics.statistics",)),
+    ("the statistics type and the selective buckets", ("calibkit.metrics.statistics", "calibkit.metrics.ranking")),
     ("engines", ("calibkit.metrics.engines",)),
     ("formulas", ("calibkit.metrics.formulas",)),
     ("registry", ("calibkit.metrics.registry",)),

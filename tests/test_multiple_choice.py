@@ -248,7 +248,7 @@ def test_the_choice_format_per_task_and_pooled_equals_the_loops(tmp_path, suffix
         ranked = sorted(ref.top_pairs(plain, False), key=lambda pair: -pair[0])  # no ties in random scores
         risks = [sum(1 - a for _, a in ranked[:j]) / j for j in range(1, len(ranked) + 1)]
         assert got["aurc"] == pytest.approx(sum(risks) / len(risks), rel=1e-12)
-        assert got["selective_accuracy_0.8"] == pytest.approx(1 - risks[math.ceil(0.8 * len(risks)) - 1], rel=1e-12)
+        assert got["selective_accuracy"] == pytest.approx(1 - risks[math.ceil(0.8 * len(risks)) - 1], rel=1e-12)
         per_position = ref.subset_ece(plain, False, k, 15)  # a fixed number of choices: answer positions
         assert np.allclose(got["subset_ece"], per_position, rtol=1e-12)
         assert got["positions"].endswith(", ".join("ABCD"[:k]))

@@ -457,3 +457,17 @@ def test_an_error_in_a_token_shard_names_the_token_and_its_row(tmp_path):
     (tmp_path / "t.parquet").unlink()
     with pytest.raises(ValueError, match=r"got 5 at token 3 of row 0 of \S*t\.npz \(row 0 of all shards\)"):
         stream_report(str(tmp_path), progress=False)
+
+
+def test_selective_metrics_from_shards_are_within_their_bound(tmp_path):
+    values, labels, _ = data("logits", 6000, 5, seed=4)
+    for i, (a, b) in enumerate([(0, 2500), (2500, 6000)]):
+        write_parquet(tmp_path / f"part-{i}.parquet", values[a:b], labels[a:b], "logits", row_group_size=900)
+    names = ["aurc", "selective_accuracy", "ece"]
+    exact = calibkit.calibration_report(values, labels, from_logits=True, metrics=names, coverage=0.6)
+    got = stream_report(str(tmp_path), metrics=names, coverage=0.6, batch_bytes=20_000, progress=False)
+    assert got["passes"] == 1  # no ACE asked for: one read
+    assert got["ece"] == pytest.approx(exact["ece"], rel=1e-12)
+    for name in ("aurc", "selective_accuracy"):
+        assert 0 < got[f"{name}_error_bound"] < 5e-3
+        assert abs(got[name] - exact[name]) <= got[f"{name}_error_bound"]

@@ -67,7 +67,7 @@ class CalibrationCallback(TrainerCallback):
         first ``max_fit_rows`` labelled predictions of the evaluation are copied.
     ignore_index : int, default -100
         Label of the positions to skip.
-    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, fce_variant, esce_bins, eps
+    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, fce_variant, esce_bins, eps, coverage
         Metric settings, as in :class:`calibkit.CalibrationSettings`.
     settings : CalibrationSettings, optional
         All the settings in one object, instead of the keywords above (``from_logits`` is
@@ -97,6 +97,7 @@ class CalibrationCallback(TrainerCallback):
         fce_variant: str = UNSET.fce_variant,
         esce_bins: int = UNSET.esce_bins,
         eps: float = UNSET.eps,
+        coverage: float = UNSET.coverage,
         settings: CalibrationSettings | None = None,
     ) -> None:
         from calibkit.calibrators.calibrated import make_calibrator

@@ -23,7 +23,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from calibkit.metrics.registry import PAPERS, module_metrics
+from calibkit.metrics.papers import PAPERS
+from calibkit.metrics.registry import module_metrics
 
 MODULE_NAMES = (*module_metrics(), "calibration_report")
 """Every module folder, from the metric registry; ``calibration_report`` returns every metric in one pass."""
@@ -52,7 +53,7 @@ Args:
 MODULE_FILES = ("{name}.py", "README.md", "app.py", "requirements.txt", "SPEC.md")
 
 CITATIONS = PAPERS
-"""BibTeX of every paper a module cites (:data:`calibkit.metrics.registry.PAPERS`)."""
+"""BibTeX of every paper a module cites (:data:`calibkit.metrics.papers.PAPERS`)."""
 
 
 def bibtex(*keys: str) -> str:

@@ -18,7 +18,7 @@ from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.registry import metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
-from calibkit.metrics.statistics import CalibrationStatistics
+from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics
 from calibkit.metrics.validation import check_num_threads, prepare
 
 
@@ -40,7 +40,9 @@ class CalibrationAccumulator:
         The metrics to compute (default: all). Fewer metrics skip the costlier sums.
     settings : CalibrationSettings, optional
         All settings at once; or give them as keywords (not both).
-    from_logits, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant
+    from_logits, ignore_index
+        As below (``from_logits=None`` is False).
+    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage
         The fields of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's defaults;
         ``from_logits=None`` is False). One given with ``settings`` is a ``ValueError`` naming both.
     num_threads : int, optional
@@ -73,6 +75,7 @@ class CalibrationAccumulator:
         eps: float = UNSET.eps,
         num_threads: int | None = None,
         fce_variant: str = UNSET.fce_variant,
+        coverage: float = UNSET.coverage,
     ) -> None:
         self.metrics = metric_names(metrics)
         given = settings_keywords(locals())
@@ -205,8 +208,8 @@ class CalibrationAccumulator:
         if dist.get_backend(group) == "nccl" and device.type != "cuda":
             device = torch.device("cuda", torch.cuda.current_device())
         stats = stats.to_torch(device)
-        names = ("top", "fuzzy", "classwise", "ace", "scalars")
-        flat = torch.cat([getattr(stats, name).reshape(-1) for name in names])  # one collective, not five
+        names = ADDITIVE_FIELDS
+        flat = torch.cat([getattr(stats, name).reshape(-1) for name in names])  # one collective, not one a field
         dist.all_reduce(flat, group=group)
         offset = 0
         for name in names:

@@ -22,13 +22,12 @@ import numpy as np
 
 from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.engines import fill_statistics
-from calibkit.metrics.registry import METRICS, metric, metric_names, plan, report_from_statistics
+from calibkit.metrics.registry import metric, metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
-from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan
+from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics, SumsPlan
 from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare
 
-_FIELDS = ("top", "fuzzy", "classwise", "ace", "scalars")
 _BLOCK_MEMORY = 256 * 2**20  # bytes of per-block statistics held at once
 _REPLICATE_CHUNK = 64
 MAX_REPLICATES = 100_000
@@ -56,6 +55,7 @@ def bootstrap_intervals(
     esce_bins: int = UNSET.esce_bins,
     eps: float = UNSET.eps,
     fce_variant: str = UNSET.fce_variant,
+    coverage: float = UNSET.coverage,
     settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
     """Compute percentile bootstrap intervals of every metric (and of each class's ECE).
@@ -72,7 +72,7 @@ def bootstrap_intervals(
         Seed of the block permutation and of the Poisson weights.
     max_blocks : int, default 4000
         Upper bound on the resampled blocks (rows are single blocks when there are fewer).
-    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, settings
+    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage, settings
         As in :func:`calibkit.calibration_report` (``fce_variant="authors"``: FCE as the
         fuzzy-binning authors' code computes it, see :func:`calibkit.fce`).
 
@@ -119,10 +119,8 @@ def bootstrap_intervals(
     tail = 100 * (1 - confidence) / 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # all-NaN columns (e.g. RBECE with no bin above theta)
-        intervals = {
-            m: tuple(float(v) for v in np.nanpercentile(values[m], [tail, 100 - tail])) for m in scalars if m in METRICS
-        }
-        intervals["accuracy"] = tuple(float(v) for v in np.nanpercentile(values["accuracy"], [tail, 100 - tail]))
+        intervals = {m: tuple(float(v) for v in np.nanpercentile(values[m], [tail, 100 - tail])) for m in scalars}
+        intervals["accuracy"] = intervals.pop("accuracy")  # last, as in every report
         low, high = np.nanpercentile(per_class, [tail, 100 - tail], axis=0)
     out = {"intervals": intervals, "n_boot": n_boot, "n_blocks": blocks, "confidence": confidence}
     if "subset_ece" in wanted:
@@ -142,7 +140,7 @@ def _block_statistics(
     probe = CalibrationStatistics.zeros(
         prep.num_classes, binary, sums.top_bins, sums.fuzzy_bins, sums.classwise_bins, sums.groups
     )
-    block_bytes = sum(getattr(probe, name).nbytes for name in _FIELDS)
+    block_bytes = sum(getattr(probe, name).nbytes for name in ADDITIVE_FIELDS)
     blocks = max(1, min(rows, max_blocks, _BLOCK_MEMORY // block_bytes))
     if blocks < rows:  # random blocks: permute the rows once (a copy), then cut
         order = rng.permutation(rows)
@@ -157,7 +155,7 @@ def _block_statistics(
     ).parts
     if sum(p.n for p in parts) == 0:  # as calibration_report: no interval of nothing
         raise ValueError(NO_SAMPLE.format(ignore_index))
-    return {name: np.stack([getattr(p, name) for p in parts]) for name in _FIELDS}, probe
+    return {name: np.stack([getattr(p, name) for p in parts]) for name in ADDITIVE_FIELDS}, probe
 
 
 def _replicates(
@@ -187,7 +185,7 @@ def _replicates(
                 binary=probe.binary,
                 top_bins=probe.top_bins,
                 has=probe.has,
-                **{name: summed[name][j] for name in _FIELDS},
+                **{name: summed[name][j] for name in ADDITIVE_FIELDS},
             )
             if stats.scalars[0] == 0:
                 continue

@@ -36,83 +36,16 @@ from calibkit.metrics.formulas import (
     rbece_from_table,
     sce_from_table,
 )
+from calibkit.metrics.ranking import selective_from_buckets, selective_from_rows
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points
 
-SUMS = ("top", "rows", "classwise", "ace", "fuzzy")
+SUMS = ("top", "rows", "classwise", "ace", "fuzzy", "selective")
 """The groups of sums a pass can fill: ``top`` (top-label bins, one table per bin count),
 ``rows`` (per-entry logs and squares: ECD, NLL, Brier), ``classwise`` (per-column bins, SCE),
-``ace`` (fine per-column buckets) and ``fuzzy`` (FCE). The scalars (n, correct, confidence and
+``ace`` (fine per-column buckets), ``fuzzy`` (FCE) and ``selective`` (fine buckets of the
+top-label confidence: AURC, selective accuracy). The scalars (n, correct, confidence and
 count of wrong predictions) are always kept."""
-
-
-PAPERS: dict[str, str] = {
-    "guo2017": """@inproceedings{guo2017calibration,
-  title     = {On Calibration of Modern Neural Networks},
-  author    = {Guo, Chuan and Pleiss, Geoff and Sun, Yu and Weinberger, Kilian Q.},
-  booktitle = {Proceedings of the 34th International Conference on Machine Learning},
-  pages     = {1321--1330},
-  year      = {2017}
-}""",
-    "naeini2015": """@inproceedings{naeini2015obtaining,
-  title     = {Obtaining Well Calibrated Probabilities Using {Bayesian} Binning},
-  author    = {Naeini, Mahdi Pakdaman and Cooper, Gregory F. and Hauskrecht, Milos},
-  booktitle = {Proceedings of the Twenty-Ninth AAAI Conference on Artificial Intelligence},
-  pages     = {2901--2907},
-  year      = {2015}
-}""",
-    "nixon2019": """@inproceedings{nixon2019measuring,
-  title     = {Measuring Calibration in Deep Learning},
-  author    = {Nixon, Jeremy and Dusenberry, Michael W. and Zhang, Linchuan and Jerfel, Ghassen and Tran, Dustin},
-  booktitle = {CVPR Workshops},
-  year      = {2019}
-}""",
-    "obadinma2021": """@inproceedings{obadinma2021classwise,
-  title     = {Class-wise Calibration: A Case Study on {COVID}-19 Hate Speech},
-  author    = {Obadinma, Stephen and Guo, Hongyu and Zhu, Xiaodan},
-  booktitle = {Proceedings of the Canadian Conference on Artificial Intelligence},
-  year      = {2021}
-}""",
-    "dawkins2022": """@inproceedings{dawkins2022region,
-  title     = {Region-dependent temperature scaling for certainty calibration and application to
-               class-imbalanced token classification},
-  author    = {Dawkins, Hillary and Nejadgholi, Isar},
-  booktitle = {Proceedings of the 60th Annual Meeting of the Association for Computational Linguistics},
-  year      = {2022}
-}""",
-    "bihani2023": """@misc{bihani2023fuzzy,
-  title  = {Calibration Error Estimation Using Fuzzy Binning},
-  author = {Bihani, Geetanjali and Rayz, Julia Taylor},
-  year   = {2023},
-  note   = {Code: https://github.com/bihani-g/fce}
-}""",
-    "sumler2025": """@misc{sumler2025entropic,
-  title  = {An Entropic Metric for Measuring Calibration of Machine Learning Models},
-  author = {Sumler, Daniel James and Devlin, Lee and Maskell, Simon and Lane, Richard O.},
-  year   = {2025}
-}""",
-    "brier1950": """@article{brier1950verification,
-  title   = {Verification of Forecasts Expressed in Terms of Probability},
-  author  = {Brier, Glenn W.},
-  journal = {Monthly Weather Review},
-  volume  = {78},
-  number  = {1},
-  pages   = {1--3},
-  year    = {1950}
-}""",
-    "galdran": """@misc{galdran2023calibration,
-  title  = {Part {III}: Model Calibration (tutorial slides)},
-  author = {Galdran, Adrian and Riera i Marin, Meritxell}
-}""",
-    "kumar2019": """@inproceedings{kumar2019verified,
-  title     = {Verified Uncertainty Calibration},
-  author    = {Kumar, Ananya and Liang, Percy and Ma, Tengyu},
-  booktitle = {Advances in Neural Information Processing Systems},
-  volume    = {32},
-  year      = {2019}
-}""",
-}
-"""BibTeX of every paper a metric cites, by key (``Metric.papers``); the ``evaluate`` modules' ``_CITATION``."""
 
 
 class Sums:
@@ -129,6 +62,8 @@ class Sums:
         The settings the sums were filled with.
     ace_partials : tuple of ndarray, optional
         Exact sums where a range boundary cuts an ACE bucket (ACE is then exact).
+    selective_rows : tuple of ndarray, optional
+        Every row's top-label confidence and error (AURC and selective accuracy are then exact).
     """
 
     def __init__(
@@ -136,10 +71,12 @@ class Sums:
         statistics: CalibrationStatistics,
         settings: CalibrationSettings,
         ace_partials: tuple[np.ndarray, np.ndarray] | None = None,
+        selective_rows: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         self.statistics = statistics
         self.settings = settings
         self.ace_partials = ace_partials
+        self.selective_rows = selective_rows
         self._tables: dict[int, np.ndarray] = {}
 
     @property
@@ -217,6 +154,13 @@ class Sums:
         points = ace_points(self.statistics.ace, self.settings.ace_ranges)
         return ace_from_points(self.statistics.ace, points, self.ace_partials)
 
+    @cached_property
+    def selective(self) -> dict[str, tuple[float, float]]:
+        """AURC and the selective accuracy, each with the bound on its error (0 from the rows)."""
+        if self.selective_rows is not None:
+            return selective_from_rows(*self.selective_rows, self.settings.coverage)
+        return selective_from_buckets(self.statistics.selective, self.settings.coverage)
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -248,7 +192,8 @@ class Metric:
         per-class values), not over the top label alone: meaningful only where every row has the
         same classes (multiple-choice questions: a fixed number of choices).
     in_report : bool
-        One of :data:`METRICS` (what :func:`calibkit.calibration_report` returns by default).
+        One of :data:`METRICS` (what :func:`calibkit.calibration_report` returns by default);
+        else returned when asked for by name (:data:`ON_REQUEST`).
     in_table : bool
         A column of the comparison table (``calibkit report``/``demo``) and of the model card.
     logged : bool
@@ -256,7 +201,7 @@ class Metric:
     module : str or None
         The ``evaluate`` module folder (``metrics/<module>/``) that returns it.
     papers : tuple of str
-        Keys of :data:`PAPERS`.
+        Keys of :data:`calibkit.metrics.papers.PAPERS`.
     extra : tuple of (str, callable)
         Further keys it adds to a report, with their functions (ACE's ``ace_error_bound``).
     """
@@ -500,6 +445,31 @@ REGISTRY: tuple[Metric, ...] = (
         module="nll",
         papers=("galdran",),
     ),
+    Metric(
+        "aurc",
+        "area under the risk-coverage curve: the error rate of the k most confident inputs, averaged over k",
+        lambda s: s.selective["aurc"][0],
+        frozenset({"selective"}),
+        in_report=False,
+        in_table=False,
+        module="selective",
+        papers=("geifman2017",),
+        extra=(("aurc_error_bound", lambda s: s.selective["aurc"][1]),),
+    ),
+    Metric(
+        "selective_accuracy",
+        "selective accuracy: the accuracy on the `coverage` share of inputs the model is most confident about",
+        lambda s: s.selective["selective_accuracy"][0],
+        frozenset({"selective"}),
+        None,
+        ("coverage",),
+        higher_is_better=True,
+        in_report=False,
+        in_table=False,
+        module="selective",
+        papers=("liang2023",),
+        extra=(("selective_accuracy_error_bound", lambda s: s.selective["selective_accuracy"][1]),),
+    ),
 )
 """Every metric, in report and table order (the two task scores first, in tables only)."""
 
@@ -508,10 +478,16 @@ _BY_NAME = {m.name: m for m in REGISTRY}
 METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_report)
 """Every metric :func:`calibkit.calibration_report` returns, in its order."""
 
+ON_REQUEST: tuple[str, ...] = tuple(
+    m.name for m in REGISTRY if not m.in_report and m.compute is not None and m.name != "accuracy"
+)
+"""Metrics returned only when asked for by name (``metrics=["aurc"]``): they rank the inputs, so
+their exact value costs a sort of every row's confidence, which the default report spares."""
+
 TABLE_METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_table)
+"""The columns of the comparison table and the model card, in order."""
 OVER_CLASSES: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.over_classes)
 """The metrics defined over the classes (see :class:`Metric`'s ``over_classes``)."""
-"""The columns of the comparison table and the model card, in order."""
 
 LOGGED: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.logged)
 """What :class:`calibkit.CalibrationCallback` logs at every evaluation by default: the seed
@@ -598,7 +574,8 @@ def metric_names(metrics: Iterable[str] | str | None) -> tuple[str, ...]:
     Parameters
     ----------
     metrics : iterable of str, str or None
-        Names from :data:`METRICS`; a string names one metric; None means all of them.
+        Names from :data:`METRICS` or :data:`ON_REQUEST`; a string names one metric; None means
+        all of :data:`METRICS`.
 
     Returns
     -------
@@ -619,9 +596,9 @@ def metric_names(metrics: Iterable[str] | str | None) -> tuple[str, ...]:
         raise ValueError(f"`metrics` must be a metric name or an iterable of names, got {metrics!r}") from None
     if not names:
         raise ValueError("`metrics` is empty: name at least one metric")
-    unknown = [m for m in names if not isinstance(m, str) or m not in (*METRICS, "accuracy")]
+    unknown = [m for m in names if not isinstance(m, str) or m not in (*METRICS, *ON_REQUEST, "accuracy")]
     if unknown:
-        raise ValueError(f"`metrics` has unknown names {unknown}; known: {list(METRICS)}")
+        raise ValueError(f"`metrics` has unknown names {unknown}; known: {[*METRICS, *ON_REQUEST]}")
     return names
 
 
@@ -651,6 +628,7 @@ def report_from_statistics(
     settings: CalibrationSettings | None = None,
     *,
     ace_partials: tuple[np.ndarray, np.ndarray] | None = None,
+    selective_rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Evaluate metrics on accumulated statistics.
 
@@ -665,20 +643,23 @@ def report_from_statistics(
     ace_partials : tuple of ndarray, optional
         Exact sums of the ACE buckets a range boundary cuts (from a further pass over the data):
         ACE is then exact and ``ace_error_bound`` 0.
+    selective_rows : tuple of ndarray, optional
+        Every row's top-label confidence and error: AURC and the selective accuracy are then
+        exact and their bounds 0.
 
     Returns
     -------
     dict
-        The metrics asked for, in registry order, then the extra keys (``ace_error_bound``),
-        ``accuracy``, ``n`` and ``num_classes``.
+        The metrics asked for, in registry order, then the extra keys (``ace_error_bound``,
+        ``aurc_error_bound``, ...), ``accuracy``, ``n`` and ``num_classes``.
     """
     settings = CalibrationSettings() if settings is None else settings
     wanted = set(metric_names(metrics))
-    sums = Sums(statistics, settings, ace_partials)
+    sums = Sums(statistics, settings, ace_partials, selective_rows)
     out: dict[str, Any] = {}
     extras: dict[str, Any] = {}
     for m in REGISTRY:
-        if m.name in wanted and m.in_report:
+        if m.name in wanted and m.compute is not None and m.name != "accuracy":
             out[m.name] = m.compute(sums)
             for key, fn in m.extra:
                 extras[key] = fn(sums)

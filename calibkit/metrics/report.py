@@ -90,14 +90,19 @@ def exact_report(
         When no sample remains after masking.
     """
     names = metric_names(metrics)
+    sums = plan(names, settings)
     filled = fill_statistics(
         prep,
-        plan(names, settings),
+        sums,
         ignore_index=settings.ignore_index,
         exact_ace_ranges=settings.ace_ranges if "ace" in names else None,
+        exact_selective="selective" in sums.groups,  # the rows are here: AURC exact too
         num_threads=num_threads,
     )
     stats = filled.statistics
     if stats.n == 0:
         raise ValueError(NO_SAMPLE.format(settings.ignore_index))
-    return report_from_statistics(stats, names, settings, ace_partials=filled.ace_partials), stats
+    report = report_from_statistics(
+        stats, names, settings, ace_partials=filled.ace_partials, selective_rows=filled.selective_rows
+    )
+    return report, stats

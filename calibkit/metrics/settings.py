@@ -20,6 +20,7 @@ from calibkit.metrics.validation import (
     check_bins,
     check_bool,
     check_choice,
+    check_coverage,
     check_eps,
     check_ignore_index,
     check_non_negative,
@@ -54,6 +55,9 @@ class CalibrationSettings:
         Equal-width bins for ESCE (the entropic paper's 10).
     eps : float, default 1e-12
         Logs (NLL, ECD) clip probabilities at ``eps``.
+    coverage : float, default 0.8
+        The share of inputs, the most confident, on which the selective accuracy is measured
+        (HELM's view: a model that answers only when it is most sure).
     from_logits : bool, default False
         The inputs are logits: softmax (sigmoid for 1-D binary input) is applied on the fly.
     ignore_index : int, default -100
@@ -82,6 +86,7 @@ class CalibrationSettings:
     fce_variant: str = "paper"
     esce_bins: int = 10
     eps: float = 1e-12
+    coverage: float = 0.8
     from_logits: bool = False
     ignore_index: int = -100
 
@@ -97,6 +102,7 @@ class CalibrationSettings:
             "fce_variant": check_choice(self.fce_variant, "fce_variant", FCE_VARIANTS),
             "esce_bins": check_bins(self.esce_bins, "esce_bins"),
             "eps": check_eps(self.eps),
+            "coverage": check_coverage(self.coverage),
             "from_logits": check_bool(self.from_logits, "from_logits"),
             "ignore_index": check_ignore_index(self.ignore_index),
         }

@@ -17,11 +17,13 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
+from calibkit.metrics.ranking import SELECTIVE_BUCKETS
 
 FUZZY_COLUMNS = 6  # see CalibrationStatistics.fuzzy
 
 
-_SUMS = ("top", "fuzzy", "classwise", "ace", "scalars")  # the additive fields
+ADDITIVE_FIELDS = ("top", "fuzzy", "classwise", "ace", "selective", "scalars")
+"""The fields of :class:`CalibrationStatistics` that are sums (added, reduced and resampled)."""
 
 
 @dataclass
@@ -52,10 +54,14 @@ class CalibrationStatistics:
         Per class column, equal-width bins of ``p_k``: count, sum ``p_k``, sum ``1[y = k]``.
     ace : ndarray (K, B, 3)
         The same sums on fine buckets (16 an octave of the float64 pattern) for ACE.
+    selective : ndarray (B, 2)
+        Count and errors on fine buckets of ``1 - confidence`` (top label) for AURC and the
+        selective accuracy (:mod:`calibkit.metrics.ranking`); ``(0, 2)`` when not filled.
     scalars : ndarray (7,)
         n, correct, Brier, NLL and ECD sums, confidence sum and count of wrong predictions.
     has : frozenset of str, default frozenset()
-        Which optional groups of sums were filled (``rows``, ``classwise``, ``ace``, ``fuzzy``).
+        Which optional groups of sums were filled (``rows``, ``classwise``, ``ace``, ``fuzzy``,
+        ``selective``).
     """
 
     num_classes: int
@@ -67,6 +73,7 @@ class CalibrationStatistics:
     ace: np.ndarray
     scalars: np.ndarray
     has: frozenset = field(default_factory=frozenset)  # which optional groups were filled
+    selective: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
 
     @classmethod
     def zeros(
@@ -93,7 +100,7 @@ class CalibrationStatistics:
         classwise_bins : int
             Bins per class column of SCE (used when ``"classwise"`` is in ``has``).
         has : iterable of str
-            The optional groups to allocate: ``rows``, ``classwise``, ``ace``, ``fuzzy``.
+            The optional groups to allocate: ``rows``, ``classwise``, ``ace``, ``fuzzy``, ``selective``.
 
         Returns
         -------
@@ -113,6 +120,7 @@ class CalibrationStatistics:
             ace=np.zeros((k if "ace" in has else 0, kernels.ACE_BUCKETS if "ace" in has else 0, 3)),
             scalars=np.zeros(kernels.N_SCALARS),
             has=has,
+            selective=np.zeros((SELECTIVE_BUCKETS if "selective" in has else 0, 2)),
         )
 
     def _check_compatible(self, other: CalibrationStatistics) -> None:
@@ -145,7 +153,7 @@ class CalibrationStatistics:
         out = CalibrationStatistics(**{f.name: getattr(self, f.name) for f in fields(self)})
         if isinstance(self.scalars, np.ndarray) != isinstance(other.scalars, np.ndarray):
             other = other.to_numpy() if isinstance(self.scalars, np.ndarray) else other.to_torch(self.scalars.device)
-        for name in _SUMS:
+        for name in ADDITIVE_FIELDS:
             setattr(out, name, getattr(self, name) + getattr(other, name))
         return out
 
@@ -163,7 +171,7 @@ class CalibrationStatistics:
         if isinstance(self.scalars, np.ndarray):
             return self
         out = CalibrationStatistics(**{f.name: getattr(self, f.name) for f in fields(self)})
-        for name in _SUMS:
+        for name in ADDITIVE_FIELDS:
             setattr(out, name, getattr(self, name).detach().cpu().numpy())
         return out
 
@@ -182,7 +190,7 @@ class CalibrationStatistics:
         import torch
 
         out = CalibrationStatistics(**{f.name: getattr(self, f.name) for f in fields(self)})
-        for name in _SUMS:
+        for name in ADDITIVE_FIELDS:
             value = getattr(self, name)
             value = value if isinstance(value, torch.Tensor) else torch.from_numpy(np.asarray(value))
             setattr(out, name, value.to(device=device if device is not None else value.device, dtype=torch.float64))

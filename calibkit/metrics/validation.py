@@ -170,6 +170,29 @@ def check_bins(value: Any, name: str) -> int:
     return check_positive_int(value, name, MAX_BINS)
 
 
+def check_coverage(coverage: Any) -> float:
+    """Check that ``coverage`` (the share answered, for the selective accuracy) is a number in (0, 1].
+
+    Parameters
+    ----------
+    coverage : object
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Naming ``coverage``.
+    """
+    if isinstance(coverage, bool) or not isinstance(coverage, (int, float, np.integer, np.floating)):
+        raise ValueError(f"`coverage` must be a number in (0, 1], got {coverage!r}")
+    if not 0 < coverage <= 1:
+        raise ValueError(f"`coverage` must lie in (0, 1], got {coverage!r}")
+    return float(coverage)
+
+
 def check_non_negative(value: Any, name: str) -> float:
     """Check that ``value`` is a finite number >= 0.
 

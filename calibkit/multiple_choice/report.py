@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics.functional.selective import accuracy_at, area_under
-from calibkit.metrics.registry import OVER_CLASSES, TABLE_METRICS
+from calibkit.metrics.registry import METRICS, ON_REQUEST, OVER_CLASSES, TABLE_METRICS
 from calibkit.multiple_choice.data import ChoiceData, check_score, choice_logits, choice_probabilities
 
 TOP_LABEL = tuple(m for m in TABLE_METRICS if m not in OVER_CLASSES and m != "macro_f1")
@@ -26,11 +25,13 @@ def _one_report(data: ChoiceData, score: str, settings: dict[str, Any]) -> dict[
     probs = choice_probabilities(data, score)
     counts = data.n_choices
     fixed = int(counts.min()) == int(counts.max())
-    report = calibkit.calibration_report(probs, data.gold, **settings)
+    # HELM's view too: AURC and the accuracy when answering only the most confident questions
+    metrics = (*(METRICS if settings["metrics"] is None else settings["metrics"]), *ON_REQUEST)
+    report = calibkit.calibration_report(
+        probs, data.gold, **{**settings, "metrics": tuple(dict.fromkeys(metrics))}, coverage=SELECTIVE_COVERAGE
+    )
     out: dict[str, Any] = {"questions": int(len(data.gold)), "choices": sorted({int(c) for c in counts})}
-    _, risk = calibkit.risk_coverage(probs, data.gold)  # HELM's view: answer only the most confident
-    out["aurc"] = area_under(risk)
-    out[f"selective_accuracy_{SELECTIVE_COVERAGE:g}"] = accuracy_at(risk, SELECTIVE_COVERAGE)
+    out["coverage"] = SELECTIVE_COVERAGE
     for key, value in report.items():  # JSON-ready: lists, and None for NaN (a class with no question, ...)
         value = value.tolist() if isinstance(value, np.ndarray) else value
         if isinstance(value, list):
@@ -75,8 +76,8 @@ def multiple_choice_report(
         same. Each report holds :func:`calibkit.calibration_report`'s keys (``accuracy`` is the
         harness's accuracy for this score), ``"questions"``, ``"choices"`` (the numbers of choices
         seen), ``"positions"`` (whether metrics over answer positions are defined: None where
-        not), ``"aurc"`` and ``"selective_accuracy_0.8"`` (:func:`calibkit.aurc`,
-        :func:`calibkit.selective_accuracy` on the 80% most confident answers).
+        not), ``"aurc"`` and ``"selective_accuracy"`` (:func:`calibkit.aurc`,
+        :func:`calibkit.selective_accuracy` on the ``"coverage"``, 80%, most confident answers).
 
     Raises
     ------
@@ -102,7 +103,7 @@ def multiple_choice_report(
     return {"score": score, "pooled": _one_report(data, score, settings), "tasks": tasks}
 
 
-TABLE_COLUMNS = ("questions", *TOP_LABEL, "cece", "aurc", f"selective_accuracy_{SELECTIVE_COVERAGE:g}")
+TABLE_COLUMNS = ("questions", *TOP_LABEL, "cece", *ON_REQUEST)
 
 
 def format_choice_table(report: dict[str, Any]) -> str:

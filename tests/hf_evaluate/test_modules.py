@@ -24,6 +24,7 @@ SETTINGS = {  # a non-default value of every setting, to check that each is pass
     "esce": {"esce_bins": 12},
     "brier": {},
     "nll": {"eps": 1e-6},
+    "selective": {"coverage": 0.55},
     "calibration_report": {"n_bins": 7, "ace_ranges": 6, "sce_bins": 9, "theta": 3, "fce_bins": 11, "esce_bins": 12},
 }
 
@@ -39,6 +40,12 @@ def expected(name, probs, labels, **kwargs):
             key: getattr(calibkit, key)(probs, labels, **kwargs) for key in ("cece", "msece", "wsece", "ece_variance")
         }
         return {**out, "per_class_ece": calibkit.subset_ece(probs, labels, **kwargs)}
+    if name == "selective":
+        others = {k: v for k, v in kwargs.items() if k != "coverage"}  # AURC has no coverage
+        return {
+            "aurc": calibkit.aurc(probs, labels, **others),
+            "selective_accuracy": calibkit.selective_accuracy(probs, labels, **kwargs),
+        }
     if name == "calibration_report":
         return calibkit.calibration_report(probs, labels, **kwargs)
     return {name: getattr(calibkit, name)(probs, labels, **kwargs)}

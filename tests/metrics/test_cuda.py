@@ -21,6 +21,14 @@ from tests.metrics.test_backends import FUNCTIONS, KINDS, close
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
+@pytest.fixture(autouse=True)
+def device_engine():
+    """The CUDA side on the engine users get ("auto": torch, on the device), whatever CALIBKIT_BACKEND
+    the test run set (conftest sets "numba", which would copy the tensors to the host)."""
+    with use_backend("auto"):
+        yield
+
+
 def host(fn):
     with use_backend("numba"):
         return fn()
@@ -97,3 +105,26 @@ def test_bin_edge_values_on_cuda(dtype):
         b = host(lambda t=t, kw=kw: calibkit.calibration_report(t.numpy(), labels, **kw))
         bad = {key: (a[key], b[key]) for key in b if not close(a[key], b[key])}
         assert not bad, bad
+
+
+@pytest.mark.parametrize("kind,from_logits,k", KINDS)
+def test_selective_metrics_on_cuda(kind, from_logits, k):
+    from calibkit.metrics.registry import ON_REQUEST
+
+    probs, labels = make_data(8, kind, n=2000, num_classes=k, from_logits=from_logits)
+    p, y = torch.from_numpy(probs).cuda(), torch.from_numpy(labels).cuda()
+    a = calibkit.calibration_report(p, y, from_logits=from_logits, metrics=ON_REQUEST, coverage=0.7)
+    b = host(
+        lambda: calibkit.calibration_report(probs, labels, from_logits=from_logits, metrics=ON_REQUEST, coverage=0.7)
+    )
+    assert a.keys() == b.keys() and all(close(a[key], b[key]) for key in b), (a, b)
+
+    def stream(values, targets):  # the buckets stay on the device until compute()
+        acc = CalibrationAccumulator(ON_REQUEST, from_logits=from_logits, coverage=0.7)
+        for i in range(0, len(targets), 600):
+            acc.update(values[i : i + 600], targets[i : i + 600])
+        return acc.compute()
+
+    c, d = stream(p, y), host(lambda: stream(probs, labels))
+    assert c.keys() == d.keys() and all(close(c[key], d[key]) for key in d), (c, d)
+    assert all(abs(c[m] - b[m]) <= c[f"{m}_error_bound"] + 1e-12 for m in ON_REQUEST)

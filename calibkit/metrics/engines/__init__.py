@@ -17,6 +17,7 @@ rebuild the very probabilities the kernels binned.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ from calibkit.metrics.backends import get_backend, on_device
 from calibkit.metrics.engines import auto
 from calibkit.metrics.engines.numba_engine import exact_statistics_numba, statistics_numba
 from calibkit.metrics.engines.torch_engine import exact_ace_partials_torch, statistics_torch
+from calibkit.metrics.ranking import selective_sums
 from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points, sum_statistics
 from calibkit.metrics.validation import PreparedInput
 
@@ -47,6 +49,9 @@ class Filled:
     ace_partials : tuple of ndarray or None
         The exact sums where an ACE range boundary cuts a bucket (with ``exact_ace_ranges``, when
         a sample remains), for :func:`calibkit.metrics.registry.report_from_statistics`.
+    selective_rows : tuple of ndarray or None
+        Every kept row's top-label confidence and error (with ``exact_selective``), which make
+        AURC and the selective accuracy exact.
     engine : str
         ``"numba"`` or ``"torch"``: the engine that ran.
     """
@@ -55,6 +60,7 @@ class Filled:
     parts: list[CalibrationStatistics]
     ace_partials: tuple[np.ndarray, np.ndarray] | None
     engine: str
+    selective_rows: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def choose_engine(
@@ -103,6 +109,7 @@ def fill_statistics(
     *,
     ignore_index: int,
     exact_ace_ranges: int | None = None,
+    exact_selective: bool = False,
     num_threads: int | None = None,
     ranges: list[tuple[int, int]] | None = None,
     keep_parts: bool = False,
@@ -122,6 +129,9 @@ def fill_statistics(
     exact_ace_ranges : int, optional
         Make ACE with this many equal-mass ranges exact: a second pass over the samples of the
         fine buckets a range boundary cuts (``ace`` must be among the groups).
+    exact_selective : bool, default False
+        Also return every row's top-label confidence and error (``selective`` must be among the
+        groups), for exact AURC and selective accuracy.
     num_threads : int, optional
         Threads of the kernels' passes (default: the CPUs available).
     ranges : list of tuple of int, optional
@@ -143,6 +153,9 @@ def fill_statistics(
     ValueError
         On the first bad value, naming the argument, the position and the offending row.
     """
+    selective = "selective" in sums.groups
+    if selective:  # filled here for every engine, from the top label of each row (calibkit.metrics.ranking)
+        sums = dataclasses.replace(sums, groups=sums.groups - {"selective"})
     if engine is None:
         engine = choose_engine(prep, sums, ignore_index=ignore_index, exact_ace_ranges=exact_ace_ranges, ranges=ranges)
     partials = None
@@ -164,7 +177,29 @@ def fill_statistics(
     else:
         parts = statistics_numba(prep, sums, ignore_index=ignore_index, num_threads=num_threads, ranges=ranges)
         total = sum_statistics(parts)
-    return Filled(total, parts if keep_parts else [], partials, engine)
+    rows = None
+    if selective:
+        rows = _add_selective(prep, ignore_index, total, parts if keep_parts else [], ranges, exact_selective)
+    return Filled(total, parts if keep_parts else [], partials, engine, rows)
+
+
+def _add_selective(
+    prep: PreparedInput,
+    ignore_index: int,
+    total: CalibrationStatistics,
+    parts: list[CalibrationStatistics],
+    ranges: list[tuple[int, int]] | None,
+    keep_rows: bool,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Fill the ``selective`` sums of ``total`` and of each part (one per range of ``ranges``)."""
+    spans = ranges if (parts and ranges is not None) else [(0, prep.values.shape[0])]
+    sums, rows = selective_sums(prep, ignore_index, spans, keep_rows=keep_rows)
+    on_host = isinstance(total.scalars, np.ndarray)
+    sums = [s.cpu().numpy() if on_host and not isinstance(s, np.ndarray) else s for s in sums]
+    for stats, table in zip(parts if len(parts) == len(sums) else [], sums):
+        stats.selective, stats.has = table, stats.has | {"selective"}
+    total.selective, total.has = sum(sums[1:], sums[0]), total.has | {"selective"}
+    return rows
 
 
 __all__ = ["Filled", "choose_engine", "fill_statistics"]

@@ -424,7 +424,9 @@ def statistics_torch(
         errors = np.full(kernels.N_ERRORS, -1, dtype=np.int64)
         errors[first_bad[1]] = first_bad[0]
         raise_input_error(prep, errors, ignore_index)
-    for name, tensor in (("top", top), ("fuzzy", fuzzy), ("classwise", classwise), ("ace", ace), ("scalars", scalars)):
+    selective = torch.zeros(shape.selective.shape, **f64)  # filled by fill_statistics, for every engine
+    sums = {"top": top, "fuzzy": fuzzy, "classwise": classwise, "ace": ace, "selective": selective, "scalars": scalars}
+    for name, tensor in sums.items():
         setattr(shape, name, tensor if keep_on_device else tensor.cpu().numpy())
     return shape
 

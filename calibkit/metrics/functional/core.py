@@ -123,6 +123,7 @@ def calibration_report(
     eps: float = UNSET.eps,
     num_threads: int | None = None,
     fce_variant: str = UNSET.fce_variant,
+    coverage: float = UNSET.coverage,
     settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
     """Compute every metric in one pass over the data, ACE exact.
@@ -147,7 +148,7 @@ def calibration_report(
         False (None stands for "not given", so that a contradiction with ``settings`` is seen).
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
-    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant
+    n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage
         The settings of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's
         defaults); ``fce_variant="authors"`` reports FCE as the fuzzy-binning authors' code
         computes it (see :func:`fce`). A keyword given with ``settings`` is a ``ValueError``
