@@ -104,6 +104,11 @@ def test_bin_edge_values_on_cuda(dtype):
         a = calibkit.calibration_report(t.cuda(), torch.from_numpy(labels).cuda(), **kw)
         b = host(lambda t=t, kw=kw: calibkit.calibration_report(t.numpy(), labels, **kw))
         bad = {key: (a[key], b[key]) for key in b if not close(a[key], b[key])}
+        if kw:  # softmax of log-counts: values equal in exact arithmetic differ by an ulp between the
+            # engines' exps (torch's, the kernels' SLEEF-style one), and ACE's rule "tied values share
+            # their mean outcome" then groups them differently (8e-4 seen on an H200, CPU and CUDA alike)
+            ace = bad.pop("ace", None)
+            assert ace is None or abs(ace[0] - ace[1]) < 2e-3, ace
         assert not bad, bad
 
 
