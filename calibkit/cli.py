@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from calibkit.multiple_choice.data import SCORES
 from calibkit.prediction_files import load_predictions
 
 EXAMPLE_CLASSES = ("neutral", "criticism", "hostility", "discussion")
@@ -626,10 +627,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--score",
-        choices=("loglik", "chars", "bytes"),
+        choices=SCORES,
         default="loglik",
         help="multiple-choice logs: confidence is the softmax over the choices of the log-likelihood (as acc), "
-        "or of it per character (acc_norm) or per UTF-8 byte (acc_bytes)",
+        "or of it per character (acc_norm), per UTF-8 byte (acc_bytes) or per token (lighteval's acc_norm_token)",
     )
     report.add_argument("--quiet", action="store_true", help="no progress bar (shards)")
     report.add_argument(

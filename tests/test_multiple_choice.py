@@ -255,6 +255,22 @@ def test_the_choice_format_per_task_and_pooled_equals_the_loops(tmp_path, suffix
     assert report["pooled"]["questions"] == 400 and report["pooled"]["cece"] is None
 
 
+def test_the_choice_format_token_counts_give_the_per_token_score(tmp_path):
+    rows = choice_rows()[:60]
+    rng = np.random.default_rng(3)
+    for r in rows:
+        r["choice_tokens"] = rng.integers(1, 6, len(r["choice_logprobs"])).tolist()
+    file = tmp_path / "preds.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = multiple_choice_report(read_choices(file), score="tokens", theta=0)["pooled"]
+    right = []
+    for r in rows:  # the per-token score's best choice, in a loop
+        per_token = [v / t for v, t in zip(r["choice_logprobs"], r["choice_tokens"])]
+        right.append(per_token.index(max(per_token)) == r["gold"])
+    assert got["accuracy"] == pytest.approx(np.mean(right), abs=1e-12)
+    assert np.mean(right) != multiple_choice_report(read_choices(file), theta=0)["pooled"]["accuracy"]
+
+
 @pytest.mark.parametrize(
     "rows, message",
     [
@@ -289,7 +305,7 @@ def test_scores_are_named_and_validated():
     )  # fmt: skip
     assert choice_probabilities(data, "chars")[0] == pytest.approx([1 / (1 + math.exp(-3)), 1 / (1 + math.exp(3))])
     assert choice_probabilities(data, "bytes")[0] == pytest.approx([0.5, 0.5])
-    with pytest.raises(ValueError, match=r"`score` must be one of \['loglik', 'chars', 'bytes'\]"):
+    with pytest.raises(ValueError, match=r"`score` must be one of \['loglik', 'chars', 'bytes', 'tokens'\]"):
         multiple_choice_report(data, score="acc_norm")
 
 
@@ -372,6 +388,8 @@ def lighteval_plain_rows(file: Path, score: str):
         ll = ll[: len(choices)]
         if score == "chars":
             ll = [v / len(c) for v, c in zip(ll, choices)]
+        if score == "tokens":
+            ll = [v / len(t) for v, t in zip(ll, row["model_response"]["output_tokens"])]
         top = max(ll)
         e = [math.exp(v - top) for v in ll]
         rows.append(([v / sum(e) for v in e], gold))
@@ -394,6 +412,32 @@ def test_lighteval_details_read_with_its_accuracies_and_the_loops_numbers(layout
         assert got["ece"] == pytest.approx(ref.ece(pairs, 15), rel=1e-9, abs=1e-12)
         assert got["brier"] == pytest.approx(ref.brier(rows, False), rel=1e-9)
         assert got["nll"] == pytest.approx(ref.nll(rows), rel=1e-9)
+
+
+def test_lighteval_token_score_is_its_acc_norm_token(tmp_path):
+    results = json.loads(next((LIGHTEVAL / "results").rglob("results_*.json")).read_text())["results"]
+    report = multiple_choice_report(read_choices(LIGHTEVAL / "details"), score="tokens", theta=0)
+    checked = [task for task in report["tasks"] if "acc_norm_token" in results[task]]
+    assert checked  # the file's own accuracy of that score is there to check against
+    for task in checked:
+        got = report["tasks"][task]
+        assert got["accuracy"] == pytest.approx(results[task]["acc_norm_token"], abs=1e-12), task
+        rows = lighteval_plain_rows(next((LIGHTEVAL / "details").rglob(f"details_{task}_*.parquet")), "tokens")
+        assert got["ece"] == pytest.approx(ref.ece(ref.top_pairs(rows, False), 15), rel=1e-9, abs=1e-12)
+    source = next((LIGHTEVAL / "details").rglob(f"details_{checked[0]}_*.parquet"))
+    rows = pq.read_table(source).to_pylist()
+    for row in rows:  # token counts that would flip acc_norm_token: the file contradicts itself
+        tokens = row["model_response"]["output_tokens"]
+        if row["metric"]["acc_norm_token"] == 1:  # the other choices' scores per token rise towards 0
+            for j in range(len(tokens)):
+                tokens[j] = tokens[j] if j == row["doc"]["gold_index"] else tokens[j] * 1000
+    spoiled = tmp_path / source.name
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(source)), spoiled)
+    with pytest.raises(ValueError, match="disagrees with the file's `acc_norm_token`"):
+        read_choices(spoiled)
+    flat = read_choices(LAYOUTS["flat (0.8-0.10)"] / "details")  # 0.8-0.10 kept no tokens
+    with pytest.raises(ValueError, match="score='tokens' needs each choice's length in tokens"):
+        multiple_choice_report(flat, score="tokens")
 
 
 def test_lighteval_documented_column_names_and_bad_questions(tmp_path):

@@ -7,7 +7,9 @@ since the harness reports three accuracies from three scores:
 
 - ``score="loglik"`` (default): the summed log-likelihood, as the harness's ``acc``;
 - ``score="chars"``: log-likelihood divided by the choice's length in characters (``acc_norm``);
-- ``score="bytes"``: divided by its length in UTF-8 bytes (``acc_bytes``).
+- ``score="bytes"``: divided by its length in UTF-8 bytes (``acc_bytes``);
+- ``score="tokens"``: divided by its length in tokens (lighteval's ``acc_norm_token``; where the
+  log holds the tokens: lighteval's details, or ``choice_tokens`` in calibkit's own format).
 
 Questions may have different numbers of choices (ARC has 3 to 5): the probabilities of a
 question are its softmax over its own choices, padded with zeros, which leaves every top-label
@@ -28,8 +30,8 @@ Readers (:func:`read_choices`):
   gold (``multiple_input`` tasks such as Winogrande) the gold follows from ``acc`` when that
   leaves one choice. A sample whose gold cannot be derived is refused with its ``doc_id``.
 - calibkit's own format, for any other tool: JSON Lines or Parquet with ``task`` (optional),
-  ``choice_logprobs`` (a list per question), ``gold`` (an index) and optionally ``choice_chars``
-  and ``choice_bytes`` (lengths, for the normalised scores).
+  ``choice_logprobs`` (a list per question), ``gold`` (an index) and optionally ``choice_chars``,
+  ``choice_bytes`` and ``choice_tokens`` (lengths, for the normalised scores).
 """
 
 from calibkit.multiple_choice.data import SCORES, ChoiceData, check_score, choice_logits, choice_probabilities

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-SCORES = ("loglik", "chars", "bytes")
+SCORES = ("loglik", "chars", "bytes", "tokens")
 """The scores a choice's confidence can be the softmax of (see the module docstring)."""
 
 
@@ -29,6 +29,9 @@ class ChoiceData:
         Lengths of the choices (NaN where unknown), for ``score="chars"`` / ``"bytes"``.
     source : ndarray of str, shape (Q,)
         The file each question was read from.
+    tokens : ndarray of float64, shape (Q, K), or None
+        Lengths of the choices in tokens of the model's tokenizer, for ``score="tokens"``
+        (lighteval's ``acc_norm_token``; the harness's samples do not store them).
     """
 
     task: np.ndarray
@@ -38,6 +41,7 @@ class ChoiceData:
     chars: np.ndarray | None
     bytes: np.ndarray | None
     source: np.ndarray
+    tokens: np.ndarray | None = None
 
     @property
     def n_choices(self) -> np.ndarray:
@@ -63,7 +67,7 @@ class ChoiceData:
 
         return ChoiceData(
             self.task[rows], self.doc_id[rows], cut(self.loglik), self.gold[rows], cut(self.chars),
-            cut(self.bytes), self.source[rows],
+            cut(self.bytes), self.source[rows], cut(self.tokens),
         )  # fmt: skip
 
 
@@ -73,8 +77,8 @@ def choice_probabilities(data: ChoiceData, score: str = "loglik") -> np.ndarray:
     Parameters
     ----------
     data : ChoiceData
-    score : {"loglik", "chars", "bytes"}, default "loglik"
-        Log-likelihood, or log-likelihood per character or per UTF-8 byte of the choice.
+    score : {"loglik", "chars", "bytes", "tokens"}, default "loglik"
+        Log-likelihood, or log-likelihood per character, per UTF-8 byte or per token of the choice.
 
     Returns
     -------
@@ -109,7 +113,7 @@ def choice_logits(data: ChoiceData, score: str = "loglik") -> np.ndarray:
     Parameters
     ----------
     data : ChoiceData
-    score : {"loglik", "chars", "bytes"}, default "loglik"
+    score : {"loglik", "chars", "bytes", "tokens"}, default "loglik"
 
     Returns
     -------
@@ -127,13 +131,14 @@ def _scores(data: ChoiceData, score: Any) -> np.ndarray:
     if score == "loglik":
         return data.loglik
     present = ~np.isnan(data.loglik)
-    lengths = data.chars if score == "chars" else data.bytes
+    lengths = getattr(data, score)
     missing = present if lengths is None else present & ~(lengths > 0)
     if missing.any():
         i = int(np.flatnonzero(missing.any(axis=1))[0])
         raise ValueError(
             f"score={score!r} needs each choice's length in {score}: {data.source[i]}, task {data.task[i]}, "
-            f"doc_id {data.doc_id[i]} has none (a multiple_input task, or a file without choice_{score})"
+            f"doc_id {data.doc_id[i]} has none (a multiple_input task, a file without choice_{score}, or, for "
+            "tokens, an lm-evaluation-harness log: its samples do not store token counts)"
         )
     return data.loglik / lengths
 

@@ -19,7 +19,7 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15) -> Any:
     Parameters
     ----------
     data : ChoiceData
-    score : {"loglik", "chars", "bytes"}
+    score : {"loglik", "chars", "bytes", "tokens"}
     n_bins : int, default 15
 
     Returns

@@ -14,7 +14,8 @@ Two layouts, both read (tests/data/lighteval holds files written by lighteval's 
 
 lighteval's ``acc_norm`` divides by the choice's length in characters as stored, the leading
 space included, so ``score="chars"`` does the same here and is checked against the file's
-``acc_norm``; ``score="bytes"`` divides by its UTF-8 bytes (lighteval has no such metric). A
+``acc_norm``; ``score="tokens"`` divides by the choice's tokens (``output_tokens``, 0.11+), checked
+against ``acc_norm_token``; ``score="bytes"`` divides by its UTF-8 bytes (lighteval has no such metric). A
 question with several gold choices is refused (calibration needs one).
 """
 
@@ -77,7 +78,7 @@ def read_details(file: Path) -> ChoiceData:
         metric_column = _column(names, "metric")
         metrics = table.column(metric_column).to_pylist() if metric_column else [None] * len(docs)
         questions = [
-            (doc.get("id", i), doc["choices"], response["logprobs"], doc["gold_index"], metric or {})
+            (doc.get("id", i), doc["choices"], response["logprobs"], doc["gold_index"], metric or {}, _tokens(response))
             for i, (doc, response, metric) in enumerate(zip(docs, responses, metrics))
         ]
     elif {"predictions", "gold_index", "choices"} <= set(names):
@@ -106,8 +107,16 @@ def _flat_questions(table) -> list[tuple[Any, list[str], list[float], Any, dict]
     for i, choices, ll, gold, metric, example in rows:
         if len(ll) == 2 * len(choices) and len(choices) and (example, tuple(ll[: len(choices)])) in seen:
             continue  # the PMI row of a question already read (its conditioned half is the same)
-        questions.append((i, choices, ll, gold, {k: v for k, v in metric.items() if v is not None}))
+        questions.append((i, choices, ll, gold, {k: v for k, v in metric.items() if v is not None}, None))
     return questions
+
+
+def _tokens(response: dict) -> list[int] | None:
+    """Each choice's length in tokens: lighteval keeps the continuation's tokens per choice (``output_tokens``)."""
+    tokens = response.get("output_tokens")
+    if not tokens or not all(isinstance(t, list) for t in tokens):
+        return None
+    return [len(t) for t in tokens]
 
 
 def _choice_data(questions: list[tuple], task: str, file: Path) -> ChoiceData:
@@ -115,9 +124,9 @@ def _choice_data(questions: list[tuple], task: str, file: Path) -> ChoiceData:
     if not questions:
         raise ValueError(f"--predictions: {file} holds no question")
     width = max(len(q[1]) for q in questions) or 1
-    table = np.full((3, len(questions), width), np.nan)
+    table = np.full((4, len(questions), width), np.nan)
     gold = np.empty(len(questions), dtype=np.int64)
-    for i, (doc_id, choices, logprobs, gold_index, metric) in enumerate(questions):
+    for i, (doc_id, choices, logprobs, gold_index, metric, tokens) in enumerate(questions):
         where = f"--predictions: {file}, question {doc_id}"
         n = len(choices)
         if n == 0:
@@ -133,13 +142,17 @@ def _choice_data(questions: list[tuple], task: str, file: Path) -> ChoiceData:
             raise ValueError(f"{where}: `gold_index` {gold_index!r} is not one index of the {n} choices")
         chars = np.array([len(c) for c in choices], dtype=np.float64)  # as lighteval's acc_norm counts
         nbytes = np.array([len(c.encode("utf-8")) for c in choices], dtype=np.float64)
-        for name, scores in (("acc", ll), ("acc_norm", ll / chars)):
+        counts = np.full(n, np.nan) if tokens is None or len(tokens) != n else np.asarray(tokens, dtype=np.float64)
+        checks = [("acc", ll), ("acc_norm", ll / chars)]
+        checks += [] if np.isnan(counts).any() else [("acc_norm_token", ll / counts)]
+        for name, scores in checks:
             right = int(np.argmax(scores)) == golds[0]
             if metric.get(name) is not None and right != (float(metric[name]) == 1.0):
                 raise ValueError(f"{where}: the gold {golds[0]} disagrees with the file's `{name}` {metric[name]}")
-        table[0, i, :n], table[1, i, :n], table[2, i, :n], gold[i] = ll, chars, nbytes, golds[0]
+        table[0, i, :n], table[1, i, :n], table[2, i, :n], table[3, i, :n] = ll, chars, nbytes, counts
+        gold[i] = golds[0]
     q = len(questions)
     return ChoiceData(
         np.full(q, task, dtype=object), np.array([x[0] for x in questions], dtype=object), table[0], gold,
-        table[1], table[2], np.full(q, str(file), dtype=object),
+        table[1], table[2], np.full(q, str(file), dtype=object), None if np.isnan(table[3]).all() else table[3],
     )  # fmt: skip

@@ -153,7 +153,7 @@ def _concat(parts: list[ChoiceData]) -> ChoiceData:
     return ChoiceData(
         np.concatenate([p.task for p in parts]), np.concatenate([p.doc_id for p in parts]),
         stack("loglik"), np.concatenate([p.gold for p in parts]), stack("chars"), stack("bytes"),
-        np.concatenate([p.source for p in parts]),
+        np.concatenate([p.source for p in parts]), stack("tokens"),
     )  # fmt: skip
 
 
@@ -286,7 +286,7 @@ def _read_choice_table(file: Path) -> ChoiceData:
     if q == 0:
         raise ValueError(f"--predictions: {file} holds no question")
     blocks, lengths = {}, None
-    for name in ("choice_logprobs", "choice_chars", "choice_bytes"):
+    for name in ("choice_logprobs", "choice_chars", "choice_bytes", "choice_tokens"):
         if name not in names:
             continue
         column = table.column(name).combine_chunks()
@@ -332,7 +332,7 @@ def _read_choice_table(file: Path) -> ChoiceData:
     doc_id = table.column("doc_id").to_numpy(zero_copy_only=False) if "doc_id" in names else np.arange(q)
     return ChoiceData(
         task.astype(object), doc_id.astype(object), ll, gold, blocks.get("choice_chars"), blocks.get("choice_bytes"),
-        np.full(q, str(file), dtype=object),
+        np.full(q, str(file), dtype=object), blocks.get("choice_tokens"),
     )  # fmt: skip
 
 

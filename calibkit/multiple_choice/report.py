@@ -63,7 +63,7 @@ def multiple_choice_report(
     ----------
     data : ChoiceData
         From :func:`read_choices`.
-    score : {"loglik", "chars", "bytes"}, default "loglik"
+    score : {"loglik", "chars", "bytes", "tokens"}, default "loglik"
         The score whose softmax over the choices is the confidence (the harness's ``acc``,
         ``acc_norm``, ``acc_bytes``).
     n_bins, theta, fce_variant, metrics
@@ -156,7 +156,7 @@ def choice_temperature_scaling(
     Parameters
     ----------
     data : ChoiceData
-    score : {"loglik", "chars", "bytes"}, default "loglik"
+    score : {"loglik", "chars", "bytes", "tokens"}, default "loglik"
     resplits : int, default 20
     n_bins, theta : int, float
         As in :func:`calibkit.calibration_report`.
