@@ -195,6 +195,7 @@ METRICS_FLOORS = (
             "calibkit.metrics.accumulator",
             "calibkit.metrics.bootstrap",
             "calibkit.metrics.exact_ace",
+            "calibkit.metrics.multilabel",
         ),
     ),
     ("functions and warm-up", ("calibkit.metrics.functional", "calibkit.metrics.warmup")),

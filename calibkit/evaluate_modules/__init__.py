@@ -42,7 +42,9 @@ Args:
         binary input. Token configuration (`evaluate.load(name, "token")`): per sequence, `(N, L, K)`
         (or `(N, L)` binary), or lists of per-sequence `(L_i, K)` per-token vectors.
     references (`list` of `int`): the true class of each sample, `(N,)`. Token configuration: per
-        sequence, `(N, L)` or lists of `L_i` labels, where `ignore_index` marks padding.
+        sequence, `(N, L)` or lists of `L_i` labels, where `ignore_index` marks padding. Multilabel
+        configuration (`evaluate.load(name, "multilabel")`): predictions `(N, K)`, one per label, and
+        multi-hot references `(N, K)`.
     from_logits (`bool`, defaults to `False`): `predictions` are logits; softmax (sigmoid for 1-D
         binary input) is applied on the fly. Never guessed from the values.
     ignore_index (`int`, defaults to `-100`): label of the positions to skip, as `Trainer` pads; the

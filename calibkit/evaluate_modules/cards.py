@@ -83,6 +83,12 @@ def compute_metrics(eval_pred):
     return metric.compute(predictions=eval_pred.predictions, references=eval_pred.label_ids, from_logits=True)
 ```
 
+Multi-label heads (`problem_type="multi_label_classification"`): `evaluate.load("{name}", "multilabel")`
+takes predictions `(N, K)` (one probability, or logit, per label) and multi-hot references `(N, K)`,
+and returns each metric per label (`<metric>_per_label`) with its `_macro`, `_weighted` (by support) and
+`_micro` averages; `calibration_report` returns `calibkit.multilabel_report`'s dict. Modules whose
+metrics are not defined per label (`sce`, `selective`) refuse it.
+
 `add_batch(predictions=..., references=...)` then `compute()`, `evaluate.combine([...])` and distributed
 use (`num_process`, `process_id`, a shared `experiment_id`) work as for any `evaluate` metric. Other
 ways to load it: `evaluate.load(calibkit.evaluate_module_path("{name}"))` (by path: always calibkit's,

@@ -32,9 +32,12 @@ import numpy as np
 from datasets.utils.py_utils import temp_seed
 
 import calibkit
+from calibkit.metrics.registry import module_metrics
 from calibkit.metrics.validation import to_numpy
 
-CONFIGS = ("default", "token")
+CORE_METRICS = module_metrics()  # each single-purpose module's metrics (the registry's)
+
+CONFIGS = ("default", "token", "multilabel")
 FLUSH_BYTES = 64 * 2**20
 """Distributed mode: write the held batches to the Arrow cache file once they exceed this."""
 
@@ -47,10 +50,12 @@ PACKED_FEATURES = datasets.Features({"predictions": _BLOB, "references": _BLOB})
 """What the Arrow cache file holds in distributed mode: one row per batch."""
 
 
-def _features(token: bool) -> list[datasets.Features]:
+def _features(config: str) -> list[datasets.Features]:
     label = datasets.Value("int64")
     vector = datasets.Sequence(datasets.Value("float64"))
-    if token:  # one entry per token of each sequence; labels -100 mark padding
+    if config == "multilabel":  # one probability (or logit) and one 0/1 label per label
+        return [datasets.Features({"predictions": vector, "references": vector})]
+    if config == "token":  # one entry per token of each sequence; labels -100 mark padding
         return [
             datasets.Features({"predictions": datasets.Sequence(vector), "references": datasets.Sequence(label)}),
             datasets.Features({"predictions": vector, "references": datasets.Sequence(label)}),
@@ -76,6 +81,12 @@ def _renamed(message: str) -> str:
     return message.replace("`probs", "`predictions").replace("`labels`", "`references`")
 
 
+def _nested_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _nested_json(v) for k, v in value.items()}
+    return _json_friendly(value)
+
+
 def _json_friendly(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
@@ -94,11 +105,13 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
     ``(N,)`` (binary, P(class 1)) and references ``(N,)``; ``"token"``, per sequence: predictions
     ``(N, L, K)`` or ``(N, L)`` arrays, or lists of per-sequence ``(L_i, K)`` arrays, and
     references ``(N, L)`` (or per-sequence lists) where ``-100`` marks padding, as ``Trainer``
-    produces them (its -100 padding of the logits is masked by the labels).
+    produces them (its -100 padding of the logits is masked by the labels); ``"multilabel"``,
+    predictions ``(N, K)`` (one probability, or logit, per label) and multi-hot references
+    ``(N, K)``: every metric of the module per label, averaged (:func:`calibkit.multilabel_report`).
 
     Parameters
     ----------
-    config_name : {"default", "token"}, optional
+    config_name : {"default", "token", "multilabel"}, optional
         The configuration (None means ``"default"``).
     **kwargs
         ``evaluate.Metric``'s options (``num_process``, ``process_id``, ``experiment_id``, ...).
@@ -130,7 +143,7 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
             description=script._DESCRIPTION,
             citation=script._CITATION,
             inputs_description=script._KWARGS_DESCRIPTION,
-            features=_features(self.config_name == "token"),
+            features=_features(self.config_name),
             homepage="https://pypi.org/project/calibkit/",
             codebase_urls=["https://pypi.org/project/calibkit/"],
         )
@@ -163,6 +176,14 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
             )
         if self.config_name == "token":
             return self._token_rows(predictions, references)
+        if self.config_name == "multilabel":
+            p, y = to_numpy(predictions, "predictions"), to_numpy(references, "references")
+            if p.ndim != 2 or y.shape != p.shape:
+                raise ValueError(
+                    f"`predictions` has shape {p.shape} and `references` {y.shape}: the multilabel configuration "
+                    "needs both (N, K), one column per label (references multi-hot)"
+                )
+            return p, y
         p, y = to_numpy(predictions, "predictions"), to_numpy(references, "references")
         if p.ndim == 3 or y.ndim == 2:
             raise ValueError(
@@ -331,6 +352,42 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
 
     # ---------------------------------------------------------------- for the scripts' _compute
 
+    def _multilabel(self, probs: np.ndarray, labels: np.ndarray, settings: dict[str, Any]) -> dict[str, Any]:
+        """Compute the multilabel configuration: the module's metrics per label and averaged, from one report.
+
+        ``calibration_report`` returns :func:`calibkit.multilabel_report` whole; a single-purpose
+        module returns, per metric of a label, ``<metric>_per_label``, ``_macro``, ``_weighted``
+        and ``_micro``, and the class-wise summaries (``cece`` ...) over the labels' ECEs. A module
+        with neither (``sce``, ``selective``) refuses the configuration.
+        """
+        from calibkit.metrics.multilabel import LABEL_METRICS
+        from calibkit.metrics.settings import names
+
+        known = {k: v for k, v in settings.items() if k in names() and v is not None}
+        own = CORE_METRICS.get(self.name)
+        summaries = CORE_METRICS["cece"]  # the class-wise summaries, here over the labels' ECEs
+        if own is not None and not any(m in LABEL_METRICS or m in summaries for m in own):
+            raise ValueError(
+                f"the {self.name} module has no multilabel configuration (its metrics {list(own)} are not defined "
+                "per label); load it without one"
+            )
+        wanted = [m for m in (own or LABEL_METRICS) if m in LABEL_METRICS] or ["ece"]
+        try:
+            report = calibkit.multilabel_report(probs, labels, metrics=wanted, **known)
+        except ValueError as exc:
+            raise ValueError(_renamed(str(exc))) from exc
+        if own is None:
+            out = report
+        else:
+            out = {}
+            for m in (m for m in own if m in LABEL_METRICS):
+                out[f"{m}_per_label"] = report["per_label"][m]
+                out.update({f"{m}_{avg}": report[avg][m] for avg in ("macro", "weighted", "micro")})
+            out.update({m: report[m] for m in own if m in summaries and m != "subset_ece"})
+            if "subset_ece" in own:
+                out["per_label_ece"] = report["per_label"]["ece"]
+        return _nested_json(out)
+
     def _gathered(self, predictions: Any, references: Any) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(predictions, list) and predictions and isinstance(predictions[0], dict):
             # Distributed: the packed rows of every process, as evaluate read them back.
@@ -351,6 +408,8 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         reports those names, ``subset_ece`` as ``per_class_ece``.
         """
         probs, labels = self._gathered(predictions, references)
+        if self.config_name == "multilabel":
+            return self._multilabel(probs, labels, settings)
         try:
             if callable(metric):
                 result = metric(probs, labels, **settings)

@@ -15,6 +15,13 @@ import numpy as np
 
 from calibkit.metrics.backends import on_device
 from calibkit.metrics.engines import fill_statistics
+from calibkit.metrics.multilabel import (
+    NO_DECISION,
+    check_multilabel,
+    label_metric_names,
+    label_statistics,
+    report_from_label_statistics,
+)
 from calibkit.metrics.registry import metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
@@ -42,6 +49,10 @@ class CalibrationAccumulator:
         All settings at once; or give them as keywords (not both).
     from_logits, ignore_index
         As below (``from_logits=None`` is False).
+    multilabel : bool, optional
+        Multi-label batches (default False): ``(N, K)`` label probabilities (logits: a sigmoid
+        each) with multi-hot ``(N, K)`` labels; the sums are kept per label, and ``compute()``
+        returns :func:`calibkit.multilabel_report`'s dict (ACE per label within its bound).
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage
         The fields of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's defaults;
         ``from_logits=None`` is False). One given with ``settings`` is a ``ValueError`` naming both.
@@ -64,6 +75,7 @@ class CalibrationAccumulator:
         *,
         settings: CalibrationSettings | None = None,
         from_logits: bool | None = None,
+        multilabel: bool | None = None,
         ignore_index: int = UNSET.ignore_index,
         n_bins: int = UNSET.n_bins,
         ace_ranges: int = UNSET.ace_ranges,
@@ -77,15 +89,15 @@ class CalibrationAccumulator:
         fce_variant: str = UNSET.fce_variant,
         coverage: float = UNSET.coverage,
     ) -> None:
-        self.metrics = metric_names(metrics)
         given = settings_keywords(locals())
         self.settings = either(settings, given)
+        self.metrics = label_metric_names(metrics) if self.settings.multilabel else metric_names(metrics)
         self.num_threads = check_num_threads(num_threads)
         self.plan = plan(self.metrics, self.settings)
         # update() may be called from several threads: the kernel runs outside the lock, only
         # adding its sums into the state takes it (an unguarded `a = a + b` lost updates).
         self._lock = threading.Lock()
-        self.statistics: CalibrationStatistics | None = None
+        self.statistics: CalibrationStatistics | list[CalibrationStatistics] | None = None
 
     # One attribute per setting, as before the settings object (read-only).
     from_logits = property(lambda self: self.settings.from_logits)
@@ -111,12 +123,12 @@ class CalibrationAccumulator:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def add_statistics(self, stats: CalibrationStatistics) -> CalibrationAccumulator:
+    def add_statistics(self, stats: CalibrationStatistics | list[CalibrationStatistics]) -> CalibrationAccumulator:
         """Add statistics filled with this accumulator's metrics and settings.
 
         Parameters
         ----------
-        stats : CalibrationStatistics
+        stats : CalibrationStatistics, or list of them (one per label) with ``multilabel``
             From :func:`calibkit.metrics.report.compute_statistics` (or another accumulator) with the same metrics and
             settings.
 
@@ -130,6 +142,8 @@ class CalibrationAccumulator:
         ValueError
             When ``stats`` is not statistics, or has other classes than the earlier batches.
         """
+        if self.settings.multilabel:
+            return self._add_labels(stats)
         if not isinstance(stats, CalibrationStatistics):
             raise ValueError(f"`stats` must be a CalibrationStatistics, got {type(stats).__name__}")
         with self._lock:
@@ -142,6 +156,21 @@ class CalibrationAccumulator:
                         f"{self.statistics.num_classes} (binary={self.statistics.binary})"
                     )
                 self.statistics = self.statistics + stats
+        return self
+
+    def _add_labels(self, stats: Any) -> CalibrationAccumulator:
+        """:meth:`add_statistics` of multi-label sums: one statistics per label, added label by label."""
+        if not isinstance(stats, list) or not all(isinstance(s, CalibrationStatistics) for s in stats):
+            raise ValueError(
+                f"`stats` must be a list of CalibrationStatistics (one per label), got {type(stats).__name__}"
+            )
+        with self._lock:
+            if self.statistics is None:
+                self.statistics = list(stats)
+            elif len(stats) != len(self.statistics):
+                raise ValueError(f"`probs` has {len(stats)} labels but earlier batches had {len(self.statistics)}")
+            else:
+                self.statistics = [a + b for a, b in zip(self.statistics, stats)]
         return self
 
     def update(self, probs: Any, labels: Any) -> CalibrationAccumulator:
@@ -165,6 +194,9 @@ class CalibrationAccumulator:
             On bad input (as :func:`calibkit.calibration_report`), or a class count that differs
             from the earlier batches.
         """
+        if self.settings.multilabel:
+            values, targets = check_multilabel(probs, labels, self.ignore_index)
+            return self.add_statistics(label_statistics(values, targets, self.metrics, self.settings, self.num_threads))
         prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
         filled = fill_statistics(
             prep,
@@ -204,20 +236,22 @@ class CalibrationAccumulator:
             stats = self.statistics
         if stats is None:
             raise ValueError("all_reduce: this process has no batch yet; update() every process before reducing")
-        device = stats.scalars.device if isinstance(stats.scalars, torch.Tensor) else torch.device("cpu")
+        parts = stats if isinstance(stats, list) else [stats]  # multi-label: one statistics per label
+        scalars = parts[0].scalars
+        device = scalars.device if isinstance(scalars, torch.Tensor) else torch.device("cpu")
         if dist.get_backend(group) == "nccl" and device.type != "cuda":
             device = torch.device("cuda", torch.cuda.current_device())
-        stats = stats.to_torch(device)
-        names = ADDITIVE_FIELDS
-        flat = torch.cat([getattr(stats, name).reshape(-1) for name in names])  # one collective, not one a field
+        parts = [p.to_torch(device) for p in parts]
+        fields = [(p, name) for p in parts for name in ADDITIVE_FIELDS]
+        flat = torch.cat([getattr(p, name).reshape(-1) for p, name in fields])  # one collective, not one a field
         dist.all_reduce(flat, group=group)
         offset = 0
-        for name in names:
-            value = getattr(stats, name)
-            setattr(stats, name, flat[offset : offset + value.numel()].reshape(value.shape))
+        for p, name in fields:
+            value = getattr(p, name)
+            setattr(p, name, flat[offset : offset + value.numel()].reshape(value.shape))
             offset += value.numel()
         with self._lock:
-            self.statistics = stats
+            self.statistics = parts if isinstance(stats, list) else parts[0]
         return self
 
     def merge(self, other: CalibrationAccumulator) -> CalibrationAccumulator:
@@ -270,9 +304,14 @@ class CalibrationAccumulator:
         Returns
         -------
         dict
-            As :func:`calibkit.calibration_report`.
+            As :func:`calibkit.calibration_report`; with ``multilabel``, as
+            :func:`calibkit.multilabel_report`.
         """
         stats = self.statistics
+        if isinstance(stats, list):
+            if sum(s.n for s in stats) == 0:
+                raise ValueError(NO_DECISION.format(self.ignore_index))
+            return report_from_label_statistics([s.to_numpy() for s in stats], self.metrics, self.settings)
         if stats is None or stats.n == 0:
             raise ValueError(NO_SAMPLE.format(self.ignore_index))
         return report_from_statistics(stats.to_numpy(), self.metrics, self.settings, ace_partials=ace_partials)

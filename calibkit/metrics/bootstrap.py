@@ -22,6 +22,12 @@ import numpy as np
 
 from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.engines import fill_statistics
+from calibkit.metrics.multilabel import (
+    NO_DECISION,
+    check_multilabel,
+    label_metric_names,
+    report_from_label_statistics,
+)
 from calibkit.metrics.registry import metric, metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
@@ -45,6 +51,7 @@ def bootstrap_intervals(
     max_blocks: int = 4000,
     metrics: tuple[str, ...] | None = None,
     from_logits: bool | None = None,
+    multilabel: bool | None = None,
     ignore_index: int = UNSET.ignore_index,
     n_bins: int = UNSET.n_bins,
     ace_ranges: int = UNSET.ace_ranges,
@@ -80,7 +87,10 @@ def bootstrap_intervals(
     -------
     dict
         ``{"intervals": {metric: (low, high)}, "subset_ece": (low_per_class, high_per_class),
-        "n_boot", "n_blocks", "confidence"}``.
+        "n_boot", "n_blocks", "confidence"}``. With ``multilabel=True``: ``"intervals"`` holds
+        ``{"macro": {metric: (low, high)}, "weighted": ..., "micro": ...}`` and the class-wise
+        summaries over labels (``"cece": (low, high)``, ...), ``"per_label"`` ``{metric: (low,
+        high)}`` of arrays ``(K,)``; rows are resampled, every label of a row together.
 
     Raises
     ------
@@ -108,6 +118,8 @@ def bootstrap_intervals(
         raise ValueError(f"`seed` must be an integer >= 0, got {seed!r}")
     keywords = settings_keywords(locals())
     settings = either(settings, keywords)
+    if settings.multilabel:
+        return _multilabel_intervals(probs, labels, metrics, settings, n_boot, confidence, max_blocks, seed)
     wanted = metric_names(metrics)
     prep = prepare(probs, labels, from_logits=settings.from_logits, ignore_index=settings.ignore_index)
     rng = np.random.default_rng(seed)
@@ -198,3 +210,73 @@ def _replicates(
             if "subset_ece" in report:
                 per_class[start + j] = report["subset_ece"]
     return values, per_class
+
+
+def _multilabel_intervals(
+    probs: Any,
+    labels: Any,
+    metrics: Any,
+    settings: CalibrationSettings,
+    n_boot: int,
+    confidence: float,
+    max_blocks: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Bootstrap of the multi-label report: the same row blocks and Poisson weights for every label."""
+    values, targets = check_multilabel(probs, labels, settings.ignore_index)
+    names = label_metric_names(metrics)
+    single = settings.replace(multilabel=False)
+    sums = plan(tuple(dict.fromkeys(names + ("ece",))), single)
+    rng = np.random.default_rng(seed)
+    rows, k = values.shape
+    probe = CalibrationStatistics.zeros(2, True, sums.top_bins, sums.fuzzy_bins, sums.classwise_bins, sums.groups)
+    per_block = k * sum(getattr(probe, name).nbytes for name in ADDITIVE_FIELDS)
+    blocks = max(1, min(rows, max_blocks, _BLOCK_MEMORY // per_block))
+    if blocks < rows:  # random blocks: permute the rows once, then cut
+        order = rng.permutation(rows)
+        values, targets = values[order], targets[order]
+    edges = np.linspace(0, rows, blocks + 1).astype(np.int64)
+    ranges = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+    stacked = []
+    for j in range(k):  # a loop over labels: each label's block sums in one pass
+        prep = prepare(values[:, j], targets[:, j], from_logits=single.from_logits, ignore_index=single.ignore_index)
+        parts = fill_statistics(prep, sums, ignore_index=single.ignore_index, ranges=ranges, keep_parts=True).parts
+        stacked.append({name: np.stack([getattr(p, name) for p in parts]) for name in ADDITIVE_FIELDS})
+    if sum(s["scalars"][:, 0].sum() for s in stacked) == 0:
+        raise ValueError(NO_DECISION.format(settings.ignore_index))
+    draws: list[dict[str, Any]] = []
+    for start in range(0, n_boot, _REPLICATE_CHUNK):
+        chunk = rng.poisson(1.0, size=(min(_REPLICATE_CHUNK, n_boot - start), blocks)).astype(np.float64)
+        summed = [{name: np.tensordot(chunk, f, axes=(1, 0)) for name, f in s.items()} for s in stacked]
+        for r in range(chunk.shape[0]):  # formulas on small tables; the data is not read again
+            label_stats = [
+                CalibrationStatistics(
+                    num_classes=2,
+                    binary=True,
+                    top_bins=probe.top_bins,
+                    has=probe.has,
+                    **{name: s[name][r] for name in ADDITIVE_FIELDS},
+                )  # fmt: skip
+                for s in summed
+            ]
+            if sum(s.n for s in label_stats) == 0:
+                continue
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                draws.append(report_from_label_statistics(label_stats, names, single))
+    tail = 100 * (1 - confidence) / 2
+
+    def interval(samples: list[Any]) -> Any:
+        low, high = np.nanpercentile(np.asarray(samples, dtype=np.float64), [tail, 100 - tail], axis=0)
+        return (float(low), float(high)) if np.ndim(low) == 0 else (low, high)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # all-NaN columns (a label with no decision drawn)
+        intervals: dict[str, Any] = {
+            avg: {m: interval([d[avg][m] for d in draws]) for m in names} for avg in ("macro", "weighted", "micro")
+        }
+        summaries = [key for key, v in draws[0].items() if isinstance(v, float)]  # cece, msece, ... over labels
+        intervals.update({key: interval([d[key] for d in draws]) for key in summaries})
+        per_label = {m: interval([d["per_label"][m] for d in draws]) for m in names}
+    return {"intervals": intervals, "per_label": per_label, "n_boot": n_boot, "n_blocks": blocks,
+            "confidence": confidence}  # fmt: skip

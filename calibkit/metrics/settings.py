@@ -60,6 +60,11 @@ class CalibrationSettings:
         (HELM's view: a model that answers only when it is most sure).
     from_logits : bool, default False
         The inputs are logits: softmax (sigmoid for 1-D binary input) is applied on the fly.
+    multilabel : bool, default False
+        Multi-label input: ``(N, K)`` probabilities (or logits: a sigmoid each) of independent
+        labels with multi-hot ``(N, K)`` labels; every binary metric per label, with macro,
+        weighted and micro averages (:func:`calibkit.multilabel_report`). Never guessed from the
+        data.
     ignore_index : int, default -100
         Label of the positions to skip (token padding, as ``transformers`` pads).
 
@@ -88,6 +93,7 @@ class CalibrationSettings:
     eps: float = 1e-12
     coverage: float = 0.8
     from_logits: bool = False
+    multilabel: bool = False
     ignore_index: int = -100
 
     def __post_init__(self) -> None:
@@ -104,6 +110,7 @@ class CalibrationSettings:
             "eps": check_eps(self.eps),
             "coverage": check_coverage(self.coverage),
             "from_logits": check_bool(self.from_logits, "from_logits"),
+            "multilabel": check_bool(self.multilabel, "multilabel"),
             "ignore_index": check_ignore_index(self.ignore_index),
         }
         for name, value in checked.items():  # normalised (numpy ints become int, ...)
@@ -183,6 +190,7 @@ class _UnsetStr(str):
 
 
 _UNSET_TYPES = (_UnsetInt, _UnsetFloat, _UnsetStr)
+_BOOLS = ("from_logits", "multilabel")  # a bool cannot be marked: None stands for "not given"
 
 
 class _Unset:
@@ -191,7 +199,7 @@ class _Unset:
     ``n_bins: int = UNSET.n_bins`` reads as ``15`` in ``help()`` and computes as 15, but
     :func:`is_unset` knows it was not passed: a door that also takes ``settings=`` (or an old
     keyword name) refuses two values for one setting even when one of them equals the default.
-    ``from_logits`` (a bool, which cannot be marked) defaults to None at those doors.
+    ``from_logits`` and ``multilabel`` (bools, which cannot be marked) default to None at those doors.
     """
 
     def __init__(self) -> None:
@@ -244,7 +252,7 @@ def either(settings: CalibrationSettings | None, keywords: dict[str, Any]) -> Ca
         or not), or ``settings`` is not a :class:`CalibrationSettings`, or a value is bad.
     """
     # from_logits=None is "not given" (a bool cannot be marked); None for another setting is refused
-    given = {k: v for k, v in keywords.items() if not is_unset(v) and not (k == "from_logits" and v is None)}
+    given = {k: v for k, v in keywords.items() if not is_unset(v) and not (k in _BOOLS and v is None)}
     if settings is None:
         return CalibrationSettings(**given)
     if not isinstance(settings, CalibrationSettings):

@@ -455,7 +455,10 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
     if tuple(y_raw.shape) != expected:
         hint = ""
         if len(shape) == 2 and tuple(y_raw.shape) == shape:  # multi-hot labels: never guessed from the data
-            hint = "; for multi-label data (one sigmoid per label, multi-hot labels) use calibkit.multilabel_report"
+            hint = (
+                "; for multi-label data (one sigmoid per label, multi-hot labels) pass multilabel=True "
+                "(or call calibkit.multilabel_report)"
+            )
         raise ValueError(
             f"`labels` has shape {tuple(y_raw.shape)} but `probs` of shape {shape} needs labels of shape {expected}"
             + hint

@@ -260,7 +260,7 @@ def test_bad_token_input_and_state_errors(load):
         metric.compute(predictions=GOOD, references=[0, 1, 1], n_bin=3)  # a misspelt setting is not ignored
     with pytest.raises(ValueError, match="`n_bins` must be an integer >= 1"):
         metric.compute(predictions=GOOD, references=[0, 1, 1], n_bins=0)
-    with pytest.raises(ValueError, match=r"`config_name` must be one of \['default', 'token'\]"):
+    with pytest.raises(ValueError, match=r"`config_name` must be one of \['default', 'token', 'multilabel'\]"):
         evaluate.load(evaluate_module_path("cece"), "tokens")
 
 
@@ -274,3 +274,36 @@ def test_card_links_resolve_inside_the_folder_pushed_to_the_hub(name):
     for link in relative:
         assert (folder / link.split("#")[0]).is_file(), link
     assert (folder / "SPEC.md").read_text() == (modules_root().parent / "SPEC.md").read_text()
+
+
+@pytest.mark.parametrize("name", MODULE_NAMES)
+def test_multilabel_configuration_equals_the_multilabel_report(load, name):
+    from calibkit.metrics.multilabel import LABEL_METRICS
+
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=(200, 4)) * 2
+    y = (rng.uniform(size=(200, 4)) < 0.35).astype(np.float32)  # multi-hot floats, as BCEWithLogitsLoss takes them
+    metric = load(name, "multilabel")
+    own = [m for m in CORE_METRICS.get(name, ()) if m in LABEL_METRICS]
+    summaries = [m for m in CORE_METRICS.get(name, ()) if m in CORE_METRICS["cece"] and m != "subset_ece"]
+    if name != "calibration_report" and not own and not summaries:
+        with pytest.raises(ValueError, match=f"the {name} module has no multilabel configuration"):
+            metric.compute(predictions=z, references=y, from_logits=True)
+        return
+    metric.add_batch(predictions=z[:120], references=y[:120])
+    got = metric.compute(predictions=z[120:], references=y[120:], from_logits=True)
+    want = calibkit.multilabel_report(z, y, from_logits=True)
+    if name == "calibration_report":
+        assert set(got) == set(want)
+        for avg in ("macro", "weighted", "micro"):
+            assert got[avg] == pytest.approx(want[avg], rel=1e-12, nan_ok=True)
+        assert got["support"] == want["support"].tolist()
+        return
+    for m in own:
+        np.testing.assert_allclose(got[f"{m}_per_label"], want["per_label"][m], rtol=1e-12)
+        assert got[f"{m}_macro"] == pytest.approx(want["macro"][m], rel=1e-12, nan_ok=True)
+        assert got[f"{m}_micro"] == pytest.approx(want["micro"][m], rel=1e-12, nan_ok=True)
+    for m in summaries:
+        assert got[m] == pytest.approx(want[m], rel=1e-12)
+    with pytest.raises(ValueError, match="the multilabel configuration needs both"):
+        metric.compute(predictions=z, references=y[:, 0])

@@ -318,6 +318,13 @@ def test_all_reduce_sums_the_statistics_of_every_process(tmp_path):
         out = acc.all_reduce().compute()
         whole = calibkit.calibration_report(z, y, from_logits=True)
         ok = all(abs(out[k] - whole[k]) <= 1e-12 * abs(whole[k]) for k in ("ece", "sce", "cece", "brier", "nll", "n"))
+        # multi-label: one statistics per label, all reduced in the same collective
+        zz = rng.normal(size=(400, 3)); yy = (rng.uniform(size=(400, 3)) < 0.4).astype(np.float32)
+        ml = calibkit.CalibrationAccumulator(from_logits=True, multilabel=True)
+        ml.update(torch.from_numpy(zz[part]), torch.from_numpy(yy[part]))
+        mo, mw = ml.all_reduce().compute(), calibkit.calibration_report(zz, yy, from_logits=True, multilabel=True)
+        ok = ok and mo["n"] == mw["n"] and all(abs(mo["micro"][k] - mw["micro"][k]) <= 1e-12 for k in ("ece", "nll"))
+        ok = ok and np.allclose(mo["per_label"]["brier"], mw["per_label"]["brier"], rtol=1e-12)
         print(json.dumps({{"ok": ok, "n": out["n"]}}))
         dist.destroy_process_group()
         """

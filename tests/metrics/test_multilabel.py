@@ -93,7 +93,96 @@ def test_bad_multilabel_input_is_refused_by_name(labels, message):
 
 
 def test_a_multi_hot_matrix_given_to_a_single_label_metric_names_the_multilabel_door():
-    with pytest.raises(ValueError, match=r"needs labels of shape \(2,\); for multi-label data .*multilabel_report"):
+    with pytest.raises(ValueError, match=r"needs labels of shape \(2,\); for multi-label data .*pass multilabel=True"):
         calibkit.ece(np.array([[0.9, 0.2], [0.1, 0.7]]), np.array([[1.0, 0.0], [0.0, 1.0]]))
     with pytest.raises(ValueError, match="`probs`.*outside"):
         calibkit.multilabel_report(np.array([[1.5, 0.2], [0.1, 0.7]]), np.array([[1, 0], [0, 1]]))
+
+
+# ------------------------------------------------------------------------------------------
+# The multilabel setting at every door
+
+
+def assert_same_multilabel(got, want, tol=1e-12, skip=()):
+    assert np.array_equal(got["support"], want["support"]) and got["n"] == want["n"]
+    for key in ("macro", "weighted", "micro"):
+        for m, value in want[key].items():
+            if m not in skip:
+                assert got[key][m] == pytest.approx(value, rel=tol, abs=tol, nan_ok=True), (key, m)
+    for m, values in want["per_label"].items():
+        if m not in skip:
+            np.testing.assert_allclose(got["per_label"][m], values, rtol=tol, atol=tol)
+    for m in ("cece", "msece", "wsece", "ece_variance"):
+        assert got[m] == pytest.approx(want[m], rel=tol, abs=tol)
+
+
+def test_calibration_report_with_the_setting_is_the_multilabel_report():
+    z, y = multilabel_data(logits=True)
+    want = calibkit.multilabel_report(z, y, from_logits=True, n_bins=10)
+    got = calibkit.calibration_report(z, y, from_logits=True, multilabel=True, n_bins=10)
+    assert_same_multilabel(got, want, tol=0)
+    settings = calibkit.CalibrationSettings(from_logits=True, multilabel=True, n_bins=10)
+    assert_same_multilabel(calibkit.calibration_report(z, y, settings=settings), want, tol=0)
+    with pytest.raises(ValueError, match=r"`multilabel=True` and `settings.multilabel=True`"):
+        calibkit.calibration_report(z, y, multilabel=True, settings=settings)
+    with pytest.raises(ValueError, match="`multilabel` must be"):
+        calibkit.calibration_report(z, y, multilabel="yes")
+
+
+@pytest.mark.parametrize("logits", [False, True])
+def test_the_accumulator_streams_labels_and_equals_one_pass(logits):
+    import pickle
+
+    values, y = multilabel_data(n=900, seed=3, logits=logits)
+    y[::11, 1] = -100  # skipped decisions
+    want = calibkit.multilabel_report(values, y, from_logits=logits, theta=5)
+    acc = calibkit.CalibrationAccumulator(from_logits=logits, multilabel=True, theta=5)
+    other = calibkit.CalibrationAccumulator(from_logits=logits, multilabel=True, theta=5)
+    acc.update(values[:250], y[:250]).update(values[250:600], y[250:600])
+    other.update(values[600:], y[600:])
+    merged = pickle.loads(pickle.dumps(acc)).merge(other)  # another process's accumulator
+    got = merged.compute()
+    assert_same_multilabel(got, want, skip=("ace",))  # all but ACE equal one pass
+    np.testing.assert_allclose(got["per_label"]["ace"], want["per_label"]["ace"], atol=0.02)
+    assert list(got["per_label"]) == list(want["per_label"])
+    with pytest.raises(ValueError, match="`probs` has 3 labels but earlier batches had 5"):
+        acc.update(values[:10, :3], y[:10, :3])
+    with pytest.raises(ValueError, match="multi-hot"):
+        acc.update(values[:2], np.full((2, 5), 2))
+
+
+def test_the_accumulator_on_torch_tensors_and_the_torch_engine():
+    import torch
+
+    from calibkit.metrics.backends import use_backend
+
+    z, y = multilabel_data(n=400, seed=4, logits=True)
+    want = calibkit.CalibrationAccumulator(from_logits=True, multilabel=True, metrics=["ece", "brier"])
+    want = want.update(z, y).compute()
+    with use_backend("torch"):
+        acc = calibkit.CalibrationAccumulator(from_logits=True, multilabel=True, metrics=["ece", "brier"])
+        got = acc.update(torch.from_numpy(z), torch.from_numpy(y)).compute()
+    assert list(got["micro"]) == ["ece", "brier"]
+    assert_same_multilabel(got, want)
+
+
+def test_the_bootstrap_resamples_rows_with_every_label_and_one_label_is_the_binary_bootstrap():
+    from calibkit.metrics.bootstrap import bootstrap_intervals
+
+    z, y = multilabel_data(n=600, seed=6, logits=True)
+    out = bootstrap_intervals(z, y, from_logits=True, multilabel=True, n_boot=150, metrics=["ece", "brier"], seed=3)
+    point = calibkit.multilabel_report(z, y, from_logits=True, metrics=["ece", "brier"])
+    for avg in ("macro", "weighted", "micro"):
+        for m in ("ece", "brier"):
+            low, high = out["intervals"][avg][m]
+            assert low <= point[avg][m] <= high, (avg, m)
+    low, high = out["per_label"]["ece"]
+    assert low.shape == (5,) and np.all(low <= point["per_label"]["ece"]) and np.all(point["per_label"]["ece"] <= high)
+    assert out["intervals"]["cece"][0] < out["intervals"]["cece"][1]
+    # one label: the same blocks, weights and formulas as the binary bootstrap of its column
+    one = bootstrap_intervals(
+        z[:, :1], y[:, :1], from_logits=True, multilabel=True, n_boot=80, metrics=["ece", "brier"]
+    )
+    binary = bootstrap_intervals(z[:, 0], y[:, 0].astype(int), from_logits=True, n_boot=80, metrics=["ece", "brier"])
+    for m in ("ece", "brier"):
+        assert one["intervals"]["micro"][m] == pytest.approx(binary["intervals"][m], rel=1e-12)

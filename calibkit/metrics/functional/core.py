@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics.formulas import binned_gaps
+from calibkit.metrics.multilabel import exact_label_report, label_metric_names
 from calibkit.metrics.registry import metric_names
 from calibkit.metrics.report import exact_report
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
@@ -112,6 +113,7 @@ def calibration_report(
     *,
     metrics: Iterable[str] | None = None,
     from_logits: bool | None = None,
+    multilabel: bool | None = None,
     ignore_index: int = UNSET.ignore_index,
     n_bins: int = UNSET.n_bins,
     ace_ranges: int = UNSET.ace_ranges,
@@ -146,6 +148,10 @@ def calibration_report(
     from_logits : bool, optional
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly. Default
         False (None stands for "not given", so that a contradiction with ``settings`` is seen).
+    multilabel : bool, optional
+        Multi-label input (default False): ``(N, K)`` label probabilities with multi-hot labels;
+        the result is then :func:`calibkit.multilabel_report`'s (per label, macro, weighted,
+        micro), not this function's.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage
@@ -181,5 +187,8 @@ def calibration_report(
     (0.3, 0.75, 4, 2)
     """
     given = settings_keywords(locals())
+    settings = either(settings, given)
+    if settings.multilabel:
+        return exact_label_report(probs, labels, label_metric_names(metrics), settings, check_num_threads(num_threads))
     names = metric_names(metrics)
-    return _report(probs, labels, names, either(settings, given), num_threads=num_threads)[0]
+    return _report(probs, labels, names, settings, num_threads=num_threads)[0]

@@ -18,40 +18,13 @@ with a message that names this function.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
-import numpy as np
+from calibkit.metrics.functional.core import ArrayLike
+from calibkit.metrics.multilabel import LABEL_METRICS, exact_label_report, label_metric_names
+from calibkit.metrics.settings import CalibrationSettings
 
-from calibkit.metrics.formulas import class_wise_summary
-from calibkit.metrics.functional.core import ArrayLike, calibration_report
-from calibkit.metrics.registry import METRICS, OVER_CLASSES
-from calibkit.metrics.validation import check_bool, check_ignore_index, to_numpy
-
-LABEL_METRICS = tuple(m for m in METRICS if m not in OVER_CLASSES) + ("ace",)
-"""The metrics computed per label: every metric of one binary problem (ACE over its two columns)."""
-
-
-def _multilabel_arrays(probs: ArrayLike, labels: ArrayLike, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
-    """Check the shapes and the multi-hot labels; return float values ``(N, K)`` and int64 labels ``(N, K)``."""
-    p = to_numpy(probs, "probs")
-    y = to_numpy(labels, "labels")
-    if p.ndim != 2 or p.shape[1] < 1:
-        raise ValueError(f"`probs` must have shape (N, K) for multi-label input (one column per label), got {p.shape}")
-    if y.shape != p.shape:
-        raise ValueError(f"`labels` must have the shape of `probs` {p.shape} (multi-hot), got {y.shape}")
-    if y.dtype == np.bool_:
-        y = y.astype(np.int64)
-    if y.dtype.kind not in "iuf":
-        raise ValueError(f"`labels` must hold 0, 1 (or ignore_index), got dtype {y.dtype}")
-    bad = ~np.isin(y, (0, 1, ignore_index))
-    if bad.any():
-        row, column = (int(v) for v in np.argwhere(bad)[0])
-        raise ValueError(
-            f"`labels` must be multi-hot (0 or 1, or ignore_index={ignore_index}); got {y[row, column].item()!r} at "
-            f"position ({row}, {column})"
-        )
-    return p, y.astype(np.int64)
+__all__ = ["LABEL_METRICS", "multilabel_report"]
 
 
 def multilabel_report(
@@ -98,40 +71,7 @@ def multilabel_report(
     >>> r["per_label"]["brier"].round(4).tolist(), round(r["micro"]["brier"], 4)
     ([0.125, 0.075], 0.1)
     """
-    ignore_index = check_ignore_index(ignore_index)
-    from_logits = check_bool(from_logits, "from_logits")
-    p, y = _multilabel_arrays(probs, labels, ignore_index)
-    wanted = settings.pop("metrics", None)
-    names = tuple(m for m in LABEL_METRICS if wanted is None or m in ([wanted] if isinstance(wanted, str) else wanted))
-    if wanted is not None and not names:
-        raise ValueError(f"`metrics` must name metrics of {list(LABEL_METRICS)}, got {wanted!r}")
-    k = p.shape[1]
-    kept = (y != ignore_index).sum(axis=0)
-    if kept.sum() == 0:
-        raise ValueError(f"`labels`: no decision to evaluate (every label equals ignore_index={ignore_index})")
-    common = dict(from_logits=from_logits, ignore_index=ignore_index, **settings)
-    binary = tuple(dict.fromkeys(names + ("ece",)))  # the per-label ECEs feed CECE over labels
-    per_label = {m: np.full(k, np.nan) for m in binary}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a label's one-sided data (no positive) is normal here, not news
-        for j in np.flatnonzero(kept):  # one binary problem per label: K passes over N rows
-            report = calibration_report(p[:, j], y[:, j], metrics=binary, **common)
-            for m in binary:
-                per_label[m][j] = report[m]
-    micro = calibration_report(p.reshape(-1), y.reshape(-1), metrics=binary, **common)
-    support = (y == 1).sum(axis=0)
-    out: dict[str, Any] = {"per_label": {m: per_label[m] for m in names}, "support": support, "n": int(kept.sum())}
-    out["macro"] = {m: _weighted(per_label[m], np.ones(k)) for m in names}
-    out["weighted"] = {m: _weighted(per_label[m], support) for m in names}
-    out["micro"] = {m: float(micro[m]) for m in names}
-    out.update(class_wise_summary(per_label["ece"], support, float(micro["ece"])))
-    return out
-
-
-def _weighted(values: np.ndarray, support: np.ndarray) -> float:
-    """Support-weighted mean over the labels with a value (the plain mean if no label is present)."""
-    has = np.isfinite(values)
-    if not has.any():
-        return float("nan")
-    w = support[has].astype(np.float64)
-    return float((values[has] * w).sum() / w.sum()) if w.sum() > 0 else float(values[has].mean())
+    names = label_metric_names(settings.pop("metrics", None))
+    settings.pop("multilabel", None)  # this is the multi-label door
+    config = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, **settings)
+    return exact_label_report(probs, labels, names, config)
