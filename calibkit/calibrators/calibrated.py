@@ -18,11 +18,13 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, AutoMod
 from calibkit.calibrators import registry as calibrator_registry
 from calibkit.calibrators.base import Calibrator, logits_rows, prepare_fit
 from calibkit.calibrators.modeling_calibkit import (
+    MULTI_LABEL,
     CalibratedConfig,
     CalibratedModelForSequenceClassification,
     CalibratedModelForTokenClassification,
     CalibrationHead,
 )
+from calibkit.calibrators.multilabel import MultiLabelScaling
 from calibkit.metrics.registry import METRICS
 from calibkit.metrics.registry import metric as metric_entry
 from calibkit.metrics.validation import check_bool, check_positive_int
@@ -285,6 +287,8 @@ def calibrate(
     check_bool(report, "report")
     check_bool(progress, "progress")
     batch_size = check_positive_int(batch_size, "batch_size")
+    if getattr(model.config, "problem_type", None) == MULTI_LABEL or isinstance(calibrator, MultiLabelScaling):
+        return _calibrate_multilabel(model, task, calibrator, method, logits, labels, dataset, report)
     if calibrator is None:
         if method is None:
             raise ValueError("pass a fitted `calibrator`, or a `method` with `logits`/`labels` or a `dataset`")
@@ -328,12 +332,18 @@ def calibrate(
                 "logits; pass report=False to wrap the model without them"
             )
         block["metrics"] = calibration_metrics(logits, labels, calibrator, calibrator.ignore_index)
+    return _wrap(model, task, block)
+
+
+def _wrap(model, task: str, block: dict):
+    """Wrap ``model`` with the calibration ``block``; the config keeps the base's labels and problem type."""
     config = CalibratedConfig(
         base_config=model.config.to_dict(),
         calibration=block,
         task=task,
         id2label=dict(model.config.id2label),
         label2id=dict(model.config.label2id),
+        problem_type=getattr(model.config, "problem_type", None),  # pipelines pick softmax or sigmoid from it
     )
     cls = (
         CalibratedModelForTokenClassification
@@ -347,8 +357,84 @@ def calibrate(
 # Folding an affine calibration into the classifier
 
 
+_MULTILABEL_ALIASES = {"ts": "temperature", "wts": "weighted_temperature", "label-ts": "label_temperature"}
+
+
+def _calibrate_multilabel(model, task: str, calibrator, method, logits, labels, dataset, report: bool):
+    """:func:`calibrate` for a multi-label head: :class:`MultiLabelScaling` on its logits, a sigmoid per label."""
+    if getattr(model.config, "problem_type", None) != MULTI_LABEL:
+        raise ValueError(
+            "a MultiLabelScaling calibrator needs a multi-label model (config.problem_type="
+            f"'multi_label_classification'), got problem_type={model.config.problem_type!r}"
+        )
+    if calibrator is not None and method is not None:
+        raise ValueError("pass either `calibrator` or `method`, not both")
+    if calibrator is None:
+        if method is None:
+            raise ValueError("pass a fitted `calibrator`, or a `method` with `logits` and `labels`")
+        name = _MULTILABEL_ALIASES.get(str(method).lower().replace("_", "-"), method)
+        calibrator = MultiLabelScaling(name)
+    elif not isinstance(calibrator, MultiLabelScaling):
+        raise ValueError(
+            f"a multi-label head (one sigmoid per label) needs a MultiLabelScaling calibrator, got "
+            f"{type(calibrator).__name__}: its softmax over the labels would be meaningless here"
+        )
+    if dataset is not None:
+        raise ValueError("for a multi-label head pass the validation `logits` and multi-hot `labels` (not `dataset`)")
+    if (logits is None) != (labels is None):
+        raise ValueError("pass `logits` and `labels` together")
+    num_labels = model.config.num_labels
+    if logits is not None and np.shape(logits)[-1] != num_labels:
+        raise ValueError(f"`logits` has {np.shape(logits)[-1]} labels but the model has num_labels={num_labels}")
+    if not hasattr(calibrator, "scale_"):
+        if logits is None:
+            raise ValueError("MultiLabelScaling is not fitted: pass `logits` and `labels`")
+        calibrator.fit(logits, labels)
+    if calibrator.num_classes_ != num_labels:
+        raise ValueError(f"the calibrator has {calibrator.num_classes_} labels, the model {num_labels}")
+    block = calibrator.calibration_block()
+    if report and logits is not None:
+        block["metrics"] = multilabel_calibration_metrics(logits, labels, calibrator)
+    return _wrap(model, task, block)
+
+
+def multilabel_calibration_metrics(logits: Any, labels: Any, calibrator: MultiLabelScaling) -> dict:
+    """Compute the macro average over labels of every label metric, and CECE over labels, before and after.
+
+    Parameters
+    ----------
+    logits : array-like of shape (N, K)
+    labels : array-like of shape (N, K)
+        Multi-hot.
+    calibrator : MultiLabelScaling
+        Fitted.
+
+    Returns
+    -------
+    dict
+        ``{"n": label decisions, "before": {name: value}, "after": {name: value}}``, names
+        ``<metric>_macro`` and ``cece``.
+    """
+    import warnings
+
+    from calibkit.metrics import calibration_report
+
+    ignore = calibrator.ignore_index
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        before = calibration_report(logits, labels, from_logits=True, multilabel=True, ignore_index=ignore)
+        after = calibration_report(calibrator.predict_proba(logits), labels, multilabel=True, ignore_index=ignore)
+
+    def pick(r: dict) -> dict:
+        return {**{f"{m}_macro": float(v) for m, v in r["macro"].items()}, "cece": float(r["cece"])}
+
+    return {"n": int(before["n"]), "before": pick(before), "after": pick(after)}
+
+
 def _affine_map(calibrator_block: dict, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
     method = calibrator_block["method"]
+    if method == "multilabel":  # per label, before each sigmoid: diagonal
+        return np.diag(np.asarray(calibrator_block["scale"], dtype=np.float64)), np.asarray(calibrator_block["bias"])
     if method in ("ts", "wts"):
         return np.eye(num_labels) / calibrator_block["temperature"], np.zeros(num_labels)
     if method == "vs":
@@ -356,7 +442,8 @@ def _affine_map(calibrator_block: dict, num_labels: int) -> tuple[np.ndarray, np
     if method == "ms":
         return np.asarray(calibrator_block["weight"], dtype=np.float64), np.asarray(calibrator_block["bias"])
     raise ValueError(
-        f"method {method!r} is not affine in the logits; only ts, wts, vs and ms can be folded into the classifier"
+        f"method {method!r} is not affine in the logits; only ts, wts, vs, ms and the multi-label scalings can be "
+        "folded into the classifier"
     )
 
 

@@ -18,6 +18,10 @@ Calibration maps (SPEC.md, "Calibrators"), applied to the base model's logits ``
 - ``ir``, ``hb``: one-vs-rest isotonic / histogram-binning map of ``softmax(z)`` per class,
   renormalised; the head returns the log of those probabilities, so ``softmax`` of its output is
   the calibrated distribution.
+- ``multilabel`` (multi-label heads, a sigmoid per label): ``a_k z_k + b_k`` per label, the block's
+  ``mode`` saying how it was fitted (one temperature, one per label, Platt, weighted); the loss
+  with labels is then the binary cross-entropy, and pipelines apply the sigmoid (the config keeps
+  the base model's ``problem_type``).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from transformers import (
     PreTrainedModel,
 )
 
-METHODS = ("ts", "wts", "rd-ts", "vs", "ms", "ir", "hb")
+METHODS = ("ts", "wts", "rd-ts", "vs", "ms", "ir", "hb", "multilabel")
+MULTI_LABEL = "multi_label_classification"  # transformers' problem_type of a sigmoid-per-label head
 TASKS = ("sequence-classification", "token-classification")
 # Logits of probability 0 after IR/HB: finite, so losses stay finite, and exp() underflows to 0.
 _LOG_FLOOR = math.log(1e-30)
@@ -143,8 +148,10 @@ class CalibrationHead(nn.Module):
             if slope <= -1:
                 raise ValueError(f"calibration block: RD-TS `slope` must be > -1 so that T(h) > 0, got {slope}")
             self.params = {"slope": _cpu(slope)}
-        elif method == "vs":
+        elif method in ("vs", "multilabel"):
             self.params = {"scale": _tensor(calibration, "scale", (k,)), "bias": _tensor(calibration, "bias", (k,))}
+            if method == "multilabel" and not bool((self.params["scale"] > 0).all()):
+                raise ValueError("calibration block: multi-label `scale` values must be > 0 (1 / temperature)")
         elif method == "ms":
             self.params = {"weight": _tensor(calibration, "weight", (k, k)), "bias": _tensor(calibration, "bias", (k,))}
         elif method == "ir":
@@ -208,7 +215,7 @@ class CalibrationHead(nn.Module):
         if method == "rd-ts":
             h = torch.softmax(logits, dim=-1).amax(dim=-1, keepdim=True)
             return logits / (self._get("slope", logits) * h + 1)
-        if method == "vs":
+        if method in ("vs", "multilabel"):  # multilabel: per label, before its sigmoid
             return logits * self._get("scale", logits) + self._get("bias", logits)
         if method == "ms":
             return logits @ self._get("weight", logits).T + self._get("bias", logits)
@@ -282,6 +289,7 @@ _METHOD_NAMES = {
     "ms": "matrix scaling (Guo et al. 2017)",
     "ir": "one-vs-rest isotonic regression (Zadrozny & Elkan 2002)",
     "hb": "one-vs-rest histogram binning (Zadrozny & Elkan 2001)",
+    "multilabel": "per-label sigmoid scaling of a multi-label head (temperature or Platt scaling)",
 }
 _FORMULAS = {
     "ts": "logits / T",
@@ -291,6 +299,7 @@ _FORMULAS = {
     "ms": "weight @ logits + bias",
     "ir": "log(renormalised per-class isotonic map of softmax(logits))",
     "hb": "log(renormalised per-class histogram-binning map of softmax(logits))",
+    "multilabel": "scale * logits + bias, per label, before each label's sigmoid",
 }
 
 
@@ -336,6 +345,8 @@ def model_card(config: CalibratedConfig) -> str:
             continue
         if isinstance(value, (int, float)):
             lines.append(f"- `{key}` = {value:.6g}")
+        elif isinstance(value, str):
+            lines.append(f"- `{key}` = {value}")
         else:
             lines.append(f"- `{key}`: see `calibration.{key}` in config.json")
     metrics = block.get("metrics") or {}
@@ -444,7 +455,9 @@ class _CalibratedModel(PreTrainedModel):
         *args, **kwargs
             The base model's inputs (``input_ids``, ``attention_mask``, ...).
         labels : torch.Tensor, optional
-            Labels (-100 ignored): the loss is then the cross-entropy of the calibrated logits.
+            Labels (-100 ignored): the loss is then the cross-entropy of the calibrated logits;
+            for a multi-label head (``problem_type="multi_label_classification"``), multi-hot
+            labels of the logits' shape and the binary cross-entropy.
 
         Returns
         -------
@@ -455,7 +468,13 @@ class _CalibratedModel(PreTrainedModel):
         output = self.model(*args, **kwargs)
         logits = self.calibration_head(output.logits)
         output.logits = logits
-        if labels is not None:  # the loss of the calibrated scores, not the base model's
+        if labels is not None and self.config.problem_type == MULTI_LABEL:  # a sigmoid per label
+            if not isinstance(labels, torch.Tensor) or tuple(labels.shape) != tuple(logits.shape):
+                raise ValueError(f"`labels` must be multi-hot of the logits' shape {tuple(logits.shape)}")
+            output.loss = nn.functional.binary_cross_entropy_with_logits(
+                logits.float(), labels.to(logits.device).float()
+            )
+        elif labels is not None:  # the loss of the calibrated scores, not the base model's
             output.loss = nn.functional.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]).float(), _loss_labels(labels, logits), ignore_index=-100
             )

@@ -4,7 +4,10 @@ Each label's probability is ``sigmoid(a_k z_ik + b_k)`` of its logit ``z_ik``:
 
 - ``method="temperature"``: one temperature for every label, ``a_k = 1/T``, ``b_k = 0``;
 - ``method="label_temperature"``: a temperature per label, ``a_k = 1/T_k``, ``b_k = 0``;
-- ``method="platt"``: Platt scaling per label, ``a_k`` and ``b_k`` free (Platt 1999).
+- ``method="platt"``: Platt scaling per label, ``a_k`` and ``b_k`` free (Platt 1999);
+- ``method="weighted_temperature"``: one temperature, each label's decisions weighted as WTS
+  weights a binary problem (SPEC.md): a decision of class ``c`` (present or absent) of label ``k``
+  by ``1 - n_kc / N_k``, so that a rare label's positives count as much as its many negatives.
 
 The parameters minimise the binary cross-entropy of the multi-hot labels (``ignore_index``
 entries skipped), which is convex in ``(a, b)``: Newton's method, all labels at once (a 2 x 2
@@ -20,7 +23,7 @@ import numpy as np
 
 from calibkit.metrics.validation import check_choice, check_ignore_index, to_numpy
 
-MULTILABEL_METHODS = ("temperature", "label_temperature", "platt")
+MULTILABEL_METHODS = ("temperature", "label_temperature", "platt", "weighted_temperature")
 """The multi-label calibrators (see the module docstring)."""
 
 
@@ -39,8 +42,9 @@ class MultiLabelScaling:
 
     Parameters
     ----------
-    method : {"temperature", "label_temperature", "platt"}, default "temperature"
-        One temperature for all labels, one per label, or Platt scaling per label.
+    method : {"temperature", "label_temperature", "platt", "weighted_temperature"}, default "temperature"
+        One temperature for all labels, one per label, Platt scaling per label, or one
+        temperature fitted with WTS's class weights per label.
     ignore_index : int, default -100
         Label entries to skip.
 
@@ -50,6 +54,8 @@ class MultiLabelScaling:
         ``a_k`` (``1 / T`` for the temperature methods).
     bias_ : ndarray of shape (K,)
         ``b_k`` (0 for the temperature methods).
+    num_classes_ : int
+        ``K``, the labels.
 
     Examples
     --------
@@ -106,8 +112,14 @@ class MultiLabelScaling:
         """
         z, y, w = self._arrays(logits, labels)
         k = z.shape[1]
+        if self.method == "weighted_temperature":  # WTS per label: 1 - n_kc / N_k for a decision of class c
+            counted = w.sum(axis=0)
+            share = (w * y).sum(axis=0) / np.maximum(counted, 1.0)  # the positives' share of each label
+            w = w * np.where(y == 1, 1.0 - share, share)
+            if w.sum() == 0:
+                raise ValueError("`labels`: no label has both present and absent entries, so WTS weighs nothing")
         a, b = np.ones(k), np.zeros(k)
-        shared, free_bias = self.method == "temperature", self.method == "platt"
+        shared, free_bias = self.method in ("temperature", "weighted_temperature"), self.method == "platt"
         for _ in range(200):
             s = a * z + b
             p = np.exp(_log_sigmoid(s))
@@ -150,8 +162,20 @@ class MultiLabelScaling:
                 f"cannot fit a positive scale for label {label}: its logits rank the labels backwards "
                 f"(fitted a = {a[label]:.4g})"
             )
-        self.scale_, self.bias_ = a, b
+        self.scale_, self.bias_, self.num_classes_ = a, b, k
         return self
+
+    def calibration_block(self) -> dict[str, Any]:
+        """Return the parameters as a calibrated model's ``calibration`` block (JSON-ready).
+
+        Returns
+        -------
+        dict
+            ``{"method": "multilabel", "mode": method, "scale": [...], "bias": [...]}``.
+        """
+        if not hasattr(self, "scale_"):
+            raise ValueError("call fit() before calibration_block()")
+        return {"method": "multilabel", "mode": self.method, "scale": self.scale_.tolist(), "bias": self.bias_.tolist()}
 
     def predict_proba(self, logits: Any) -> np.ndarray:
         """Return the calibrated probability of each label, ``sigmoid(a_k z_ik + b_k)``.

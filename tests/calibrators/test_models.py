@@ -322,3 +322,101 @@ def test_calibrate_rejects_mismatches():
         calibrate(torch.nn.Linear(2, 2), method="ts")
     with pytest.raises(ValueError, match="task"):
         CalibratedModelForTokenClassification(calibrate(base, method="ts", logits=np.eye(3), labels=[0, 1, 2]).config)
+
+
+# ------------------------------------------------------------------------------------------
+# Multi-label heads (problem_type="multi_label_classification"): a sigmoid per label
+
+
+def tiny_multilabel(seed=0):
+    torch.manual_seed(seed)
+    config, seq_cls, _ = ARCHITECTURES["bert"]
+    settings = {k: v for k, v in config.to_dict().items() if k not in ("id2label", "label2id", "problem_type")}
+    model = seq_cls(config.__class__(**settings, num_labels=NUM_LABELS, problem_type="multi_label_classification"))
+    model = model.eval()
+    layer = classifier_layer(model)[1]
+    with torch.no_grad():
+        layer.weight.mul_(2.0 / logits_of(model, inputs(seed=99)).std())
+    return model
+
+
+def multilabel_validation_set(model, seed=1):
+    """Base logits and multi-hot labels drawn from sigmoid(z / 2): the model is over-confident."""
+    z = logits_of(model, inputs(seed=seed, n=64)).numpy()
+    rng = np.random.default_rng(seed)
+    return z, (rng.random(z.shape) < 1 / (1 + np.exp(-z / 2))).astype(np.float32)
+
+
+@pytest.mark.parametrize("method", ["temperature", "label_temperature", "platt", "weighted_temperature"])
+def test_multilabel_wrapper_saves_reloads_folds_and_takes_the_bce_loss(tmp_path, method):
+    from calibkit.calibrators.multilabel import MultiLabelScaling
+
+    base = tiny_multilabel()
+    z, y = multilabel_validation_set(base)
+    fitted = MultiLabelScaling(method).fit(z, y)
+    model = calibrate(base, method=method, logits=z, labels=y).eval()
+    assert model.config.problem_type == "multi_label_classification"
+    assert model.config.calibration["mode"] == method
+    batch = inputs(seed=3)
+    got = logits_of(model, batch).numpy()
+    want = logits_of(base, batch).numpy() * fitted.scale_ + fitted.bias_
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(1 / (1 + np.exp(-got)), fitted.predict_proba(logits_of(base, batch)), atol=1e-5)
+    labels = torch.from_numpy(y[:24])
+    with torch.no_grad():
+        loss = model(**batch, labels=labels).loss
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(torch.from_numpy(got), labels)
+    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
+    metrics = model.config.calibration["metrics"]
+    assert metrics["after"]["nll_macro"] < metrics["before"]["nll_macro"]  # fitted on this data: NLL drops
+    model.save_pretrained(tmp_path / "m")
+    again = AutoModelForSequenceClassification.from_pretrained(tmp_path / "m").eval()
+    np.testing.assert_allclose(logits_of(again, batch).numpy(), got, atol=1e-6)
+    folded = fold_into_classifier(model)
+    assert type(folded) is type(base) and folded.config.problem_type == "multi_label_classification"
+    np.testing.assert_allclose(logits_of(folded, batch).numpy(), got, atol=1e-5)
+    assert "per-label sigmoid scaling" in (tmp_path / "m" / "README.md").read_text()
+
+
+def test_multilabel_reloads_with_remote_code_and_pipelines_apply_the_sigmoid(tmp_path):
+    from calibkit.calibrators.multilabel import MultiLabelScaling
+
+    base = tiny_multilabel(seed=2)
+    model = calibrate(base, MultiLabelScaling("platt").fit(*multilabel_validation_set(base))).eval()
+    folder = tmp_path / "model"
+    model.save_pretrained(folder)
+    batch = inputs(seed=3)
+    torch.save(batch, folder / "batch.pt")
+    env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_WITHOUT_CALIBKIT, str(folder), "sequence", str(tmp_path / "out.pt")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    np.testing.assert_allclose(torch.load(tmp_path / "out.pt").numpy(), logits_of(model, batch).numpy(), atol=1e-6)
+    tok = tiny_tokenizer(tmp_path)
+    text = "w1 w2 w3 w4"
+    expected = torch.sigmoid(logits_of(model, tok(text, return_tensors="pt")))[0]
+    scores = pipeline("text-classification", model=model, tokenizer=tok, device="cpu")(text, top_k=None)
+    got = {s["label"]: s["score"] for s in scores}
+    for k in range(NUM_LABELS):  # independent probabilities, not a softmax over the labels
+        assert got[model.config.id2label[k]] == pytest.approx(float(expected[k]), rel=1e-5)
+    assert sum(got.values()) != pytest.approx(1.0, abs=1e-3)
+
+
+def test_multilabel_heads_and_softmax_calibrators_do_not_mix():
+    from calibkit.calibrators.multilabel import MultiLabelScaling
+
+    multi, single = tiny_multilabel(), tiny()
+    z, y = multilabel_validation_set(multi)
+    with pytest.raises(ValueError, match="needs a MultiLabelScaling calibrator, got TemperatureScaling"):
+        calibrate(multi, TemperatureScaling.from_temperature(2.0, NUM_LABELS))
+    with pytest.raises(ValueError, match="needs a multi-label model"):
+        calibrate(single, MultiLabelScaling().fit(z, y))
+    with pytest.raises(ValueError, match="not `dataset`"):
+        calibrate(multi, method="temperature", dataset=object())
+    with pytest.raises(ValueError, match="`method` must be one of"):
+        calibrate(multi, method="hb", logits=z, labels=y)

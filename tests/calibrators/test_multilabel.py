@@ -87,3 +87,30 @@ def test_bad_input_is_refused_by_name():
         MultiLabelScaling().fit(np.zeros((2, 1)), np.array([[0], [None]], dtype=object))
     with pytest.raises(ValueError, match="call fit"):
         MultiLabelScaling().predict_proba(Z)
+
+
+def test_weighted_temperature_is_the_optimum_of_wts_weights_per_label():
+    """A plain loop builds WTS's weights (1 - n_kc / N_k per decision of class c of label k) and
+    scipy minimises the weighted BCE over one temperature: the fit is that optimum."""
+    k = Z.shape[1]
+    weights = np.zeros(Z.shape)
+    for j in range(k):
+        counted = [i for i in range(len(Y)) if Y[i, j] != -100]
+        positives = sum(1 for i in counted if Y[i, j] == 1)
+        for i in counted:
+            same = positives if Y[i, j] == 1 else len(counted) - positives
+            weights[i, j] = 1 - same / len(counted)
+    y = np.where(Y == -100, 0.0, Y)
+
+    def loss(x):
+        s = x[0] * Z
+        return np.sum(weights * (y * np.logaddexp(0, -s) + (1 - y) * np.logaddexp(0, s)))
+
+    want = minimize(loss, [1.0], method="BFGS", options={"gtol": 1e-9}).x[0]
+    fitted = MultiLabelScaling("weighted_temperature").fit(Z, Y)
+    np.testing.assert_allclose(fitted.scale_, np.full(k, want), atol=1e-6)
+    plain = MultiLabelScaling("temperature").fit(Z, Y).scale_[0]
+    assert abs(fitted.scale_[0] - plain) > 1e-3  # the weights matter on labels of unequal frequency
+    assert fitted.calibration_block() == {
+        "method": "multilabel", "mode": "weighted_temperature", "scale": fitted.scale_.tolist(), "bias": [0.0] * k,
+    }  # fmt: skip
