@@ -69,7 +69,7 @@ def bootstrap_intervals(
 
     Parameters
     ----------
-    probs, labels, metrics, from_logits, ignore_index
+    probs, labels, metrics, from_logits, multilabel, ignore_index
         As in :func:`calibkit.calibration_report`.
     n_boot : int, default 1000
         Bootstrap replicates (at most :data:`MAX_REPLICATES`).
