@@ -24,7 +24,7 @@ from calibkit.calibrators.modeling_calibkit import (
     CalibratedModelForTokenClassification,
     CalibrationHead,
 )
-from calibkit.calibrators.multilabel import MultiLabelScaling
+from calibkit.calibrators.multilabel import MULTILABEL_METHODS, MultiLabelScaling
 from calibkit.metrics.registry import METRICS
 from calibkit.metrics.registry import metric as metric_entry
 from calibkit.metrics.validation import check_bool, check_positive_int
@@ -357,7 +357,26 @@ def _wrap(model, task: str, block: dict):
 # Folding an affine calibration into the classifier
 
 
-_MULTILABEL_ALIASES = {"ts": "temperature", "wts": "weighted_temperature", "label-ts": "label_temperature"}
+_MULTILABEL_ALIASES = {"ts": "temperature", "wts": "weighted_temperature", "label_ts": "label_temperature"}
+
+
+def multilabel_mode(method: Any) -> str | None:
+    """Return the :class:`MultiLabelScaling` mode a method name means for a multi-label head, or None.
+
+    Parameters
+    ----------
+    method : object
+        ``"temperature"``, ``"label_temperature"``, ``"platt"``, ``"weighted_temperature"``, or
+        the single-label names that have a multi-label form: ``"ts"``, ``"wts"``.
+
+    Returns
+    -------
+    str or None
+        None where the name has no multi-label form (``"rd-ts"``, ``"ir"``, ...).
+    """
+    key = str(method).lower().replace("-", "_")
+    key = _MULTILABEL_ALIASES.get(key, key)
+    return key if key in MULTILABEL_METHODS else None
 
 
 def _calibrate_multilabel(model, task: str, calibrator, method, logits, labels, dataset, report: bool):
@@ -372,8 +391,13 @@ def _calibrate_multilabel(model, task: str, calibrator, method, logits, labels, 
     if calibrator is None:
         if method is None:
             raise ValueError("pass a fitted `calibrator`, or a `method` with `logits` and `labels`")
-        name = _MULTILABEL_ALIASES.get(str(method).lower().replace("_", "-"), method)
-        calibrator = MultiLabelScaling(name)
+        mode = multilabel_mode(method)
+        if mode is None:
+            raise ValueError(
+                f"`method` must be one of {list(MULTILABEL_METHODS)} (or ts, wts) for a multi-label head, "
+                f"got {method!r}"
+            )
+        calibrator = MultiLabelScaling(mode)
     elif not isinstance(calibrator, MultiLabelScaling):
         raise ValueError(
             f"a multi-label head (one sigmoid per label) needs a MultiLabelScaling calibrator, got "

@@ -18,6 +18,13 @@ usable as ``metric_for_best_model``.
   computes the same numbers as a single process would.
 - A user ``preprocess_logits_for_metrics`` (e.g. an argmax to save memory) still runs and your
   ``compute_metrics`` sees its output; calibkit then keeps the raw logits beside it.
+- A multi-label model (``problem_type="multi_label_classification"``, found at ``attach``): each
+  metric of a label is logged as its macro average over the labels (``eval_ece``) and its micro
+  average (``eval_ece_micro``), CECE and the other class-wise summaries over the labels' ECEs, and
+  each label's ECE as ``eval_ece_label_<name>``; the fits are the multi-label scalings
+  (``"wts"`` is WTS's weights per label, ``"ts"`` one temperature; ``"platt"``,
+  ``"label_temperature"``), and a method with no multi-label form (RD-TS, ...) is skipped with a
+  warning.
 """
 
 from __future__ import annotations
@@ -39,6 +46,19 @@ from calibkit.metrics.validation import check_bool
 
 DEFAULT_METRICS = LOGGED
 """The metrics logged by default: the registry's ``logged`` ones (ece, cece, rbece, fce, ecd, esce)."""
+
+
+def _fit_method(name: Any) -> str:
+    """Return a fit method's one name: a calibrator of the registry (``"wts"``), or a multi-label mode (``"platt"``)."""
+    from calibkit.calibrators.calibrated import make_calibrator, multilabel_mode
+
+    try:
+        return make_calibrator(name).method
+    except ValueError:
+        mode = multilabel_mode(name)
+        if mode is None:
+            raise
+        return mode
 
 
 def _label_key(name: Any) -> str:
@@ -67,6 +87,9 @@ class CalibrationCallback(TrainerCallback):
         first ``max_fit_rows`` labelled predictions of the evaluation are copied.
     ignore_index : int, default -100
         Label of the positions to skip.
+    multilabel : bool, optional
+        Multi-label metrics and fits (see the module docstring); default: from the model's
+        ``problem_type`` at :meth:`attach`.
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, fce_variant, esce_bins, eps, coverage
         Metric settings, as in :class:`calibkit.CalibrationSettings`.
     settings : CalibrationSettings, optional
@@ -98,9 +121,10 @@ class CalibrationCallback(TrainerCallback):
         esce_bins: int = UNSET.esce_bins,
         eps: float = UNSET.eps,
         coverage: float = UNSET.coverage,
+        multilabel: bool | None = None,
         settings: CalibrationSettings | None = None,
     ) -> None:
-        from calibkit.calibrators.calibrated import make_calibrator
+        from calibkit.calibrators.calibrated import multilabel_mode
 
         if isinstance(metrics, str) and metrics == "all":
             names = METRICS
@@ -114,13 +138,15 @@ class CalibrationCallback(TrainerCallback):
         self.metric_names = names
         self.per_class = check_bool(per_class, "per_class")
         fit = (fit,) if isinstance(fit, str) else fit
-        self.fit_methods = tuple(make_calibrator(m).method for m in fit)  # validates the names
+        self.fit_methods = tuple(_fit_method(m) for m in fit)  # validates the names
+        self._multilabel_fits = {m: multilabel_mode(m) for m in self.fit_methods}
         if isinstance(max_fit_rows, bool) or not isinstance(max_fit_rows, int) or max_fit_rows < 1:
             raise ValueError(f"`max_fit_rows` must be an integer >= 1, got {max_fit_rows!r}")
         self.max_fit_rows = max_fit_rows
         keywords = settings_keywords(locals())
         # Built and checked once, here, not at the first evaluation.
         self.settings = either(settings, keywords).replace(from_logits=True)
+        self._multilabel_given = multilabel if settings is None else settings.multilabel
         self.ignore_index = self.settings.ignore_index
         # Computed metrics: the requested ones, plus subset_ece for the per-class keys.
         self._computed = names + (("subset_ece",) if self.per_class and "subset_ece" not in names else ())
@@ -160,6 +186,11 @@ class CalibrationCallback(TrainerCallback):
             raise ValueError("this CalibrationCallback is already attached to another Trainer")
         if not all(hasattr(trainer, name) for name in ("callback_handler", "compute_metrics", "evaluation_loop")):
             raise ValueError(f"`trainer` must be a transformers Trainer, got {type(trainer).__name__}")
+        problem = getattr(getattr(getattr(trainer, "model", None), "config", None), "problem_type", None)
+        if (problem == "multi_label_classification") != self.settings.multilabel:
+            if self._multilabel_given is not None:  # the user said so, and the model says otherwise
+                raise ValueError(f"`multilabel={self.settings.multilabel}` but the model's problem_type is {problem!r}")
+            self.settings = self.settings.replace(multilabel=True)  # only None gets here: from the model
         self.trainer = trainer
         if self not in trainer.callback_handler.callbacks:
             trainer.add_callback(self)
@@ -226,12 +257,42 @@ class CalibrationCallback(TrainerCallback):
         return [_label_key(id2label.get(k, k)) for k in range(num_classes)]
 
     def _nan_metrics(self, num_classes: int | None = None) -> dict[str, float]:
+        if self.settings.multilabel:
+            keys = [k for name in self.metric_names for k in self._multilabel_keys(name)]
+            out = dict.fromkeys(keys, math.nan)
+            if self.per_class and num_classes:
+                out.update({f"ece_label_{c}": math.nan for c in self._class_names(num_classes)})
+            return out
         out = {name: math.nan for name in self.metric_names if name != "subset_ece"}
         if self.per_class and num_classes:
             out.update({f"ece_class_{c}": math.nan for c in self._class_names(num_classes)})
         return out
 
+    @staticmethod
+    def _multilabel_keys(name: str) -> tuple[str, ...]:
+        """Return the logged keys of metric ``name`` for a multi-label model (macro, micro; a summary as itself)."""
+        from calibkit.metrics.multilabel import LABEL_METRICS
+
+        if name in LABEL_METRICS:
+            return (name, f"{name}_micro")
+        return () if name == "subset_ece" else (name,)
+
+    def _flatten_multilabel(self, report: dict[str, Any]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name in self.metric_names:
+            keys = self._multilabel_keys(name)
+            if len(keys) == 2:
+                out[keys[0]], out[keys[1]] = float(report["macro"][name]), float(report["micro"][name])
+            elif keys and name in report:
+                out[name] = float(report[name])
+        if self.per_class or "subset_ece" in self.metric_names:
+            per_label = np.asarray(report["per_label"]["ece"], dtype=np.float64)
+            out.update({f"ece_label_{c}": float(v) for c, v in zip(self._class_names(len(per_label)), per_label)})
+        return out
+
     def _flatten(self, report: dict[str, Any]) -> dict[str, float]:
+        if self.settings.multilabel:
+            return self._flatten_multilabel(report)
         out = {name: float(report[name]) for name in self.metric_names if name != "subset_ece"}
         if self.per_class or "subset_ece" in self.metric_names:
             per_class = np.asarray(report["subset_ece"], dtype=np.float64)
@@ -312,11 +373,19 @@ class CalibrationCallback(TrainerCallback):
     def _report(self, logits, labels) -> dict[str, Any]:
         from calibkit.metrics import calibration_report
 
-        return calibration_report(logits, labels, metrics=self._computed, settings=self.settings)
+        return calibration_report(logits, labels, metrics=self._report_metrics(), settings=self.settings)
+
+    def _report_metrics(self) -> tuple[str, ...]:
+        """Return what the report computes: multi-label reports take the label metrics (ECE at least, for CECE)."""
+        if not self.settings.multilabel:
+            return self._computed
+        from calibkit.metrics.multilabel import LABEL_METRICS
+
+        return tuple(m for m in self._computed if m in LABEL_METRICS) or ("ece",)
 
     def _stream(self, logits, labels, compute_result: bool, num_classes: int | None) -> dict[str, float]:
         if self._accumulator is None:
-            self._accumulator = CalibrationAccumulator(self._computed, settings=self.settings)
+            self._accumulator = CalibrationAccumulator(self._report_metrics(), settings=self.settings)
             self._stream_error: str | None = None
             self._fit_rows: list[tuple[np.ndarray, np.ndarray]] = []
             self._fit_budget = self.max_fit_rows if self.fit_methods else 0
@@ -353,6 +422,11 @@ class CalibrationCallback(TrainerCallback):
             return
         z = logits.detach().cpu().float().numpy() if hasattr(logits, "detach") else np.asarray(logits)
         y = labels.detach().cpu().numpy() if hasattr(labels, "detach") else np.asarray(labels)
+        if self.settings.multilabel:  # rows of multi-hot labels: keep a row with any labelled decision
+            keep = np.flatnonzero((y != self.ignore_index).any(axis=-1))[: self._fit_budget]
+            self._fit_rows.append((z[keep], y[keep]))
+            self._fit_budget -= len(keep)
+            return
         z, y = z.reshape(-1, z.shape[-1]), y.reshape(-1)
         keep = np.flatnonzero(y != self.ignore_index)[: self._fit_budget]
         self._fit_rows.append((z[keep], y[keep]))
@@ -363,7 +437,7 @@ class CalibrationCallback(TrainerCallback):
         if not self.fit_methods:
             return
         logits, labels = np.asarray(logits), np.asarray(labels)
-        if logits.ndim == 3:  # tokens: only labelled ones are needed
+        if logits.ndim == 3 and not self.settings.multilabel:  # tokens: only labelled ones are needed
             keep = labels != self.ignore_index
             if keep.sum() > self.max_fit_rows:
                 rows = np.flatnonzero(keep.ravel())
@@ -422,8 +496,21 @@ class CalibrationCallback(TrainerCallback):
             self.trainer.log(logs)
 
     def _fit_one(self, method: str, model, logits, labels):
-        from calibkit.calibrators.calibrated import calibrate, make_calibrator
+        from calibkit.calibrators.calibrated import CALIBRATORS, calibrate, make_calibrator
 
+        if self.settings.multilabel:
+            from calibkit.calibrators.multilabel import MultiLabelScaling
+
+            mode = self._multilabel_fits[method]
+            if mode is None:
+                raise ValueError(
+                    f"{method} has no multi-label form (multi-label fits: ts, wts, label_temperature, platt)"
+                )
+            calibrator = MultiLabelScaling(mode, ignore_index=self.ignore_index).fit(logits, labels)
+            self.fitted[method] = calibrator
+            return calibrate(model, calibrator, logits=logits, labels=labels)
+        if method not in CALIBRATORS:
+            raise ValueError(f"{method} is a multi-label calibrator; this model has one softmax over its classes")
         calibrator = make_calibrator(method, ignore_index=self.ignore_index).fit(logits, labels)
         self.fitted[method] = calibrator
         return calibrate(model, calibrator, logits=logits, labels=labels)

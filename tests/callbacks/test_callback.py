@@ -14,6 +14,7 @@ import pytest
 import torch
 from datasets import Dataset
 from transformers import (
+    AutoModelForSequenceClassification,
     BertConfig,
     BertForSequenceClassification,
     BertForTokenClassification,
@@ -289,7 +290,7 @@ def test_attach_is_idempotent_and_checks_arguments(tmp_path):
     with pytest.raises(ValueError, match="`metrics`"):
         CalibrationCallback(metrics=("cece", "sharpness"))
     with pytest.raises(ValueError, match="`method`"):
-        CalibrationCallback(fit=("platt",))
+        CalibrationCallback(fit=("bayesian-binning",))
     with pytest.raises(ValueError, match="`max_fit_rows`"):
         CalibrationCallback(max_fit_rows=0)
 
@@ -329,3 +330,71 @@ def test_two_processes_equal_one(tmp_path):
     assert len(keys) == len(calibkit.METRICS) - 1 + 3 and not math.isnan(one["metrics"]["eval_rbece"])
     for key in keys:
         assert two["metrics"][key] == pytest.approx(one["metrics"][key], abs=1e-6, nan_ok=True), key
+
+
+# ------------------------------------------------------------------------------------------
+# Multi-label models (problem_type="multi_label_classification")
+
+
+def multilabel_data(n, seed=0, length=8):
+    """Each label present with probability 0.25, readable from its own token 70% of the time."""
+    rng = np.random.default_rng(seed)
+    labels = (rng.random((n, NUM_LABELS)) < 0.25).astype(np.float32)
+    ids = rng.integers(10, 64, (n, length))
+    shown = np.where(rng.random((n, NUM_LABELS)) < 0.7, labels, 1 - labels)
+    ids[:, :NUM_LABELS] = np.where(shown == 1, 5 + np.arange(NUM_LABELS), 9)
+    return Dataset.from_dict(
+        {"input_ids": ids.tolist(), "attention_mask": np.ones_like(ids).tolist(), "labels": labels.tolist()}
+    )
+
+
+def make_multilabel_trainer(tmp_path, callback, **overrides):
+    torch.manual_seed(0)
+    config = BertConfig(num_labels=NUM_LABELS, problem_type="multi_label_classification", **TINY)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=80, per_device_train_batch_size=8, per_device_eval_batch_size=16,
+        learning_rate=1e-2, eval_strategy="steps", eval_steps=40, logging_steps=40, save_strategy="no", report_to=[],
+        use_cpu=True, seed=0, disable_tqdm=True, **overrides,
+    )  # fmt: skip
+    trainer = Trainer(
+        model=BertForSequenceClassification(config),
+        args=args,
+        train_dataset=multilabel_data(192),
+        eval_dataset=multilabel_data(45, seed=1),
+    )
+    callback.attach(trainer)
+    return trainer
+
+
+@pytest.mark.parametrize("batch_eval_metrics", [False, True])
+def test_multilabel_model_logs_label_metrics_and_fits_the_multilabel_scalings(tmp_path, batch_eval_metrics):
+    callback = CalibrationCallback(metrics=("ece", "cece", "brier"), fit=("wts", "ts", "rd-ts"))
+    trainer = make_multilabel_trainer(tmp_path, callback, batch_eval_metrics=batch_eval_metrics)
+    assert callback.settings.multilabel  # found from the model's problem_type
+    with pytest.warns(RuntimeWarning, match="rd-ts could not be fitted: rd-ts has no multi-label form"):
+        trainer.train()
+    logs = eval_logs(trainer)[-1]
+    out = trainer.predict(trainer.eval_dataset)
+    want = calibkit.multilabel_report(out.predictions, out.label_ids, from_logits=True)
+    for name in ("ece", "brier"):
+        assert logs[f"eval_{name}"] == pytest.approx(want["macro"][name], abs=1e-6)
+        assert logs[f"eval_{name}_micro"] == pytest.approx(want["micro"][name], abs=1e-6)
+    assert logs["eval_cece"] == pytest.approx(want["cece"], abs=1e-6)
+    for k in range(NUM_LABELS):
+        assert logs[f"eval_ece_label_LABEL_{k}"] == pytest.approx(want["per_label"]["ece"][k], abs=1e-6)
+    assert sorted(callback.calibrated_dirs) == ["ts", "wts"]
+    reloaded = AutoModelForSequenceClassification.from_pretrained(callback.calibrated_dirs["wts"])
+    assert reloaded.config.problem_type == "multi_label_classification"
+    assert reloaded.config.calibration["mode"] == "weighted_temperature"
+    fit_logs = [e for e in trainer.state.log_history if any(k.startswith("calibration/ts/") for k in e)]
+    assert fit_logs and "calibration/ts/after_ece_macro" in fit_logs[-1]
+
+
+def test_a_multilabel_setting_that_contradicts_the_model_is_refused(tmp_path):
+    with pytest.raises(
+        ValueError, match="`multilabel=False` but the model's problem_type is 'multi_label_classification'"
+    ):
+        make_multilabel_trainer(tmp_path, CalibrationCallback(multilabel=False))
+    trainer, _ = make_trainer(tmp_path, callback=CalibrationCallback(fit=("platt",)), max_steps=2)
+    with pytest.warns(RuntimeWarning, match="platt could not be fitted: platt is a multi-label calibrator"):
+        trainer.train()
