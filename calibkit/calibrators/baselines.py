@@ -178,6 +178,33 @@ class MatrixScaling(_AffineScaling):
         return {"method": self.method, "weight": self.weight_.tolist(), "bias": self.bias_.tolist()}
 
 
+def isotonic_points(scores: np.ndarray, outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fit a non-decreasing map of ``scores`` onto 0/1 ``outcomes`` (pool adjacent violators).
+
+    Equal scores share one fitted value; the map is given by its interpolation points, each
+    block's first and last distinct score (one point where they coincide).
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,)
+    outcomes : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    thresholds, values : ndarray
+        Sorted interpolation points and the fitted values there.
+    """
+    x, inverse = np.unique(scores, return_inverse=True)
+    weight = np.bincount(inverse, minlength=x.size).astype(np.float64)
+    mean = np.bincount(inverse, weights=outcomes, minlength=x.size) / weight
+    values, ends = kernels.pool_adjacent_violators(mean, weight)
+    starts = np.concatenate([[0], ends[:-1]])
+    xs = np.stack([x[starts], x[ends - 1]], axis=1).ravel()
+    vs = np.repeat(values, 2)
+    keep = np.concatenate([[True], xs[1:] != xs[:-1]])
+    return xs[keep], vs[keep]
+
+
 class IsotonicCalibration(Calibrator):
     """One-vs-rest isotonic regression on ``softmax(z)``, rows renormalised (Zadrozny & Elkan 2002).
 
@@ -206,17 +233,9 @@ class IsotonicCalibration(Calibrator):
         probs = softmax_rows(z.astype(np.float64))
         self.thresholds_, self.values_ = [], []
         for k in range(data.num_classes):  # a loop over classes; every step inside is vectorised
-            x, inverse = np.unique(probs[:, k], return_inverse=True)
-            weight = np.bincount(inverse, minlength=x.size).astype(np.float64)
-            mean = np.bincount(inverse, weights=(y == k).astype(np.float64), minlength=x.size) / weight
-            values, ends = kernels.pool_adjacent_violators(mean, weight)
-            starts = np.concatenate([[0], ends[:-1]])
-            # Each block contributes its first and last distinct value (one point if they coincide).
-            xs = np.stack([x[starts], x[ends - 1]], axis=1).ravel()
-            vs = np.repeat(values, 2)
-            keep = np.concatenate([[True], xs[1:] != xs[:-1]])
-            self.thresholds_.append(xs[keep])
-            self.values_.append(vs[keep])
+            xs, vs = isotonic_points(probs[:, k], (y == k).astype(np.float64))
+            self.thresholds_.append(xs)
+            self.values_.append(vs)
 
     def calibration_block(self) -> dict[str, Any]:
         """Return the fitted parameters as the ``calibration`` block of a model's config.

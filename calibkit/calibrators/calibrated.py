@@ -24,7 +24,7 @@ from calibkit.calibrators.modeling_calibkit import (
     CalibratedModelForTokenClassification,
     CalibrationHead,
 )
-from calibkit.calibrators.multilabel import MULTILABEL_METHODS, MultiLabelScaling
+from calibkit.calibrators.multilabel import MULTILABEL_METHODS, MultiLabelIsotonic, MultiLabelScaling
 from calibkit.metrics.registry import METRICS
 from calibkit.metrics.registry import metric as metric_entry
 from calibkit.metrics.validation import check_bool, check_positive_int
@@ -287,7 +287,7 @@ def calibrate(
     check_bool(report, "report")
     check_bool(progress, "progress")
     batch_size = check_positive_int(batch_size, "batch_size")
-    if getattr(model.config, "problem_type", None) == MULTI_LABEL or isinstance(calibrator, MultiLabelScaling):
+    if getattr(model.config, "problem_type", None) == MULTI_LABEL or isinstance(calibrator, MULTILABEL_CLASSES):
         return _calibrate_multilabel(model, task, calibrator, method, logits, labels, dataset, report)
     if calibrator is None:
         if method is None:
@@ -357,7 +357,30 @@ def _wrap(model, task: str, block: dict):
 # Folding an affine calibration into the classifier
 
 
-_MULTILABEL_ALIASES = {"ts": "temperature", "wts": "weighted_temperature", "label_ts": "label_temperature"}
+_MULTILABEL_ALIASES = {
+    "ts": "temperature",
+    "wts": "weighted_temperature",
+    "label_ts": "label_temperature",
+    "ir": "isotonic",
+}
+MULTILABEL_CLASSES = (MultiLabelScaling, MultiLabelIsotonic)
+
+
+def multilabel_calibrator(mode: str, **params: Any) -> MultiLabelScaling | MultiLabelIsotonic:
+    """Create the unfitted multi-label calibrator of a mode (:func:`multilabel_mode`).
+
+    Parameters
+    ----------
+    mode : str
+        ``"isotonic"`` or a mode of :class:`MultiLabelScaling`.
+    **params
+        ``ignore_index``.
+
+    Returns
+    -------
+    MultiLabelScaling or MultiLabelIsotonic
+    """
+    return MultiLabelIsotonic(**params) if mode == "isotonic" else MultiLabelScaling(mode, **params)
 
 
 def multilabel_mode(method: Any) -> str | None:
@@ -366,8 +389,9 @@ def multilabel_mode(method: Any) -> str | None:
     Parameters
     ----------
     method : object
-        ``"temperature"``, ``"label_temperature"``, ``"platt"``, ``"weighted_temperature"``, or
-        the single-label names that have a multi-label form: ``"ts"``, ``"wts"``.
+        ``"temperature"``, ``"label_temperature"``, ``"platt"``, ``"weighted_temperature"``,
+        ``"isotonic"``, or the single-label names that have a multi-label form: ``"ts"``,
+        ``"wts"``, ``"ir"``.
 
     Returns
     -------
@@ -376,14 +400,14 @@ def multilabel_mode(method: Any) -> str | None:
     """
     key = str(method).lower().replace("-", "_")
     key = _MULTILABEL_ALIASES.get(key, key)
-    return key if key in MULTILABEL_METHODS else None
+    return key if key in (*MULTILABEL_METHODS, "isotonic") else None
 
 
 def _calibrate_multilabel(model, task: str, calibrator, method, logits, labels, dataset, report: bool):
     """:func:`calibrate` for a multi-label head: :class:`MultiLabelScaling` on its logits, a sigmoid per label."""
     if getattr(model.config, "problem_type", None) != MULTI_LABEL:
         raise ValueError(
-            "a MultiLabelScaling calibrator needs a multi-label model (config.problem_type="
+            "a multi-label calibrator needs a multi-label model (config.problem_type="
             f"'multi_label_classification'), got problem_type={model.config.problem_type!r}"
         )
     if calibrator is not None and method is not None:
@@ -394,14 +418,14 @@ def _calibrate_multilabel(model, task: str, calibrator, method, logits, labels, 
         mode = multilabel_mode(method)
         if mode is None:
             raise ValueError(
-                f"`method` must be one of {list(MULTILABEL_METHODS)} (or ts, wts) for a multi-label head, "
-                f"got {method!r}"
+                f"`method` must be one of {[*MULTILABEL_METHODS, 'isotonic']} (or ts, wts, ir) for a multi-label "
+                f"head, got {method!r}"
             )
-        calibrator = MultiLabelScaling(mode)
-    elif not isinstance(calibrator, MultiLabelScaling):
+        calibrator = multilabel_calibrator(mode)
+    elif not isinstance(calibrator, MULTILABEL_CLASSES):
         raise ValueError(
-            f"a multi-label head (one sigmoid per label) needs a MultiLabelScaling calibrator, got "
-            f"{type(calibrator).__name__}: its softmax over the labels would be meaningless here"
+            "a multi-label head (one sigmoid per label) needs a MultiLabelScaling or MultiLabelIsotonic calibrator, "
+            f"got {type(calibrator).__name__}: its softmax over the labels would be meaningless here"
         )
     if dataset is not None:
         raise ValueError("for a multi-label head pass the validation `logits` and multi-hot `labels` (not `dataset`)")
@@ -410,9 +434,9 @@ def _calibrate_multilabel(model, task: str, calibrator, method, logits, labels, 
     num_labels = model.config.num_labels
     if logits is not None and np.shape(logits)[-1] != num_labels:
         raise ValueError(f"`logits` has {np.shape(logits)[-1]} labels but the model has num_labels={num_labels}")
-    if not hasattr(calibrator, "scale_"):
+    if not hasattr(calibrator, "num_classes_"):
         if logits is None:
-            raise ValueError("MultiLabelScaling is not fitted: pass `logits` and `labels`")
+            raise ValueError(f"{type(calibrator).__name__} is not fitted: pass `logits` and `labels`")
         calibrator.fit(logits, labels)
     if calibrator.num_classes_ != num_labels:
         raise ValueError(f"the calibrator has {calibrator.num_classes_} labels, the model {num_labels}")
@@ -422,7 +446,7 @@ def _calibrate_multilabel(model, task: str, calibrator, method, logits, labels, 
     return _wrap(model, task, block)
 
 
-def multilabel_calibration_metrics(logits: Any, labels: Any, calibrator: MultiLabelScaling) -> dict:
+def multilabel_calibration_metrics(logits: Any, labels: Any, calibrator: Any) -> dict:
     """Compute the macro average over labels of every label metric, and CECE over labels, before and after.
 
     Parameters
@@ -430,7 +454,7 @@ def multilabel_calibration_metrics(logits: Any, labels: Any, calibrator: MultiLa
     logits : array-like of shape (N, K)
     labels : array-like of shape (N, K)
         Multi-hot.
-    calibrator : MultiLabelScaling
+    calibrator : MultiLabelScaling or MultiLabelIsotonic
         Fitted.
 
     Returns

@@ -21,7 +21,8 @@ Calibration maps (SPEC.md, "Calibrators"), applied to the base model's logits ``
 - ``multilabel`` (multi-label heads, a sigmoid per label): ``a_k z_k + b_k`` per label, the block's
   ``mode`` saying how it was fitted (one temperature, one per label, Platt, weighted); the loss
   with labels is then the binary cross-entropy, and pipelines apply the sigmoid (the config keeps
-  the base model's ``problem_type``).
+  the base model's ``problem_type``); ``multilabel-ir``: each label's isotonic map of
+  ``sigmoid(z_k)``, returned as its logit.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from transformers import (
     PreTrainedModel,
 )
 
-METHODS = ("ts", "wts", "rd-ts", "vs", "ms", "ir", "hb", "multilabel")
+METHODS = ("ts", "wts", "rd-ts", "vs", "ms", "ir", "hb", "multilabel", "multilabel-ir")
 MULTI_LABEL = "multi_label_classification"  # transformers' problem_type of a sigmoid-per-label head
 TASKS = ("sequence-classification", "token-classification")
 # Logits of probability 0 after IR/HB: finite, so losses stay finite, and exp() underflows to 0.
@@ -154,7 +155,7 @@ class CalibrationHead(nn.Module):
                 raise ValueError("calibration block: multi-label `scale` values must be > 0 (1 / temperature)")
         elif method == "ms":
             self.params = {"weight": _tensor(calibration, "weight", (k, k)), "bias": _tensor(calibration, "bias", (k,))}
-        elif method == "ir":
+        elif method in ("ir", "multilabel-ir"):
             xs = _ragged(calibration, "thresholds", k)
             ys = _ragged(calibration, "values", k)
             if any(x.shape != y.shape for x, y in zip(xs, ys)):
@@ -219,6 +220,12 @@ class CalibrationHead(nn.Module):
             return logits * self._get("scale", logits) + self._get("bias", logits)
         if method == "ms":
             return logits @ self._get("weight", logits).T + self._get("bias", logits)
+        if method == "multilabel-ir":  # each label on its own: its sigmoid, its map, back to a logit
+            p = torch.sigmoid(logits.double())
+            mapped = self._interpolate(p.reshape(-1, self.num_labels).T.contiguous()).T.reshape(p.shape)
+            mapped = mapped.clamp(1e-30, 1 - 1e-16)  # finite logits for a map that reaches 0 or 1
+            out = torch.log(mapped) - torch.log1p(-mapped)
+            return torch.where(torch.isnan(p), torch.nan, out).to(logits.dtype)
         # float64: a steep isotonic segment would amplify float32 rounding of p.
         probs = torch.softmax(logits.double(), dim=-1)
         flat = probs.reshape(-1, self.num_labels).T.contiguous()  # (K, rows)
@@ -290,6 +297,7 @@ _METHOD_NAMES = {
     "ir": "one-vs-rest isotonic regression (Zadrozny & Elkan 2002)",
     "hb": "one-vs-rest histogram binning (Zadrozny & Elkan 2001)",
     "multilabel": "per-label sigmoid scaling of a multi-label head (temperature or Platt scaling)",
+    "multilabel-ir": "per-label isotonic regression of a multi-label head (Zadrozny & Elkan 2002)",
 }
 _FORMULAS = {
     "ts": "logits / T",
@@ -300,6 +308,7 @@ _FORMULAS = {
     "ir": "log(renormalised per-class isotonic map of softmax(logits))",
     "hb": "log(renormalised per-class histogram-binning map of softmax(logits))",
     "multilabel": "scale * logits + bias, per label, before each label's sigmoid",
+    "multilabel-ir": "logit(isotonic map of sigmoid(logits)), per label",
 }
 
 

@@ -1,4 +1,4 @@
-"""Calibrators for multi-label heads (a sigmoid per label): temperature and Platt scaling.
+"""Calibrators for multi-label heads (a sigmoid per label): temperature and Platt scaling, isotonic regression.
 
 Each label's probability is ``sigmoid(a_k z_ik + b_k)`` of its logit ``z_ik``:
 
@@ -13,6 +13,9 @@ The parameters minimise the binary cross-entropy of the multi-hot labels (``igno
 entries skipped), which is convex in ``(a, b)``: Newton's method, all labels at once (a 2 x 2
 system per label), with step halving, to a gradient below 1e-10, so the optimum is exact to
 far below 1e-6. A scale ``a <= 0`` (a temperature that would reverse the ranking) is refused.
+
+:class:`MultiLabelIsotonic` is the baseline: isotonic regression of each label's
+``sigmoid(z_ik)`` onto its 0/1 labels (Zadrozny & Elkan 2002), not affine in the logits.
 """
 
 from __future__ import annotations
@@ -35,6 +38,46 @@ def _loss(a: np.ndarray, b: np.ndarray, z: np.ndarray, y: np.ndarray, w: np.ndar
     """Per-label summed BCE of ``sigmoid(a z + b)`` (w: 1 for a counted entry, 0 for ignored)."""
     s = a * z + b
     return -(w * (y * _log_sigmoid(s) + (1 - y) * _log_sigmoid(-s))).sum(axis=0)
+
+
+def fit_arrays(logits: Any, labels: Any, ignore_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Check multi-label fitting data; return float64 logits, 0/1 labels (0 where ignored) and the counted mask.
+
+    Parameters
+    ----------
+    logits : array-like of shape (N, K)
+    labels : array-like of shape (N, K)
+        1, 0 or ``ignore_index``.
+    ignore_index : int
+
+    Returns
+    -------
+    z, y, w : ndarray of float64, shape (N, K)
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: not numbers, shapes that differ, NaN or inf, a label that is not 0,
+        1 or ``ignore_index``, or nothing to fit on.
+    """
+    z, y = to_numpy(logits, "logits"), to_numpy(labels, "labels")
+    for name, array in (("logits", z), ("labels", y)):
+        if array.dtype.kind not in "biuf":  # strings, objects: named, not numpy's conversion error
+            raise ValueError(f"`{name}` must hold numbers, got dtype {array.dtype}")
+    z, y = z.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
+    if z.ndim != 2 or y.shape != z.shape:
+        raise ValueError(
+            f"`logits` (N, K) and multi-hot `labels` of the same shape are needed, got {z.shape}, {y.shape}"
+        )
+    if not np.isfinite(z).all():
+        row, column = (int(v) for v in np.argwhere(~np.isfinite(z))[0])
+        raise ValueError(f"`logits` contains NaN or inf at position ({row}, {column})")
+    w = (y != ignore_index).astype(np.float64)
+    if not np.isin(y[w > 0], (0.0, 1.0)).all():
+        raise ValueError(f"`labels` must be multi-hot (0 or 1, or ignore_index={ignore_index})")
+    if w.sum() == 0:
+        raise ValueError("`labels` holds no entry to fit on (every entry is ignore_index)")
+    return z, np.where(w > 0, y, 0.0), w
 
 
 class MultiLabelScaling:
@@ -70,26 +113,6 @@ class MultiLabelScaling:
         self.method = check_choice(method, "method", MULTILABEL_METHODS)
         self.ignore_index = check_ignore_index(ignore_index)
 
-    def _arrays(self, logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        z, y = to_numpy(logits, "logits"), to_numpy(labels, "labels")
-        for name, array in (("logits", z), ("labels", y)):
-            if array.dtype.kind not in "biuf":  # strings, objects: named, not numpy's conversion error
-                raise ValueError(f"`{name}` must hold numbers, got dtype {array.dtype}")
-        z, y = z.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
-        if z.ndim != 2 or y.shape != z.shape:
-            raise ValueError(
-                f"`logits` (N, K) and multi-hot `labels` of the same shape are needed, got {z.shape}, {y.shape}"
-            )
-        if not np.isfinite(z).all():
-            row, column = (int(v) for v in np.argwhere(~np.isfinite(z))[0])
-            raise ValueError(f"`logits` contains NaN or inf at position ({row}, {column})")
-        w = (y != self.ignore_index).astype(np.float64)
-        if not np.isin(y[w > 0], (0.0, 1.0)).all():
-            raise ValueError(f"`labels` must be multi-hot (0 or 1, or ignore_index={self.ignore_index})")
-        if w.sum() == 0:
-            raise ValueError("`labels` holds no entry to fit on (every entry is ignore_index)")
-        return z, np.where(w > 0, y, 0.0), w
-
     def fit(self, logits: Any, labels: Any) -> MultiLabelScaling:
         """Fit the parameters on multi-label logits and their multi-hot labels.
 
@@ -110,7 +133,7 @@ class MultiLabelScaling:
             On bad input, or when the fitted scale is not positive (the logits rank the labels
             backwards): naming the label.
         """
-        z, y, w = self._arrays(logits, labels)
+        z, y, w = fit_arrays(logits, labels, self.ignore_index)
         k = z.shape[1]
         if self.method == "weighted_temperature":  # WTS per label: 1 - n_kc / N_k for a decision of class c
             counted = w.sum(axis=0)
@@ -194,3 +217,108 @@ class MultiLabelScaling:
         if z.ndim != 2 or z.shape[1] != self.scale_.size:
             raise ValueError(f"`logits` must have shape (N, {self.scale_.size}), got {z.shape}")
         return np.exp(_log_sigmoid(self.scale_ * z + self.bias_))
+
+
+class MultiLabelIsotonic:
+    """Isotonic regression per label of ``sigmoid(z_ik)`` onto its 0/1 labels (the baseline; Zadrozny & Elkan 2002).
+
+    Pool adjacent violators over each label's distinct probabilities; applied by linear
+    interpolation between the block ends, clipped outside the fitted range, as scikit-learn's
+    ``IsotonicRegression(out_of_bounds="clip")``. Not affine: a calibrated model keeps it in its
+    head (it cannot be folded into the classifier).
+
+    Parameters
+    ----------
+    ignore_index : int, default -100
+        Label entries to skip.
+
+    Attributes
+    ----------
+    thresholds_, values_ : list of K ndarrays
+        Each label's interpolation points.
+    num_classes_ : int
+        ``K``, the labels.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 2)) * 3
+    >>> y = (rng.random((2000, 2)) < 1 / (1 + np.exp(-z / 3))).astype(float)
+    >>> p = MultiLabelIsotonic().fit(z, y).predict_proba(z)
+    >>> bool(np.all(np.diff(p[np.argsort(z[:, 0]), 0]) >= 0))
+    True
+    """
+
+    method = "isotonic"
+
+    def __init__(self, *, ignore_index: int = -100) -> None:
+        self.ignore_index = check_ignore_index(ignore_index)
+
+    def fit(self, logits: Any, labels: Any) -> MultiLabelIsotonic:
+        """Fit each label's isotonic map.
+
+        Parameters
+        ----------
+        logits : array-like of shape (N, K)
+        labels : array-like of shape (N, K)
+            1, 0 or ``ignore_index``.
+
+        Returns
+        -------
+        MultiLabelIsotonic
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            On bad input, or a label with no entry to fit on (named).
+        """
+        from calibkit.calibrators.baselines import isotonic_points
+
+        z, y, w = fit_arrays(logits, labels, self.ignore_index)
+        p = np.exp(_log_sigmoid(z))
+        self.thresholds_, self.values_ = [], []
+        for k in range(z.shape[1]):  # a loop over labels; each fit is vectorised
+            kept = w[:, k] > 0
+            if not kept.any():
+                raise ValueError(f"`labels`: label {k} has no entry to fit on (every entry is ignore_index)")
+            xs, vs = isotonic_points(p[kept, k], y[kept, k])
+            self.thresholds_.append(xs)
+            self.values_.append(vs)
+        self.num_classes_ = z.shape[1]
+        return self
+
+    def predict_proba(self, logits: Any) -> np.ndarray:
+        """Return each label's calibrated probability.
+
+        Parameters
+        ----------
+        logits : array-like of shape (N, K)
+
+        Returns
+        -------
+        ndarray of shape (N, K)
+        """
+        if not hasattr(self, "thresholds_"):
+            raise ValueError("call fit() before predict_proba()")
+        z = np.asarray(to_numpy(logits, "logits"), dtype=np.float64)
+        if z.ndim != 2 or z.shape[1] != self.num_classes_:
+            raise ValueError(f"`logits` must have shape (N, {self.num_classes_}), got {z.shape}")
+        p = np.exp(_log_sigmoid(z))
+        return np.stack([np.interp(p[:, k], x, v) for k, (x, v) in enumerate(zip(self.thresholds_, self.values_))], 1)
+
+    def calibration_block(self) -> dict[str, Any]:
+        """Return the parameters as a calibrated model's ``calibration`` block (JSON-ready).
+
+        Returns
+        -------
+        dict
+            ``{"method": "multilabel-ir", "thresholds": [[...]], "values": [[...]]}``.
+        """
+        if not hasattr(self, "thresholds_"):
+            raise ValueError("call fit() before calibration_block()")
+        return {
+            "method": "multilabel-ir",
+            "thresholds": [t.tolist() for t in self.thresholds_],
+            "values": [v.tolist() for v in self.values_],
+        }

@@ -499,14 +499,14 @@ class CalibrationCallback(TrainerCallback):
         from calibkit.calibrators.calibrated import CALIBRATORS, calibrate, make_calibrator
 
         if self.settings.multilabel:
-            from calibkit.calibrators.multilabel import MultiLabelScaling
+            from calibkit.calibrators.calibrated import multilabel_calibrator
 
             mode = self._multilabel_fits[method]
             if mode is None:
                 raise ValueError(
-                    f"{method} has no multi-label form (multi-label fits: ts, wts, label_temperature, platt)"
+                    f"{method} has no multi-label form (multi-label fits: ts, wts, label_temperature, platt, ir)"
                 )
-            calibrator = MultiLabelScaling(mode, ignore_index=self.ignore_index).fit(logits, labels)
+            calibrator = multilabel_calibrator(mode, ignore_index=self.ignore_index).fit(logits, labels)
             self.fitted[method] = calibrator
             return calibrate(model, calibrator, logits=logits, labels=labels)
         if method not in CALIBRATORS:

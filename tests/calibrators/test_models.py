@@ -412,7 +412,9 @@ def test_multilabel_heads_and_softmax_calibrators_do_not_mix():
 
     multi, single = tiny_multilabel(), tiny()
     z, y = multilabel_validation_set(multi)
-    with pytest.raises(ValueError, match="needs a MultiLabelScaling calibrator, got TemperatureScaling"):
+    with pytest.raises(
+        ValueError, match="needs a MultiLabelScaling or MultiLabelIsotonic calibrator, got TemperatureScaling"
+    ):
         calibrate(multi, TemperatureScaling.from_temperature(2.0, NUM_LABELS))
     with pytest.raises(ValueError, match="needs a multi-label model"):
         calibrate(single, MultiLabelScaling().fit(z, y))
@@ -420,3 +422,20 @@ def test_multilabel_heads_and_softmax_calibrators_do_not_mix():
         calibrate(multi, method="temperature", dataset=object())
     with pytest.raises(ValueError, match="`method` must be one of"):
         calibrate(multi, method="hb", logits=z, labels=y)
+
+
+def test_multilabel_isotonic_head_reloads_and_is_not_folded(tmp_path):
+    from calibkit.calibrators.multilabel import MultiLabelIsotonic
+
+    base = tiny_multilabel(seed=4)
+    z, y = multilabel_validation_set(base)
+    fitted = MultiLabelIsotonic().fit(z, y)
+    model = calibrate(base, method="ir", logits=z, labels=y).eval()
+    batch = inputs(seed=5)
+    probs = torch.sigmoid(logits_of(model, batch)).numpy()
+    np.testing.assert_allclose(probs, fitted.predict_proba(logits_of(base, batch)).clip(1e-30, 1 - 1e-16), atol=1e-6)
+    model.save_pretrained(tmp_path / "m")
+    again = AutoModelForSequenceClassification.from_pretrained(tmp_path / "m").eval()
+    np.testing.assert_allclose(logits_of(again, batch).numpy(), logits_of(model, batch).numpy(), atol=1e-6)
+    with pytest.raises(ValueError, match="not affine"):
+        fold_into_classifier(model)

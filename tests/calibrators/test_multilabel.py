@@ -114,3 +114,21 @@ def test_weighted_temperature_is_the_optimum_of_wts_weights_per_label():
     assert fitted.calibration_block() == {
         "method": "multilabel", "mode": "weighted_temperature", "scale": fitted.scale_.tolist(), "bias": [0.0] * k,
     }  # fmt: skip
+
+
+def test_isotonic_per_label_equals_scikit_learn():
+    from sklearn.isotonic import IsotonicRegression
+
+    from calibkit.calibrators.multilabel import MultiLabelIsotonic
+
+    fitted = MultiLabelIsotonic().fit(Z, Y)
+    probe = RNG.normal(size=(500, 4)) * 4  # beyond the fitted range too: clipped
+    got = fitted.predict_proba(probe)
+    for j in range(Z.shape[1]):
+        keep = Y[:, j] != -100
+        sk = IsotonicRegression(out_of_bounds="clip").fit(1 / (1 + np.exp(-Z[keep, j])), Y[keep, j])
+        np.testing.assert_allclose(got[:, j], sk.predict(1 / (1 + np.exp(-probe[:, j]))), atol=1e-12)
+    block = fitted.calibration_block()
+    assert block["method"] == "multilabel-ir" and len(block["thresholds"]) == 4
+    with pytest.raises(ValueError, match="label 1 has no entry to fit on"):
+        MultiLabelIsotonic().fit(Z[:, :2], np.where(np.arange(2) == 1, -100, Y[:, :2].clip(0, 1)))

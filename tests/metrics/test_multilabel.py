@@ -186,3 +186,20 @@ def test_the_bootstrap_resamples_rows_with_every_label_and_one_label_is_the_bina
     binary = bootstrap_intervals(z[:, 0], y[:, 0].astype(int), from_logits=True, n_boot=80, metrics=["ece", "brier"])
     for m in ("ece", "brier"):
         assert one["intervals"]["micro"][m] == pytest.approx(binary["intervals"][m], rel=1e-12)
+
+
+def test_per_label_ece_equals_scikit_learns_calibration_curve_per_label():
+    """scikit-learn's calibration_curve (uniform bins) gives each label's reliability points; with
+    the bin counts of the same binning, sum_b n_b / N |acc_b - conf_b| is that label's ECE."""
+    from sklearn.calibration import calibration_curve
+
+    p, y = multilabel_data(n=3000, k=4, seed=8)
+    p = p.astype(np.float64)
+    report = calibkit.multilabel_report(p, y, metrics=["ece"], n_bins=10)
+    for j in range(p.shape[1]):
+        prob_true, prob_pred = calibration_curve(y[:, j], p[:, j], n_bins=10, strategy="uniform")
+        edges = np.linspace(0.0, 1.0, 11)
+        counts = np.bincount(np.searchsorted(edges[1:-1], p[:, j], side="right"), minlength=10)
+        counts = counts[counts > 0]
+        want = float(np.sum(counts / len(p) * np.abs(prob_true - prob_pred)))
+        assert report["per_label"]["ece"][j] == pytest.approx(want, rel=1e-9), j
