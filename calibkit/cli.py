@@ -173,6 +173,12 @@ def writable_folder(location: str) -> Path:
 def cmd_report(args: argparse.Namespace) -> int:
     """Run ``calibkit report``: metrics of saved predictions, of shards, or the comparison for a model."""
     _check_report_options(args)
+    if args.multilabel:
+        if args.model or args.dataset:
+            raise ValueError("--multilabel reads saved predictions (--predictions); with --model it is not available")
+        from calibkit import multilabel_cli
+
+        return multilabel_cli.run(args)
     if args.model or args.dataset:
         return cmd_report_model(args)
     from calibkit.multiple_choice import is_choice_location
@@ -633,6 +639,12 @@ def build_parser() -> argparse.ArgumentParser:
         "or of it per character (acc_norm), per UTF-8 byte (acc_bytes) or per token (lighteval's acc_norm_token)",
     )
     report.add_argument("--quiet", action="store_true", help="no progress bar (shards)")
+    report.add_argument(
+        "--multilabel",
+        action="store_true",
+        help="predictions of a multi-label head: a value per label and multi-hot labels per row; "
+        "every metric per label, with macro, weighted and micro averages",
+    )
     report.add_argument(
         "--approximate-ace",
         action="store_true",

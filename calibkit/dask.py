@@ -54,6 +54,8 @@ class Part(NamedTuple):
         when an error needs it).
     table : pyarrow.Table or None
         A DataFrame partition as Arrow, to find the row of a flattened token.
+    multilabel : bool, default False
+        Multi-label rows (``values`` and ``labels`` ``(rows, K)``).
     """
 
     values: np.ndarray
@@ -62,6 +64,7 @@ class Part(NamedTuple):
     index: int
     offset: int | None
     table: Any
+    multilabel: bool = False
 
     def update(self, target: Any) -> None:
         """Call ``target.update(values, labels)``; an error names the partition and the row.
@@ -83,7 +86,7 @@ class Part(NamedTuple):
         except InputError as exc:
             from calibkit.prediction_files import row_of_value
 
-            row, token = row_of_value(exc.index, self.labels, self.table)
+            row, token = row_of_value(exc.index, self.labels, self.table, self.multilabel)
             raise PartitionError(exc.head, exc.tail, self.index, row, token, self.offset) from None
         except ValueError as exc:
             raise ValueError(f"partition {self.index}: {exc}") from None
@@ -175,14 +178,16 @@ def _tree(items: list, combine: Callable, split_every: int):
 # Partitions: (values, labels, from_logits), or None for an empty one
 
 
-def _array_batch(values: np.ndarray, labels: np.ndarray, from_logits: bool, index: int, offset: int) -> Part | None:
+def _array_batch(
+    values: np.ndarray, labels: np.ndarray, from_logits: bool, index: int, offset: int, multilabel: bool = False
+) -> Part | None:
     values, labels = np.asarray(values), np.asarray(labels)
     if labels.shape[0] == 0:
         return None
-    return Part(values, labels, from_logits, index, offset, None)
+    return Part(values, labels, from_logits, index, offset, None, multilabel)
 
 
-def _frame_batch(frame, index: int) -> Part | None:
+def _frame_batch(frame, index: int, multilabel: bool = False) -> Part | None:
     import pyarrow as pa
 
     from calibkit.prediction_files import from_arrow_table
@@ -200,17 +205,21 @@ def _frame_batch(frame, index: int) -> Part | None:
                 "give it an Arrow list type, e.g. pd.ArrowDtype(pa.list_(pa.float32())), or read Parquet with "
                 "dtype_backend='pyarrow'"
             )
-    values, labels, from_logits = from_arrow_table(table, where)
-    return Part(values, labels, from_logits, index, None, table)
+    values, labels, from_logits = from_arrow_table(table, where, multilabel)
+    return Part(values, labels, from_logits, index, None, table, multilabel)
 
 
-def _array_partitions(probs, labels, from_logits: bool) -> list:
+def _array_partitions(probs, labels, from_logits: bool, multilabel: bool = False) -> list:
     import dask
     import dask.array as da
 
     if not isinstance(labels, da.Array):
         raise ValueError(f"`labels` must be a Dask array with `probs`, got {type(labels).__name__}")
-    if probs.ndim not in (1, 2, 3) or labels.ndim != max(1, probs.ndim - 1):
+    if multilabel and (probs.ndim != 2 or labels.ndim != 2):
+        raise ValueError(
+            f"multi-label `probs` and `labels` must both be (N, K) Dask arrays, got {probs.shape} and {labels.shape}"
+        )
+    if not multilabel and (probs.ndim not in (1, 2, 3) or labels.ndim != max(1, probs.ndim - 1)):
         raise ValueError(
             f"`probs` of shape {probs.shape} needs `labels` of shape {probs.shape[: max(1, probs.ndim - 1)]}, "
             f"got {labels.shape}"
@@ -221,7 +230,7 @@ def _array_partitions(probs, labels, from_logits: bool) -> list:
         probs = probs.compute_chunk_sizes()
     if any(np.isnan(c) for c in labels.chunks[0]):
         labels = labels.compute_chunk_sizes()
-    if probs.shape[: labels.ndim] != labels.shape:
+    if probs.shape[: labels.ndim] != labels.shape:  # (multi-label: the same (N, K))
         raise ValueError(f"`probs` has shape {probs.shape} but `labels` {labels.shape}")
     # Whole rows in every block (classes and tokens are never split), labels chunked like probs.
     probs = probs.rechunk({axis: -1 for axis in range(1, probs.ndim)})
@@ -230,15 +239,16 @@ def _array_partitions(probs, labels, from_logits: bool) -> list:
     label_blocks = labels.to_delayed().reshape(-1)
     offsets = np.concatenate([[0], np.cumsum(probs.chunks[0])[:-1]]).astype(int).tolist()
     return [
-        dask.delayed(_array_batch, pure=True)(p, y, from_logits, i, offset)
+        dask.delayed(_array_batch, pure=True)(p, y, from_logits, i, offset, multilabel)
         for i, (p, y, offset) in enumerate(zip(blocks, label_blocks, offsets))
     ]
 
 
-def _frame_partitions(frame) -> list:
+def _frame_partitions(frame, multilabel: bool = False) -> list:
     import dask
 
-    return [dask.delayed(_frame_batch, pure=True)(part, i) for i, part in enumerate(frame.to_delayed())]
+    parts = frame.to_delayed()
+    return [dask.delayed(_frame_batch, pure=True)(part, i, multilabel) for i, part in enumerate(parts)]
 
 
 def _parquet_files(location: str) -> list[str]:
@@ -277,7 +287,7 @@ def _parquet_files(location: str) -> list[str]:
     return [str(f) for f in files]
 
 
-def partitions(data: Any, labels: Any = None, *, from_logits: bool = False) -> list:
+def partitions(data: Any, labels: Any = None, *, from_logits: bool = False, multilabel: bool = False) -> list:
     """Return delayed ``(values, labels, from_logits)`` per partition (``None`` for an empty one).
 
     Token rows are flattened per partition.
@@ -293,6 +303,9 @@ def partitions(data: Any, labels: Any = None, *, from_logits: bool = False) -> l
         With a Dask array only: the labels, ``(N,)`` or ``(N, L)``.
     from_logits : bool, default False
         With a Dask array only: the values are logits.
+    multilabel : bool, default False
+        Multi-label rows: ``(N, K)`` values with ``(N, K)`` multi-hot labels (a DataFrame: a
+        ``labels`` list per row).
 
     Returns
     -------
@@ -307,7 +320,7 @@ def partitions(data: Any, labels: Any = None, *, from_logits: bool = False) -> l
     import dask.dataframe as dd
 
     if isinstance(data, da.Array):
-        return _array_partitions(data, labels, from_logits)
+        return _array_partitions(data, labels, from_logits, multilabel)
     if not isinstance(data, (str, bytes, dd.DataFrame)) and not hasattr(data, "__fspath__"):
         raise ValueError(
             f"`data` must be a Dask array, a Dask DataFrame or a Parquet path/glob, got {type(data).__name__} "
@@ -318,7 +331,7 @@ def partitions(data: Any, labels: Any = None, *, from_logits: bool = False) -> l
     if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
         data = dd.read_parquet(_parquet_files(str(data)), dtype_backend="pyarrow")
     if isinstance(data, dd.DataFrame):
-        return _frame_partitions(data)
+        return _frame_partitions(data, multilabel)
     raise ValueError(f"`data` must be a Dask array, a Dask DataFrame or a Parquet path/glob, got {type(data).__name__}")
 
 
@@ -338,6 +351,7 @@ def calibration_report(
     esce_bins: int = 10,
     fce_variant: str = "paper",
     coverage: float = 0.8,
+    multilabel: bool = False,
     max_samples: int = 4_000_000,
     split_every: int = SPLIT_EVERY,
     scheduler: str | None = None,
@@ -361,6 +375,9 @@ def calibration_report(
     coverage : float, default 0.8
         Of the selective accuracy (asked for by name; from the buckets, within its
         ``selective_accuracy_error_bound``).
+    multilabel : bool, default False
+        Multi-label input (see :func:`partitions`): the result is
+        :func:`calibkit.multilabel_report`'s, ACE per label within its bound (one pass).
     max_samples : int, default 4,000,000
         Exact ACE's gather budget (:class:`~calibkit.metrics.exact_ace.ExactACE`).
     split_every : int, default 8
@@ -385,11 +402,11 @@ def calibration_report(
     settings = dict(
         metrics=metrics, ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins,
         rbece_bins=rbece_bins, theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, fce_variant=fce_variant,
-        coverage=coverage,
+        coverage=coverage, multilabel=multilabel,
     )  # fmt: skip
     wanted = CalibrationAccumulator(**settings).metrics  # every setting checked here, before the cluster works
     settings["metrics"] = wanted
-    parts = partitions(data, labels, from_logits=from_logits)
+    parts = partitions(data, labels, from_logits=from_logits, multilabel=multilabel)
     if not parts:
         raise ValueError("`data` has no partition")
     accumulate = [dask.delayed(_accumulate, pure=True)(p, settings) for p in parts]
@@ -400,13 +417,15 @@ def calibration_report(
         if offset is None:  # a DataFrame's partition sizes are known only once read: count those before it
             offset = sum(dask.compute(*[dask.delayed(_rows)(p) for p in parts[: exc.partition]], scheduler=scheduler))
         raise ValueError(str(PartitionError(exc.head, exc.tail, exc.partition, exc.row, exc.token, offset))) from None
-    if acc is None or acc.statistics is None or acc.statistics.n == 0:
+    stats = None if acc is None else acc.statistics
+    counted = 0 if stats is None else (sum(s.n for s in stats) if isinstance(stats, list) else stats.n)
+    if counted == 0:
         raise ValueError(
             f"`labels`: no labelled prediction in any partition (every label equals ignore_index={ignore_index}, "
             "or the partitions are empty)"
         )
     passes, partials = 1, None
-    if "ace" in wanted:
+    if "ace" in wanted and not multilabel:  # multi-label: ACE per label within its bound
         exact = ExactACE(acc, max_samples=max_samples)
         while not exact.done:
             shared = dask.delayed(exact, pure=True)  # one copy in the graph, not one per task

@@ -99,7 +99,7 @@ def check_fits_in_memory(needed: int, what: str) -> None:
         )
 
 
-def load_predictions(path: str | Path) -> tuple[np.ndarray, np.ndarray, bool]:
+def load_predictions(path: str | Path, multilabel: bool = False) -> tuple[np.ndarray, np.ndarray, bool]:
     """Predictions, labels and whether the predictions are logits, from a saved file.
 
     Parameters
@@ -110,6 +110,9 @@ def load_predictions(path: str | Path) -> tuple[np.ndarray, np.ndarray, bool]:
         ``labels`` column and either a ``probs``/``logits`` column (a vector per row, or a list
         of per-token vectors per row with a list of labels) or the wide columns
         ``probs_0 .. probs_{K-1}`` (``logits_*``).
+    multilabel : bool, default False
+        Multi-label rows: a value per label and a multi-hot ``labels`` list per row (``.npz``:
+        ``(N, K)`` arrays of both).
 
     Returns
     -------
@@ -132,7 +135,7 @@ def load_predictions(path: str | Path) -> tuple[np.ndarray, np.ndarray, bool]:
         raise ValueError(f"--predictions: expected .npz, .parquet, .csv, .json or .jsonl, got {path}")
     if suffix == ".npz":
         return read_npz(file)
-    return from_arrow_table(read_table(file), str(path))
+    return from_arrow_table(read_table(file), str(path), multilabel)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -282,7 +285,7 @@ def read_table(file: Path):
         raise ValueError(f"{what} cannot be read as {kind}: {one_line(exc)}") from None
 
 
-def row_of_value(index: int, labels: np.ndarray, table=None) -> tuple[int, int | None]:
+def row_of_value(index: int, labels: np.ndarray, table=None, multilabel: bool = False) -> tuple[int, int | None]:
     """Return the row (and the token within it) of the ``index``-th value row of a batch read from a file.
 
     Parameters
@@ -295,6 +298,8 @@ def row_of_value(index: int, labels: np.ndarray, table=None) -> tuple[int, int |
     table : pyarrow.Table, optional
         The table given to :func:`from_arrow_table`, whose token rows (a list of labels per row)
         it flattened.
+    multilabel : bool, default False
+        The batch holds multi-label rows: ``index`` is the row (each label is read on its own).
 
     Returns
     -------
@@ -302,6 +307,8 @@ def row_of_value(index: int, labels: np.ndarray, table=None) -> tuple[int, int |
     token : int or None
         The token within the row, for token rows; None otherwise.
     """
+    if multilabel:
+        return index, None
     if table is None:
         return divmod(index, labels.shape[1]) if labels.ndim == 2 else (index, None)
     import pyarrow.compute as pc
@@ -355,7 +362,7 @@ def _lengths(column, name: str, path: str) -> np.ndarray:
     return pc.list_value_length(column).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def from_arrow_table(table, path: str) -> tuple[np.ndarray, np.ndarray, bool]:
+def from_arrow_table(table, path: str, multilabel: bool = False) -> tuple[np.ndarray, np.ndarray, bool]:
     """Turn a table of predictions (Parquet, CSV, JSON or a shard's batch) into arrays.
 
     Parameters
@@ -366,6 +373,10 @@ def from_arrow_table(table, path: str) -> tuple[np.ndarray, np.ndarray, bool]:
         ``probs_0 .. probs_{K-1}`` (``logits_*``).
     path : str
         Where the table comes from, for error messages.
+    multilabel : bool, default False
+        Multi-label rows: ``probs``/``logits`` one value per label and ``labels`` a multi-hot
+        list per row, both of ``K`` values (never guessed from the table: a list of labels per
+        row without it is read as token labels).
 
     Returns
     -------
@@ -397,11 +408,15 @@ def from_arrow_table(table, path: str) -> tuple[np.ndarray, np.ndarray, bool]:
                     f"--predictions: {path}: `{kind}` must hold a list of numbers per row (or per token); it holds "
                     f"{column.type} (wide files name their columns {kind}_0 .. {kind}_{{K-1}})"
                 )
-            if _is_list(column.type.value_type):
+            if multilabel:
+                values, labels = _multilabel_rows(column, labels_column, kind, path)
+            elif _is_list(column.type.value_type):
                 values, labels = _token_rows(column, labels_column, kind, path)
             else:
                 values, labels = _sequence_rows(column, labels_column, kind, path)
             return values, labels, kind == "logits"
+    if multilabel:
+        raise ValueError(f"--predictions: {path}: multi-label rows need a `probs` or `logits` list column")
     values, kind = _wide_columns(table, path)
     if _is_list(labels_column.type):
         raise ValueError(f"--predictions: {path}: `labels` holds a list per row but `{kind}_*` one value per column")
@@ -409,12 +424,18 @@ def from_arrow_table(table, path: str) -> tuple[np.ndarray, np.ndarray, bool]:
 
 
 def _sequence_rows(column, labels_column, kind: str, path: str) -> tuple[np.ndarray, np.ndarray]:
-    import pyarrow.compute as pc
-
     if _is_list(labels_column.type):
         raise ValueError(
             f"--predictions: {path}: `labels` holds a list per row (token labels) but `{kind}` one vector per row"
+            "; for multi-hot labels of a multi-label head, pass multilabel=True (--multilabel)"
         )
+    return _vector_rows(column, kind, path), _numbers(labels_column, "labels", path)
+
+
+def _vector_rows(column, kind: str, path: str) -> np.ndarray:
+    """One vector per row, all of one length: ``(N, K)``."""
+    import pyarrow.compute as pc
+
     lengths = _lengths(column, kind, path)
     if lengths.size and (lengths != lengths[0]).any():
         row = int(np.flatnonzero(lengths != lengths[0])[0])
@@ -424,7 +445,29 @@ def _sequence_rows(column, labels_column, kind: str, path: str) -> tuple[np.ndar
         )
     flat = _numbers(pc.list_flatten(column), kind, path)
     k = int(lengths[0]) if lengths.size else 0
-    return flat.reshape(lengths.size, k), _numbers(labels_column, "labels", path)
+    return flat.reshape(lengths.size, k)
+
+
+def _multilabel_rows(column, labels_column, kind: str, path: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of a multi-label head: one value and one 0/1 label per label, ``(N, K)`` each."""
+    import pyarrow.compute as pc
+
+    if _is_list(column.type.value_type) or not _is_list(labels_column.type):
+        raise ValueError(
+            f"--predictions: {path}: multi-label rows need `{kind}` with one value per label and `labels` a "
+            f"multi-hot list per row; they hold {column.type} and {labels_column.type}"
+        )
+    values = _vector_rows(column, kind, path)
+    counts = _lengths(labels_column, "labels", path)
+    bad = np.flatnonzero(counts != values.shape[1])
+    if bad.size:
+        row = int(bad[0])
+        raise ValueError(
+            f"--predictions: {path}: row {row} has {counts[row]} labels but {values.shape[1]} `{kind}` values; "
+            "a multi-label row needs one 0/1 label per value"
+        )
+    labels = _numbers(pc.list_flatten(labels_column), "labels", path).reshape(values.shape)
+    return values, labels
 
 
 def _token_rows(column, labels_column, kind: str, path: str) -> tuple[np.ndarray, np.ndarray]:

@@ -314,6 +314,8 @@ class Batch(NamedTuple):
         The row of all shards (in order) where the batch starts.
     table : pyarrow.Table or None
         The batch as read (None for ``.npz``), to find the row of a flattened token.
+    multilabel : bool, default False
+        Multi-label rows (``values`` and ``labels`` ``(rows, K)``).
     """
 
     values: np.ndarray
@@ -323,6 +325,7 @@ class Batch(NamedTuple):
     offset: int
     first_row: int
     table: Any
+    multilabel: bool = False
 
     def place(self, error: InputError) -> str:
         """Say where ``error``'s bad value is: the row of the shard and of all shards (and its token).
@@ -337,7 +340,7 @@ class Batch(NamedTuple):
         str
             E.g. ``row 7 of s1.parquet (row 37 of all shards)``.
         """
-        row, token = row_of_value(error.index, self.labels, self.table)
+        row, token = row_of_value(error.index, self.labels, self.table, self.multilabel)
         token_of = "" if token is None else f"token {token} of "
         return f"{token_of}row {self.offset + row} of {self.file} (row {self.first_row + row} of all shards)"
 
@@ -362,7 +365,9 @@ class Batch(NamedTuple):
             raise ValueError(f"--predictions: {self.file} (rows from {self.offset}): {exc}") from None
 
 
-def iter_batches(files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress: Any = None) -> Iterator[Batch]:
+def iter_batches(
+    files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress: Any = None, multilabel: bool = False
+) -> Iterator[Batch]:
     """Read the shards batch by batch (token rows flattened).
 
     Every shard must hold the same kind (``probs`` or ``logits``).
@@ -376,6 +381,8 @@ def iter_batches(files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress:
         ``.csv`` shard is one batch.
     progress : tqdm progress bar, optional
         Updated with the rows of each batch and the shards done.
+    multilabel : bool, default False
+        Read multi-label rows (:func:`calibkit.prediction_files.from_arrow_table`).
 
     Yields
     ------
@@ -405,7 +412,7 @@ def iter_batches(files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress:
                 table, rows = item, item.num_rows
                 if rows == 0:  # an empty shard or row group: nothing to check or count
                     continue
-                values, labels, logits = from_arrow_table(table, f"{file} (batch from row {offset})")
+                values, labels, logits = from_arrow_table(table, f"{file} (batch from row {offset})", multilabel)
             if kind is None:
                 kind = logits
             elif logits != kind:
@@ -414,7 +421,7 @@ def iter_batches(files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress:
                     f"--predictions: {file} holds {names[logits]} but {files[0]} holds {names[kind]}; "
                     "every shard must hold the same kind"
                 )
-            yield Batch(values, labels, logits, file, offset, first_row, table)
+            yield Batch(values, labels, logits, file, offset, first_row, table, multilabel)
             first_row += rows
             if progress is not None:
                 progress.update(rows)
@@ -436,6 +443,7 @@ def stream_report(
     esce_bins: int = 10,
     fce_variant: str = "paper",
     coverage: float = 0.8,
+    multilabel: bool = False,
     num_threads: int | None = None,
     batch_bytes: int = BATCH_BYTES,
     max_samples: int = 4_000_000,
@@ -450,7 +458,7 @@ def stream_report(
         A folder (searched recursively), a glob (``'preds/*.parquet'``) or one shard.
     metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins
         As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`.
-    fce_variant, coverage, num_threads
+    fce_variant, coverage, multilabel, num_threads
         As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`. Probabilities or
         logits are told apart by the column name (``probs``/``logits``).
     batch_bytes : int, default 8 MiB
@@ -482,7 +490,7 @@ def stream_report(
     settings = dict(
         ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins, rbece_bins=rbece_bins,
         theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, fce_variant=fce_variant, num_threads=num_threads,
-        coverage=coverage,
+        coverage=coverage, multilabel=multilabel,
     )  # fmt: skip
     wanted = CalibrationAccumulator(metrics, **settings).metrics  # settings checked before any shard is read
     files, skipped = find_shards(location)
@@ -494,7 +502,7 @@ def stream_report(
 
     accumulators: dict[bool, CalibrationAccumulator] = {}
     with bar("pass 1 (all metrics)") as seen:
-        for batch in iter_batches(files, batch_bytes=batch_bytes, progress=seen):
+        for batch in iter_batches(files, batch_bytes=batch_bytes, progress=seen, multilabel=multilabel):
             if batch.from_logits not in accumulators:  # the kind is fixed by the first shard
                 accumulators[batch.from_logits] = CalibrationAccumulator(
                     wanted, from_logits=batch.from_logits, **settings
@@ -502,13 +510,15 @@ def stream_report(
             batch.update(accumulators[batch.from_logits])
     acc = next(iter(accumulators.values()))
     stats = acc.statistics
-    if stats is None or stats.n == 0:
+    if isinstance(stats, list):  # multi-label: one statistics per label
+        stats = None if sum(s.n for s in stats) == 0 else stats[0]
+    if stats is None or (not multilabel and stats.n == 0):
         raise ValueError(
             f"--predictions: {location}: no labelled prediction (empty shards, or every label equals "
             f"ignore_index={ignore_index})"
         )
     passes, partials = 1, None
-    if "ace" in wanted and exact_ace:
+    if "ace" in wanted and exact_ace and not multilabel:  # multi-label: ACE per label within its bound
         exact = ExactACE(acc, max_samples=max_samples)
         while not exact.done:
             passes += 1

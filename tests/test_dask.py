@@ -179,3 +179,27 @@ def test_selective_metrics_within_their_bound(client):
     for name in names:
         assert 0 < got[f"{name}_error_bound"] < 5e-3
         assert abs(got[name] - exact[name]) <= got[f"{name}_error_bound"]
+
+
+def test_multilabel_arrays_and_frames(client, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(9)
+    z = (rng.normal(size=(6000, 3)) * 2).astype(np.float32)
+    y = (rng.random((6000, 3)) < 1 / (1 + np.exp(-z / 2))).astype(np.float32)
+    want = calibkit.calibration_report(z, y, from_logits=True, multilabel=True, metrics=["ece", "brier"])
+    got = calibration_report(
+        da.from_array(z, chunks=(1700, 3)), da.from_array(y, chunks=(900, 3)), from_logits=True, multilabel=True,
+        metrics=["ece", "brier"],
+    )  # fmt: skip
+    assert got["passes"] == 1
+    for avg in ("macro", "micro"):
+        assert got[avg] == pytest.approx(want[avg], rel=1e-9)
+    np.testing.assert_allclose(got["per_label"]["ece"], want["per_label"]["ece"], rtol=1e-9)
+    table = pa.table({"logits": [r.tolist() for r in z], "labels": [r.tolist() for r in y]})
+    pq.write_table(table, tmp_path / "ml.parquet", row_group_size=2000)
+    from_files = calibration_report(str(tmp_path / "ml.parquet"), multilabel=True, metrics=["ece", "brier"])
+    assert from_files["micro"] == pytest.approx(want["micro"], rel=1e-9)
+    with pytest.raises(ValueError, match=r"multi-label `probs` and `labels` must both be \(N, K\)"):
+        calibration_report(da.from_array(z[:, 0]), da.from_array(y[:, 0]), multilabel=True)

@@ -40,6 +40,10 @@ PREAMBLE = textwrap.dedent(
                         intermediate_size=37, max_position_embeddings=32, num_labels=K)
     torch.manual_seed(0)
     model = BertForSequenceClassification(config)
+    val_multi_hot = (rng.random((200, K)) < 1 / (1 + np.exp(-val_logits / 2))).astype(np.float32)
+    multi_label_model = BertForSequenceClassification(
+        BertConfig(**{**config.to_dict(), "problem_type": "multi_label_classification"})
+    )
     ids = torch.from_numpy(rng.integers(5, 64, (32, 12)))
     loader = [{"input_ids": ids[i : i + 8], "attention_mask": torch.ones_like(ids[i : i + 8]),
                "labels": torch.from_numpy(labels[i : i + 8])} for i in range(0, 32, 8)]

@@ -1,8 +1,9 @@
 """Calibrators: fit on validation logits, apply to logits, wrap a ``transformers`` model.
 
 TS, WTS and RD-TS (the papers' methods) and the baselines VS, MS, IR and HB share the
-scikit-learn-style interface of :class:`Calibrator`; :func:`calibrate` turns a fine-tuned model
-and a calibrator into a calibrated ``PreTrainedModel``.
+scikit-learn-style interface of :class:`Calibrator`; :class:`MultiLabelScaling` and
+:class:`MultiLabelIsotonic` calibrate multi-label heads (a sigmoid per label); :func:`calibrate`
+turns a fine-tuned model and a calibrator into a calibrated ``PreTrainedModel``.
 
 Names are resolved lazily: fitting a temperature needs neither torch nor transformers, whose
 imports are slow; the model classes import them on first use (and register themselves
@@ -23,6 +24,8 @@ _EXPORTS = {
     "MatrixScaling": "baselines",
     "IsotonicCalibration": "baselines",
     "HistogramBinning": "baselines",
+    "MultiLabelScaling": "multilabel",
+    "MultiLabelIsotonic": "multilabel",
     "CALIBRATORS": "calibrated",
     "calibrate": "calibrated",
     "classifier_layer": "calibrated",

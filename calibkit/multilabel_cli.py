@@ -1,0 +1,119 @@
+"""``calibkit report --multilabel``: a multi-label head's saved predictions, as a table per label and averaged."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+
+def format_multilabel_table(report: dict[str, Any], intervals: dict[str, Any] | None = None) -> str:
+    """Render :func:`calibkit.multilabel_report` as Markdown: a row per metric, a column per label and average.
+
+    Parameters
+    ----------
+    report : dict
+        From :func:`calibkit.multilabel_report` (or ``calibration_report(multilabel=True)``).
+    intervals : dict, optional
+        :func:`~calibkit.metrics.bootstrap.bootstrap_intervals`' ``"intervals"`` with
+        ``multilabel=True``: a macro interval column is added.
+
+    Returns
+    -------
+    str
+        Then the class-wise summaries over the labels' ECEs, and each label's support.
+    """
+    k = len(report["support"])
+    head = ["metric", *[f"label {j}" for j in range(k)], "macro", "weighted", "micro"]
+    head += ["macro 95% interval"] if intervals else []
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for name, values in report["per_label"].items():
+        cells = [_cell(v) for v in values] + [_cell(report[avg][name]) for avg in ("macro", "weighted", "micro")]
+        if intervals:
+            low, high = intervals["macro"][name]
+            cells.append(f"[{_cell(low)}, {_cell(high)}]")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append(
+        "| support | " + " | ".join(str(int(s)) for s in report["support"]) + " | | | |" + (" |" if intervals else "")
+    )
+    lines.append("")
+    summaries = [key for key, value in report.items() if isinstance(value, float)]
+    lines.append("Over the labels' ECEs: " + ", ".join(f"{key} {_cell(report[key])}" for key in summaries))
+    lines.append(f"Label decisions counted: {report['n']}")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{float(value):.4f}"
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _json(value.tolist())
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``calibkit report --predictions PATH --multilabel``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The report command's options.
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    ValueError
+        On options that do not apply to multi-label predictions, or bad input (one line).
+    """
+    from calibkit.prediction_files import load_predictions
+    from calibkit.shards import is_shard_location, stream_report
+
+    if not args.predictions:
+        raise ValueError("--multilabel needs --predictions (saved logits or probabilities and multi-hot labels)")
+    if args.output:
+        raise ValueError("--output is not available with --multilabel yet: use --json")
+    settings = {"ignore_index": args.ignore_index, "n_bins": args.n_bins, "theta": args.theta}
+    settings["fce_variant"] = args.fce_variant
+    intervals = None
+    if is_shard_location(args.predictions):
+        if args.bootstrap:
+            raise ValueError("--bootstrap resamples predictions held in memory; with shards it is not available")
+        report = stream_report(args.predictions, multilabel=True, progress=not args.quiet, **settings)
+        source = f"{args.predictions} ({report.pop('shards')} shards, read {report.pop('passes')} time)"
+        report.pop("skipped")
+    else:
+        from calibkit.metrics import calibration_report
+        from calibkit.metrics.bootstrap import bootstrap_intervals
+
+        values, labels, from_logits = load_predictions(args.predictions, multilabel=True)
+        report = calibration_report(values, labels, from_logits=from_logits, multilabel=True, **settings)
+        if args.bootstrap:
+            ci = bootstrap_intervals(
+                values, labels, from_logits=from_logits, multilabel=True, n_boot=args.bootstrap, seed=args.seed,
+                **settings,
+            )  # fmt: skip
+            intervals = ci["intervals"]
+        source = args.predictions
+    if args.json:
+        print(json.dumps(_json({"source": source, **report, "intervals": intervals}), indent=2))
+    else:
+        print(f"calibkit report (multi-label): {source}")
+        print(format_multilabel_table(report, intervals))
+    return 0
