@@ -531,6 +531,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ValueError(f"the demo needs its extra: pip install 'calibkit[demo]' ({exc})") from exc
     writable_folder(args.output)
+    if args.task == "multilabel":
+        from calibkit.demo_multilabel import run_multilabel_demo
+
+        if args.bootstrap:
+            raise ValueError("--bootstrap: the multilabel demo gives re-split intervals (--resplits) instead")
+        run_multilabel_demo(
+            args.output, epochs=args.epochs, seed=args.seed, resplits=args.resplits, max_train=args.max_train,
+            threads=args.threads,
+        )  # fmt: skip
+        return 0
     run_demo(
         args.task,
         args.output,
@@ -584,7 +594,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="calibkit", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="fine-tune MiniLM offline, compare every calibrator, write tables and figures")
-    demo.add_argument("--task", choices=("token", "sequence"), default="token", help="Twitter NER or BBC News")
+    demo.add_argument(
+        "--task",
+        choices=("token", "sequence", "multilabel"),
+        default="token",
+        help="Twitter NER, BBC News, or the entity types each tweet mentions (multi-label)",
+    )
     demo.add_argument("--output", default="calibkit-demo", help="output folder (default: calibkit-demo)")
     demo.add_argument("--epochs", type=float, help="training epochs (default 5 for token, 3 for sequence)")
     demo.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")

@@ -67,3 +67,37 @@ def test_demo_token_end_to_end(tmp_path):
         pytest.fail("no chromium: .ci/run installs Debian's chromium before the slow tests")
     total, loaded = figures_loaded(rendered_dom(out / "index.html"))
     assert total == loaded == 4
+
+
+@pytest.mark.slow
+def test_demo_multilabel_end_to_end(tmp_path):
+    import matplotlib.image
+    from transformers import AutoModelForSequenceClassification, pipeline
+
+    from calibkit.cli import main
+
+    out = tmp_path / "ml"
+    assert main(["demo", "--task", "multilabel", "--output", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert len(report["types"]) == 10 and report["support_test"]["person"] > 20  # real tags, a real split
+    history = report["history"]
+    assert len(history) == 6 and all({"eval_ece", "eval_cece", "eval_brier"} <= set(h) for h in history)
+    table = report["resplits"]["table"]
+    assert table["uncalibrated"]["ece"]["n"] == 20 and table["ts"]["ece"]["n"] == 20
+    best = report["best"]
+    assert table[best]["ece"]["mean"] <= table["uncalibrated"]["ece"]["mean"]
+    verdicts = {c["claim"]: c["verdict"] for c in report["resplits"]["verdicts"]}
+    assert len(verdicts) == 5 and set(verdicts.values()) <= {"holds", "does not hold", "inconclusive", "not tested"}
+    text = (out / "table.md").read_text()
+    assert "## Verdicts" in text and text.count("\n| ") >= 2 * 7
+    for name in ("reliability_types.png", "ece_vs_support.png"):
+        assert matplotlib.image.imread(out / name)[..., :3].std() > 0.05
+    assert (out / "training" / "calibrated-ts" / "README.md").exists()  # fitted by the callback at the end
+    if best != "uncalibrated":
+        folder = out / f"calibrated-{best}"
+        model = AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)
+        assert model.config.problem_type == "multi_label_classification"
+        scores = pipeline("text-classification", model=model, tokenizer=str(folder), device="cpu")(
+            "Barack Obama visited New York with Google", top_k=None
+        )
+        assert len(scores) == 10 and sum(s["score"] for s in scores) != pytest.approx(1.0, abs=1e-3)

@@ -66,6 +66,17 @@ LABELS: dict[str, str] = {UNCALIBRATED: "Uncalibrated", **{e.name: e.label for e
 
 _BY_NAME = {e.name: e for e in REGISTRY}
 
+MULTILABEL_LABELS: dict[str, str] = {
+    UNCALIBRATED: "uncalibrated",
+    "ts": "TS (one T)",
+    "wts": "WTS (per-label weights)",
+    "label-ts": "TS per label",
+    "platt": "Platt per label",
+    "ir": "isotonic per label",
+}
+"""The multi-label calibrators (:mod:`calibkit.calibrators.multilabel`) by the names
+:func:`~calibkit.calibrators.calibrated.multilabel_mode` reads, in table order, with their labels."""
+
 
 def entry(name: str) -> CalibratorEntry:
     """Return the registry entry of calibration method ``name``.

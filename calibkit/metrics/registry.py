@@ -489,6 +489,10 @@ TABLE_METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_table)
 OVER_CLASSES: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.over_classes)
 """The metrics defined over the classes (see :class:`Metric`'s ``over_classes``)."""
 
+MULTILABEL_TABLE: tuple[str, ...] = ("ece", "cece", "ece_variance", "brier", "nll")
+"""The columns of a multi-label comparison: macro ECE, Brier and NLL over the labels, and CECE and
+the ECE variance of the labels' ECEs (the class-wise paper's summaries, over labels)."""
+
 LOGGED: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.logged)
 """What :class:`calibkit.CalibrationCallback` logs at every evaluation by default: the seed
 papers' metrics (class-wise, region, fuzzy, entropic) and the ECE they are read against."""
