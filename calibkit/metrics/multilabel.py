@@ -92,8 +92,7 @@ def check_multilabel(probs: Any, labels: Any, ignore_index: int) -> tuple[Any, A
         raise ValueError(f"`labels` must hold 0, 1 (or ignore_index), got dtype {y.dtype}")
     bad = ~((y == 0) | (y == 1) | (y == ignore_index))
     if bool(bad.any()):
-        where = bad.nonzero()
-        row, column = int(where[0][0]), int(where[1][0])
+        row, column = (int(v) for v in np.argwhere(bad.cpu().numpy() if hasattr(bad, "cpu") else bad)[0])
         raise ValueError(
             f"`labels` must be multi-hot (0 or 1, or ignore_index={ignore_index}); got {y[row, column].item()!r} at "
             f"position ({row}, {column})"

@@ -133,3 +133,26 @@ def test_selective_metrics_on_cuda(kind, from_logits, k):
     c, d = stream(p, y), host(lambda: stream(probs, labels))
     assert c.keys() == d.keys() and all(close(c[key], d[key]) for key in d), (c, d)
     assert all(abs(c[m] - b[m]) <= c[f"{m}_error_bound"] + 1e-12 for m in ON_REQUEST)
+
+
+def test_multilabel_accumulator_on_cuda_equals_the_host():
+    rng = np.random.default_rng(9)
+    z = rng.normal(size=(3000, 5)) * 2
+    y = (rng.random((3000, 5)) < 1 / (1 + np.exp(-z / 2))).astype(np.float32)
+    y[::7, 3] = -100
+
+    def stream(values, targets):
+        acc = CalibrationAccumulator(from_logits=True, multilabel=True)
+        for i in range(0, 3000, 700):
+            acc.update(values[i : i + 700], targets[i : i + 700])
+        return acc.compute()
+
+    a = stream(torch.from_numpy(z).cuda(), torch.from_numpy(y).cuda())
+    b = host(lambda: stream(z, y))
+    for avg in ("macro", "weighted", "micro"):
+        assert all(close(a[avg][m], b[avg][m]) for m in b[avg]), (avg, a[avg], b[avg])
+    assert a["n"] == b["n"] and close(a["cece"], b["cece"])
+    one = calibkit.calibration_report(
+        torch.from_numpy(z).cuda(), torch.from_numpy(y).cuda(), from_logits=True, multilabel=True
+    )
+    assert close(one["micro"]["brier"], b["micro"]["brier"])

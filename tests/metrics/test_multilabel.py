@@ -203,3 +203,11 @@ def test_per_label_ece_equals_scikit_learns_calibration_curve_per_label():
         counts = counts[counts > 0]
         want = float(np.sum(counts / len(p) * np.abs(prob_true - prob_pred)))
         assert report["per_label"]["ece"][j] == pytest.approx(want, rel=1e-9), j
+
+
+def test_a_bad_multi_hot_label_in_a_tensor_is_placed():
+    import torch
+
+    labels = torch.tensor([[0, 1, 0], [1, 0, 2], [0, 0, 0]])
+    with pytest.raises(ValueError, match=r"got 2 at position \(1, 2\)"):
+        calibkit.calibration_report(torch.rand(3, 3), labels, multilabel=True)
