@@ -347,7 +347,11 @@ def _print_summary(
     if resplit is not None:
         print(f"\nover {resplit.resplits} re-splits of validation + test:\n{resplit_note(resplit)}\n")
         print(resplit_table(resplit))
-        print(f"\nverdicts on the papers' claims:\n{verdict_text(verdicts(resplit))}")
+        from calibkit.claims import what_this_means
+
+        claims = verdicts(resplit)
+        print(f"\nwhat this means: {what_this_means(resplit, claims)}")
+        print(f"\nverdicts on the papers' claims:\n{verdict_text(claims)}")
     print(f"\none split (fitted on validation, evaluated on test):\n{markdown_table(comparison)}\n")
     print(f"best calibrator by {comparison.select}: {METHOD_LABELS[comparison.best]}")
     for name, p in paths.items():

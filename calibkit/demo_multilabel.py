@@ -355,6 +355,8 @@ def run_multilabel_demo(
     )
     paths["table"] = output / "table.md"
     paths["table"].write_text(text)
+    paths["html"] = output / "index.html"
+    paths["html"].write_text(_page(title, one_split, resplit, verdicts, paths))
     report = {
         "title": title, "types": names, "support_test": support, "one_split": one_split, "best": best,
         "resplits": {
@@ -376,6 +378,29 @@ def run_multilabel_demo(
         print(f"{name}: {path}")
     print(f"calibkit demo finished in {time.perf_counter() - start:.0f} s")
     return {"one_split": one_split, "resplits": resplit, "claims": verdicts, "best": best, "paths": paths}
+
+
+def _page(title: str, one_split: dict, resplit: Any, verdicts: list[dict[str, Any]], paths: dict[str, Path]) -> str:
+    """Render the report as one self-contained page: verdicts first, then the tables and the figures."""
+    import html
+
+    from calibkit.reporting import _markdown_to_html_table, embedded_figure, html_page
+
+    items = "".join(
+        f'<li class="{c["verdict"].replace(" ", "-")}"><b>{html.escape(c["verdict"])}</b>: {html.escape(c["claim"])} '
+        f"<i>({html.escape(c['paper'])})</i>. {html.escape(c['numbers'])}.</li>"
+        for c in verdicts
+    )
+    figures = [embedded_figure(p) for p in paths.values() if Path(p).suffix == ".png"]
+    return html_page(
+        title,
+        [
+            f"<h2>Verdicts</h2><ul id='verdicts'>{items}</ul>",
+            f"<h2>Over {resplit.resplits} re-splits</h2>{_markdown_to_html_table(resplit_table(resplit))}",
+            f"<h2>One split</h2>{_markdown_to_html_table(_one_split_table(one_split))}",
+            "<h2>Figures</h2>" + "".join(figures),
+        ],
+    )
 
 
 def _one_split_table(one_split: dict[str, dict[str, Any]]) -> str:

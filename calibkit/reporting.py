@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from calibkit import resplits as rs
+from calibkit.claims import what_this_means
 from calibkit.comparison import HIGHER_IS_BETTER, METHOD_LABELS, SIGNED, TABLE_METRICS, Comparison
 from calibkit.plots import RegionPlot, ReliabilityDiagram
 from calibkit.resplits import resplit_note
@@ -192,9 +193,15 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
         claims = rs.verdicts(resplits)
         json_summary = rs.to_json(resplits, claims)
         summary = (rs.markdown_table(resplits), rs.verdict_text(claims))
+        meaning = what_this_means(resplits, claims)
+        json_summary["what_this_means"] = meaning
         paths["verdicts"] = folder / "verdicts.md"
-        paths["verdicts"].write_text(f"# Verdicts on the papers' claims\n\n{resplit_note(resplits)}\n\n{summary[1]}\n")
+        paths["verdicts"].write_text(
+            f"# Verdicts on the papers' claims\n\n## What this means\n\n{meaning}\n\n{resplit_note(resplits)}\n\n"
+            f"{summary[1]}\n"
+        )
         lead = (
+            f"## What this means\n\n{meaning}\n\n"
             f"## Over {resplits.resplits} re-splits\n\n{resplit_note(resplits)}\n\n{summary[0]}\n\n"
             f"## Verdicts on the papers' claims\n\n{summary[1]}\n\n## One split\n\n"
         )
@@ -255,7 +262,6 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
     str
         The HTML.
     """
-    import base64
     import html
 
     sections = []
@@ -266,6 +272,8 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
             f"{html.escape(c['claim'])} <i>({html.escape(c['paper'])})</i>. {html.escape(c['numbers'])}.</li>"
             for c in claims
         )
+        meaning = html.escape(what_this_means(resplits, claims))
+        sections.append(f"<h2>What this means</h2><p id='what-this-means'>{meaning}</p>")
         sections.append(f"<h2>Verdicts on the papers' claims</h2><ul id='verdicts'>{items}</ul>")
         sections.append(
             f"<h2>Over {resplits.resplits} re-splits</h2><p>{html.escape(resplit_note(resplits))}</p>"
@@ -278,15 +286,26 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
         f"<div id='table'>{_markdown_to_html_table(markdown_table(comparison))}</div>"
         f"<h2>ECE of each class</h2>{_markdown_to_html_table(per_class_table(comparison))}"
     )
-    figures = []
-    for name, path in paths.items():
-        if Path(path).suffix == ".png":
-            data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-            figures.append(
-                f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{html.escape(Path(path).name)}</figcaption></figure>"
-            )
+    figures = [embedded_figure(path) for path in paths.values() if Path(path).suffix == ".png"]
     sections.append("<h2>Figures</h2>" + "".join(figures))
+    return html_page(title, sections)
+
+
+def html_page(title: str, sections: list[str]) -> str:
+    """Wrap HTML sections in one self-contained page (no network), with its style and figure check.
+
+    Parameters
+    ----------
+    title : str
+    sections : list of str
+        HTML fragments, in order.
+
+    Returns
+    -------
+    str
+    """
+    import html
+
     style = (
         "body{font-family:sans-serif;margin:2em;max-width:110em}table{border-collapse:collapse;font-size:0.8em}"
         "td,th{border:1px solid #ccc;padding:0.2em 0.5em;text-align:right}td:first-child,th:first-child"
@@ -303,6 +322,27 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{style}</style>{check}</head><body><h1>{html.escape(title)}</h1>{''.join(sections)}</body></html>\n"
+    )
+
+
+def embedded_figure(path: Path) -> str:
+    """Return a ``<figure>`` holding the PNG at ``path`` as a data URI, captioned with its file name.
+
+    Parameters
+    ----------
+    path : Path
+
+    Returns
+    -------
+    str
+    """
+    import base64
+    import html
+
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return (
+        f'<figure><img alt="{html.escape(Path(path).stem)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{html.escape(Path(path).name)}</figcaption></figure>"
     )
 
 

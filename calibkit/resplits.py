@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.claims import HOLD_SHARE, _verdict
 from calibkit.comparison import HIGHER_IS_BETTER, METHOD_LABELS, METHODS, SIGNED, TABLE_METRICS, compare_calibrators
 from calibkit.metrics.validation import check_positive_int
 
-HOLD_SHARE = 0.95
-"""A paired difference holds when one side is better in at least this share of re-splits."""
+__all__ = ["HOLD_SHARE", "Resplits", "_verdict", "claim_measurements", "resplit_comparison", "verdicts"]
 
 
 @dataclass
@@ -66,6 +66,9 @@ class Resplits:
         Method -> re-splits in which it could not be fitted.
     error_messages : dict of str to str, optional
         Method -> the first such error.
+    measurements : dict of str to ndarray (R,), optional
+        Per re-split, what the claims of :mod:`calibkit.claims` read besides the table (see
+        :func:`claim_measurements`).
     """
 
     methods: list[str]
@@ -81,6 +84,7 @@ class Resplits:
     unit: str = "rows"
     errors: dict[str, int] = field(default_factory=dict)
     error_messages: dict[str, str] = field(default_factory=dict)
+    measurements: dict[str, np.ndarray] = field(default_factory=dict)
 
     def column(self, method: str, metric: str) -> np.ndarray:
         """Return one metric's values of one method over the re-splits.
@@ -223,6 +227,7 @@ def resplit_comparison(
     per_class = {m: np.full((resplits, k), np.nan) for m in methods}
     errors: dict[str, int] = {}
     messages: dict[str, str] = {}
+    measurements: dict[str, np.ndarray] = {}
     rng = np.random.default_rng(seed)
     settings = {"n_bins": n_bins, "rbece_bins": rbece_bins, "theta": theta, "fce_variant": fce_variant}
     for r in range(resplits):  # a loop over re-splits; each fit and metric inside is vectorised
@@ -245,6 +250,8 @@ def resplit_comparison(
             row = comparison.rows[method]
             values[method][r] = [row.get(m, math.nan) for m in metrics]
             per_class[method][r] = comparison.per_class[method]
+        for key, value in claim_measurements(comparison, z[part], y[part], z[~part], y[~part]).items():
+            measurements.setdefault(key, np.full(resplits, np.nan))[r] = value
     return Resplits(
         methods=list(methods),
         metrics=metrics,
@@ -259,6 +266,7 @@ def resplit_comparison(
         unit="sequences" if np.ndim(val_logits) == 3 else "rows",
         errors=errors,
         error_messages=messages,
+        measurements=measurements,
     )
 
 
@@ -266,21 +274,64 @@ def resplit_comparison(
 # The papers' claims
 
 
-def _verdict(better: float, worse: float) -> str:
-    if math.isnan(better):
-        return "inconclusive"
-    if better >= HOLD_SHARE:
-        return "holds"
-    if worse >= HOLD_SHARE:
-        return "does not hold"
-    return "inconclusive"
+def claim_measurements(
+    comparison: Any, z_fit: np.ndarray, y_fit: np.ndarray, z_eval: np.ndarray, y_eval: np.ndarray
+) -> dict[str, float]:
+    """Measure on one re-split what the claims of :mod:`calibkit.claims` need beyond the table.
+
+    - ``rbece_counted_bins:<method>``: RBECE's bins holding more than ``theta`` samples;
+    - ``rbece_minus_ece``: the uncalibrated model's RBECE minus its ECE;
+    - ``ece_minus_fce_bin_sensitivity``: ``|Δ ECE| - |Δ FCE|``, each Δ the mean over 2..7 bins minus
+      the mean over 8..15 bins (the fuzzy-binning paper's Table 4.2), on the uncalibrated model;
+    - ``ecd_sign``: +1 when ECD is positive at ``T*/2`` (sharpened: over-confident) and negative at
+      ``2 T*`` (flattened), -1 otherwise (``T*``: TS fitted on the calibration part);
+    - ``ecd_over_minus_under``: ``|ECD(T*/2)| - |ECD(2 T*)|``.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        This re-split's comparison (its reliability statistics and fitted calibrators).
+    z_fit, y_fit, z_eval, y_eval : ndarray
+        The calibration and evaluation parts (labelled rows).
+
+    Returns
+    -------
+    dict of str to float
+    """
+    from calibkit.calibrators import TemperatureScaling
+    from calibkit.metrics import calibration_report
+
+    out: dict[str, float] = {}
+    for method, stats in comparison.statistics.items():
+        counts = stats.top_table(comparison.rbece_bins)[:, :, 0].sum(axis=0)
+        out[f"rbece_counted_bins:{method}"] = float(np.sum(counts > comparison.theta))
+    row = comparison.rows.get("uncalibrated", {})
+    out["rbece_minus_ece"] = row.get("rbece", math.nan) - row.get("ece", math.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sweep = {
+            m: calibration_report(z_eval, y_eval, from_logits=True, metrics=["ece", "fce"], n_bins=m, fce_bins=m)
+            for m in range(2, 16)
+        }
+        delta = {
+            k: np.mean([sweep[m][k] for m in range(2, 8)]) - np.mean([sweep[m][k] for m in range(8, 16)])
+            for k in ("ece", "fce")
+        }
+        out["ece_minus_fce_bin_sensitivity"] = float(abs(delta["ece"]) - abs(delta["fce"]))
+        try:
+            ts = comparison.calibrators.get("ts") or TemperatureScaling().fit(z_fit, y_fit)
+        except ValueError:  # logits that do not favour the labels: no calibrated reference, no ECD claim
+            return out
+        t = float(ts.temperature_)
+        over = calibration_report(z_eval / (t / 2), y_eval, from_logits=True, metrics=["ecd"])["ecd"]
+        under = calibration_report(z_eval / (2 * t), y_eval, from_logits=True, metrics=["ecd"])["ecd"]
+    out["ecd_sign"] = 1.0 if (over > 0 and under < 0) else -1.0
+    out["ecd_over_minus_under"] = float(abs(over) - abs(under))
+    return out
 
 
 def verdicts(resplits: Resplits) -> list[dict[str, Any]]:
-    """Test the seed papers' claims that a calibrator comparison can test, each with a verdict.
-
-    ``holds``: the claimed direction in at least 95% of the re-splits; ``does not hold``: the
-    opposite direction in at least 95%; ``inconclusive``: neither.
+    """Give every claim of the seed papers a verdict on these re-splits (:data:`calibkit.claims.CATALOGUE`).
 
     Parameters
     ----------
@@ -290,70 +341,11 @@ def verdicts(resplits: Resplits) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        Per claim: ``claim``, ``paper``, ``metric``, ``verdict``, ``share`` (of re-splits in the
-        claimed direction) and ``numbers`` (a sentence with the means and the difference).
+        As :func:`calibkit.claims.verdicts`.
     """
-    out: list[dict[str, Any]] = []
-    have = set(resplits.methods)
+    from calibkit.claims import verdicts as claim_verdicts
 
-    def paired_claim(claim: str, paper: str, method: str, reference: str, metric: str) -> None:
-        if not {method, reference} <= have:
-            return
-        p = resplits.paired(method, reference, metric)
-        a, b = resplits.summary(method, metric), resplits.summary(reference, metric)
-        out.append(
-            {
-                "claim": claim,
-                "paper": paper,
-                "metric": metric,
-                "verdict": _verdict(p["better"], p["worse"]),
-                "share": p["better"],
-                "numbers": f"{METHOD_LABELS[method]} {a['mean']:.4f} ± {a['std']:.4f} vs {METHOD_LABELS[reference]} "
-                f"{b['mean']:.4f} ± {b['std']:.4f}; lower in {p['better']:.0%} of {p['n']} re-splits, "
-                f"difference {p['difference']:+.4f} [{p['low']:+.4f}, {p['high']:+.4f}]",
-            }
-        )
-
-    classwise = "Obadinma et al. 2021 (class-wise)"
-    region = "Dawkins et al. 2022 (region-balanced)"
-    paired_claim("WTS gives a lower CECE than TS", classwise, "wts", "ts", "cece")
-    paired_claim("WTS gives a lower ECE variance across classes than TS", classwise, "wts", "ts", "ece_variance")
-    paired_claim("RD-TS gives a lower RBECE than TS", region, "rd-ts", "ts", "rbece")
-    paired_claim("RD-TS gives a lower RBECE than the uncalibrated model", region, "rd-ts", "uncalibrated", "rbece")
-    if "uncalibrated" in have:
-        rbece, ece = resplits.column("uncalibrated", "rbece"), resplits.column("uncalibrated", "ece")
-        both = ~(np.isnan(rbece) | np.isnan(ece))
-        larger = float(np.mean(rbece[both] > ece[both])) if both.any() else math.nan
-        smaller = float(np.mean(rbece[both] < ece[both])) if both.any() else math.nan
-        r, e = resplits.summary("uncalibrated", "rbece"), resplits.summary("uncalibrated", "ece")
-        out.append(
-            {
-                "claim": "RBECE is larger than ECE on this data (it exposes miscalibration that ECE averages away)",
-                "paper": region,
-                "metric": "rbece",
-                "verdict": _verdict(larger, smaller),
-                "share": larger,
-                "numbers": f"uncalibrated RBECE {r['mean']:.4f} ± {r['std']:.4f} vs ECE {e['mean']:.4f} ± "
-                f"{e['std']:.4f}; larger in {larger:.0%} of {int(both.sum())} re-splits",
-            }
-        )
-    for method in resplits.methods:
-        if method == "uncalibrated" or "uncalibrated" not in have:
-            continue
-        p = resplits.paired(method, "uncalibrated", "accuracy")
-        kept = 1.0 - p["worse"]  # not lower: equal (TS keeps the argmax) or higher
-        out.append(
-            {
-                "claim": f"{METHOD_LABELS[method]} keeps the accuracy of the uncalibrated model",
-                "paper": "Guo et al. 2017 (temperature scaling); the seed papers' tables",
-                "metric": "accuracy",
-                "verdict": _verdict(kept, p["worse"]) if not math.isnan(kept) else "inconclusive",
-                "share": kept,
-                "numbers": f"accuracy change {p['difference']:+.4f} [{p['low']:+.4f}, {p['high']:+.4f}]; not lower in "
-                f"{kept:.0%} of {p['n']} re-splits",
-            }
-        )
-    return out
+    return claim_verdicts(resplits)
 
 
 # ----------------------------------------------------------------------------------------------

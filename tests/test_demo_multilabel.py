@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import calibkit
-from calibkit.demo_multilabel import METHODS, METRICS, claims, compare, resplit_table, write_figures
+from calibkit.demo_multilabel import METHODS, METRICS, _page, claims, compare, resplit_table, write_figures
 
 
 def over_confident(n, seed):
@@ -47,3 +47,5 @@ def test_a_method_that_cannot_fit_is_reported_not_tested(tmp_path):
     for path in paths.values():
         image = matplotlib.image.imread(path)
         assert image[..., :3].std() > 0.05
+    page = _page("title", one_split, resplit, claims(resplit), paths)
+    assert page.count("data:image/png;base64,") == 2 and '<li class="not-tested">' in page

@@ -1,0 +1,109 @@
+"""The verdict machinery on claims whose truth is planted: one that must hold, one that must not,
+one whose precondition fails, one with too few re-splits; and the measurements on synthetic
+logits whose miscalibration is known by construction."""
+
+import numpy as np
+import pytest
+
+from calibkit.claims import CATALOGUE, MIN_COUNTED_BINS, verdicts, what_this_means
+from calibkit.comparison import TABLE_METRICS
+from calibkit.resplits import Resplits, resplit_comparison
+
+
+def planted(values, measurements=None, errors=None, per_class=None):
+    metrics = list(TABLE_METRICS)
+    r = len(next(iter(next(iter(values.values())).values())))
+    table = {}
+    for method, columns in values.items():
+        table[method] = np.full((r, len(metrics)), np.nan)
+        for metric, column in columns.items():
+            table[method][:, metrics.index(metric)] = column
+    return Resplits(
+        methods=list(values), metrics=metrics, values=table,
+        per_class=per_class or {m: np.zeros((r, 2)) for m in values}, support=np.array([5, 5]),
+        class_names=["a", "b"], resplits=r, n_calibration=10, n_evaluation=10, seed=0,
+        errors=errors or {}, error_messages={m: "planted failure" for m in (errors or {})},
+        measurements=measurements or {},
+    )  # fmt: skip
+
+
+def by_claim(resplits):
+    return {c["claim"]: c for c in verdicts(resplits)}
+
+
+def test_a_claim_that_must_hold_one_that_must_not_and_one_whose_precondition_fails():
+    counted = {f"rbece_counted_bins:{m}": np.full(20, 3.0) for m in ("uncalibrated", "ts", "wts", "rd-ts")}
+    out = by_claim(
+        planted(
+            {
+                "uncalibrated": {"ece": [0.02] * 20, "nll": [0.3] * 20, "rbece": [0.1] * 20, "cece": [0.3] * 20},
+                "ts": {"ece": [0.01] * 20, "cece": [0.2] * 20, "rbece": [0.05] * 20},
+                "wts": {"ece": [0.05] * 20, "nll": [0.4] * 20, "cece": [0.1] * 20},
+                "rd-ts": {"rbece": [0.01] * 20},
+            },
+            measurements=counted,
+        )
+    )
+    assert out["WTS gives a lower CECE than TS"]["verdict"] == "holds"
+    worse = out["WTS is better calibrated than the uncalibrated model on the overall metrics (ECE)"]
+    assert worse["verdict"] == "does not hold" and worse["resplits"] == 20  # the paper's §5, failing here
+    region = out["RD-TS gives a lower RBECE than TS"]
+    assert region["verdict"] == "cannot be tested here" and "only 3 RBECE bins" in region["numbers"]
+    assert str(MIN_COUNTED_BINS) in region["numbers"]
+
+
+def test_too_few_resplits_with_a_value_cannot_decide():
+    out = by_claim(
+        planted(
+            {"uncalibrated": {"cece": [0.3] * 3}, "ts": {"cece": [0.2] * 3}, "wts": {"cece": [0.1, np.nan, np.nan]}},
+            errors={"wts": 2},
+        )
+    )
+    claim = out["WTS gives a lower CECE than TS"]
+    assert claim["verdict"] == "cannot be tested here"
+    assert "values on only 1 of 3 re-splits" in claim["numbers"] and "planted failure" in claim["numbers"]
+
+
+def test_every_catalogue_entry_gets_a_verdict_and_untestable_ones_say_why():
+    out = verdicts(planted({"uncalibrated": {"ece": [0.1] * 20}}))
+    assert [c["claim"] for c in out] == [c.claim for c in CATALOGUE]
+    untestable = [c for c in out if c["verdict"] == "not testable with this data"]
+    assert len(untestable) >= 3 and all(c["numbers"] for c in untestable)
+    missing = next(c for c in out if c["claim"] == "WTS gives a lower CECE than TS")
+    assert missing["verdict"] == "cannot be tested here" and "not compared" in missing["numbers"]
+
+
+def over_confident(n, k, seed, temperature=2.5):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 3
+    p = np.exp(z / temperature)
+    p /= p.sum(1, keepdims=True)
+    y = (p.cumsum(1) > rng.random((n, 1))).argmax(1)  # labels drawn from softmax(z / T): z is over-confident
+    return z, y
+
+
+def test_measurements_on_planted_over_confidence():
+    z, y = over_confident(6000, 4, 0)
+    rs = resplit_comparison(z[:3000], y[:3000], z[3000:], y[3000:], resplits=10, methods=("uncalibrated", "ts", "wts"))
+    assert np.all(rs.measurements["ecd_sign"] == 1.0)  # sharpened: ECD > 0; flattened: ECD < 0
+    assert np.isfinite(rs.measurements["ece_minus_fce_bin_sensitivity"]).all()
+    assert np.all(rs.measurements["rbece_counted_bins:ts"] >= 1)
+    out = by_claim(rs)
+    assert out["ECD is positive for an over-confident model and negative for an under-confident one (the "
+               "TS-calibrated logits sharpened by 2 and flattened by 2)"]["verdict"] == "holds"  # fmt: skip
+    assert out["TS keeps the accuracy of the uncalibrated model"]["verdict"] == "holds"
+    meaning = what_this_means(rs, verdicts(rs))
+    assert meaning.startswith("For overall calibration pick ") and "worst-calibrated class" in meaning
+
+
+def test_small_evaluation_parts_cannot_test_the_region_claims():
+    z, y = over_confident(400, 3, 1)
+    rs = resplit_comparison(z[:200], y[:200], z[200:], y[200:], resplits=5, methods=("uncalibrated", "ts", "rd-ts"))
+    claim = by_claim(rs)["RD-TS gives a lower RBECE than TS"]
+    assert claim["verdict"] == "cannot be tested here" and "RBECE bins" in claim["numbers"]
+
+
+@pytest.mark.parametrize("claim", [c for c in CATALOGUE if c.test != "untestable"], ids=lambda c: c.claim[:40])
+def test_every_testable_claim_names_what_it_reads(claim):
+    assert claim.method or claim.measurement
+    assert claim.metric or claim.measurement or claim.test == "keeps_accuracy"
