@@ -509,11 +509,9 @@ def cmd_report_model(args: argparse.Namespace) -> int:
     else:
         print(title)
         if resplit is not None:
-            from calibkit.resplits import markdown_table as resplit_table
-            from calibkit.resplits import resplit_note, verdict_text, verdicts
+            from calibkit.resplits import summary_text
 
-            print(f"\n{resplit_note(resplit)}\n\n{resplit_table(resplit)}\n")
-            print(f"verdicts on the papers' claims:\n{verdict_text(verdicts(resplit))}\n\none split:")
+            print(f"\n{summary_text(resplit)}\n\none split:")
         print(markdown_table(comparison))
         print("\n".join(f"{name}: {path}" for name, path in paths.items()))
     return 0

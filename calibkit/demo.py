@@ -328,8 +328,7 @@ def _print_summary(
     """Print what the demo found (training history, tables, verdicts, files); return the history."""
     from calibkit.comparison import METHOD_LABELS
     from calibkit.reporting import markdown_table
-    from calibkit.resplits import markdown_table as resplit_table
-    from calibkit.resplits import resplit_note, verdict_text, verdicts
+    from calibkit.resplits import summary_text
 
     history = [
         {k: v for k, v in entry.items() if k in ("epoch", "eval_loss", "eval_cece", "eval_rbece", "eval_ece")}
@@ -345,13 +344,7 @@ def _print_summary(
         f"macro-F1 {uncalibrated['macro_f1']:.4f} ({num_classes} classes)"
     )
     if resplit is not None:
-        print(f"\nover {resplit.resplits} re-splits of validation + test:\n{resplit_note(resplit)}\n")
-        print(resplit_table(resplit))
-        from calibkit.claims import what_this_means
-
-        claims = verdicts(resplit)
-        print(f"\nwhat this means: {what_this_means(resplit, claims)}")
-        print(f"\nverdicts on the papers' claims:\n{verdict_text(claims)}")
+        print(f"\nover {resplit.resplits} re-splits of validation + test:\n{summary_text(resplit)}")
     print(f"\none split (fitted on validation, evaluated on test):\n{markdown_table(comparison)}\n")
     print(f"best calibrator by {comparison.select}: {METHOD_LABELS[comparison.best]}")
     for name, p in paths.items():

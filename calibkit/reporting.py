@@ -193,8 +193,7 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
         claims = rs.verdicts(resplits)
         json_summary = rs.to_json(resplits, claims)
         summary = (rs.markdown_table(resplits), rs.verdict_text(claims))
-        meaning = what_this_means(resplits, claims)
-        json_summary["what_this_means"] = meaning
+        meaning = json_summary["what_this_means"]
         paths["verdicts"] = folder / "verdicts.md"
         paths["verdicts"].write_text(
             f"# Verdicts on the papers' claims\n\n## What this means\n\n{meaning}\n\n{resplit_note(resplits)}\n\n"

@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.claims import HOLD_SHARE, _verdict
+from calibkit.claims import HOLD_SHARE, _verdict, what_this_means
 from calibkit.comparison import HIGHER_IS_BETTER, METHOD_LABELS, METHODS, SIGNED, TABLE_METRICS, compare_calibrators
 from calibkit.metrics.validation import check_positive_int
 
-__all__ = ["HOLD_SHARE", "Resplits", "_verdict", "claim_measurements", "resplit_comparison", "verdicts"]
+__all__ = ["HOLD_SHARE", "Resplits", "_verdict", "claim_measurements", "resplit_comparison", "summary_text", "verdicts"]
 
 
 @dataclass
@@ -426,8 +426,8 @@ def to_json(resplits: Resplits, claims: list[dict[str, Any]]) -> dict[str, Any]:
     -------
     dict
         ``resplits``, ``seed``, ``unit``, the part sizes, ``hold_share``, ``table`` (per method
-        and metric: the summary and the paired comparisons), ``per_class_ece``, ``not_fitted``
-        and ``verdicts``.
+        and metric: the summary and the paired comparisons), ``per_class_ece``, ``not_fitted``,
+        ``verdicts`` and ``what_this_means``.
     """
 
     def clean(value: float) -> float | None:
@@ -461,7 +461,27 @@ def to_json(resplits: Resplits, claims: list[dict[str, Any]]) -> dict[str, Any]:
             m: {"resplits": n, "first_error": resplits.error_messages.get(m)} for m, n in resplits.errors.items()
         },
         "verdicts": [{k: clean(v) if isinstance(v, float) else v for k, v in c.items()} for c in claims],
+        "what_this_means": what_this_means(resplits, claims),
     }
+
+
+def summary_text(resplits: Resplits) -> str:
+    """Render the re-splits for a terminal: what they are, the table, what this means, the verdicts.
+
+    Parameters
+    ----------
+    resplits : Resplits
+        From :func:`resplit_comparison`.
+
+    Returns
+    -------
+    str
+    """
+    claims = verdicts(resplits)
+    return (
+        f"{resplit_note(resplits)}\n\n{markdown_table(resplits)}\n\nwhat this means: "
+        f"{what_this_means(resplits, claims)}\n\nverdicts on the papers' claims:\n{verdict_text(claims)}"
+    )
 
 
 def resplit_note(resplits: Any) -> str:

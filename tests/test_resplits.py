@@ -171,6 +171,10 @@ def test_report_files_carry_intervals_verdicts_and_figures(tmp_path):
     assert page.count("data:image/png;base64,") == 4 and "http" not in page.replace("http-equiv", "")
     assert "<table>" in page and "id='verdicts'" in page
     assert "Verdicts on the papers' claims" in paths["markdown"].read_text()
+    meaning = report["resplits"]["what_this_means"]
+    assert meaning.startswith("For overall calibration pick ")
+    assert paths["markdown"].read_text().index("## What this means") < paths["markdown"].read_text().index("## Over")
+    assert f"## What this means\n\n{meaning}" in paths["verdicts"].read_text() and "id='what-this-means'" in page
     assert (tmp_path / "class_ece_vs_support.png").stat().st_size > 10_000
     assert not math.isnan(cell["std"])
     assert json.loads(json.dumps(to_json(resplits, verdicts(resplits))))["resplits"] == 5
