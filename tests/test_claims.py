@@ -6,25 +6,16 @@ import numpy as np
 import pytest
 
 from calibkit.claims import CATALOGUE, MIN_COUNTED_BINS, verdicts, what_this_means
-from calibkit.comparison import TABLE_METRICS
-from calibkit.resplits import Resplits, resplit_comparison
+from calibkit.resplits import resplit_comparison
+from tests.test_resplits import fake
 
 
-def planted(values, measurements=None, errors=None, per_class=None):
-    metrics = list(TABLE_METRICS)
-    r = len(next(iter(next(iter(values.values())).values())))
-    table = {}
-    for method, columns in values.items():
-        table[method] = np.full((r, len(metrics)), np.nan)
-        for metric, column in columns.items():
-            table[method][:, metrics.index(metric)] = column
-    return Resplits(
-        methods=list(values), metrics=metrics, values=table,
-        per_class=per_class or {m: np.zeros((r, 2)) for m in values}, support=np.array([5, 5]),
-        class_names=["a", "b"], resplits=r, n_calibration=10, n_evaluation=10, seed=0,
-        errors=errors or {}, error_messages={m: "planted failure" for m in (errors or {})},
-        measurements=measurements or {},
-    )  # fmt: skip
+def planted(values, measurements=None, errors=None):
+    """A Resplits of given columns (tests/test_resplits.py's), with measurements and planted failures."""
+    errors = errors or {}
+    return fake(
+        values, measurements=measurements or {}, errors=errors, error_messages={m: "planted failure" for m in errors}
+    )
 
 
 def by_claim(resplits):

@@ -82,8 +82,8 @@ def test_resplit_values_equal_the_comparison_on_that_split():
     )
 
 
-def fake(values: dict[str, dict[str, list[float]]]) -> Resplits:
-    """A Resplits whose columns are given (other metrics NaN)."""
+def fake(values: dict[str, dict[str, list[float]]], **fields) -> Resplits:
+    """A Resplits whose columns are given (other metrics NaN); ``fields`` override the others."""
     metrics = list(TABLE_METRICS)
     r = len(next(iter(next(iter(values.values())).values())))
     table = {}
@@ -92,10 +92,11 @@ def fake(values: dict[str, dict[str, list[float]]]) -> Resplits:
         for metric, column in columns.items():
             table[method][:, metrics.index(metric)] = column
     k = 2
-    return Resplits(
+    settings = dict(
         methods=list(values), metrics=metrics, values=table, per_class={m: np.zeros((r, k)) for m in values},
         support=np.array([5, 5]), class_names=["a", "b"], resplits=r, n_calibration=10, n_evaluation=10, seed=0,
     )  # fmt: skip
+    return Resplits(**{**settings, **fields})
 
 
 def test_paired_shares_respect_the_direction_of_each_metric():
