@@ -47,10 +47,12 @@ class Claim:
         The claim as the report states it (a paraphrase of the paper's sentence).
     paper : str
         Paper and section.
-    test : {"paired", "lowest", "larger", "keeps_accuracy", "measurement", "untestable"}
+    test : {"paired", "lowest", "larger", "worst_class", "keeps_accuracy", "measurement", "untestable"}
         ``paired``: ``method`` better than ``reference`` on ``metric``; ``lowest``: ``method``
         has the lowest ``metric`` of every fitted method; ``larger``: ``method``'s ``metric`` above
-        its ``versus_metric`` on the same re-split; ``keeps_accuracy``: ``method``'s
+        its ``versus_metric`` on the same re-split; ``worst_class``: ``method``'s worst class's
+        ECE below ``reference``'s, or (no ``reference``) above ``method``'s overall ECE;
+        ``keeps_accuracy``: ``method``'s
         accuracy is not lower than the uncalibrated model's; ``measurement``: the re-split column
         ``measurement`` is positive (the claimed direction) or negative (the opposite);
         ``untestable``: listed with ``reason``.
@@ -59,6 +61,8 @@ class Claim:
         RBECE on both sides must count at least :data:`MIN_COUNTED_BINS` bins on every re-split.
     reason : str, optional
         Why an untestable claim cannot be tested with a model's own data.
+    expects : {"better", "worse"}, default "better"
+        ``paired``: the paper says ``method`` is better than ``reference``, or worse.
     """
 
     claim: str
@@ -71,6 +75,7 @@ class Claim:
     measurement: str | None = None
     needs_counted_bins: bool = False
     reason: str | None = None
+    expects: str = "better"
 
 
 CATALOGUE: tuple[Claim, ...] = (
@@ -153,6 +158,72 @@ CATALOGUE: tuple[Claim, ...] = (
         "measurement",
         measurement="ecd_over_minus_under",
     ),  # fmt: skip
+    Claim(
+        "WTS lowers the ECE of the worst-calibrated class against TS (at the majority classes' cost)",
+        f"{CLASSWISE}, §4.4",
+        "worst_class",
+        "wts",
+        "ts",
+    ),  # fmt: skip
+    Claim(
+        "the worst-calibrated class's ECE is larger than the overall ECE (the overall figure hides it)",
+        f"{CLASSWISE}, abstract and Table 1",
+        "worst_class",
+        "uncalibrated",
+    ),  # fmt: skip
+    Claim(
+        "CECE is at least MSECE (a contraharmonic mean)",
+        f"{CLASSWISE}, §3.2",
+        "larger",
+        "uncalibrated",
+        metric="cece",
+        versus_metric="msece",
+    ),  # fmt: skip
+    Claim(
+        "TS gives a lower ECE than the uncalibrated model", f"{CLASSWISE}, §4.4", "paired", "ts", "uncalibrated", "ece"
+    ),
+    Claim(
+        "TS gives a lower ACE than the uncalibrated model", f"{CLASSWISE}, §4.4", "paired", "ts", "uncalibrated", "ace"
+    ),
+    Claim(
+        "TS gives a lower SCE than the uncalibrated model", f"{CLASSWISE}, §4.4", "paired", "ts", "uncalibrated", "sce"
+    ),
+    Claim(
+        "isotonic regression gives a lower ECE than the uncalibrated model",
+        f"{CLASSWISE}, §4.4",
+        "paired",
+        "ir",
+        "uncalibrated",
+        "ece",
+    ),  # fmt: skip
+    Claim(
+        "histogram binning has a higher ECE than the uncalibrated model",
+        f"{CLASSWISE}, §4.4",
+        "paired",
+        "hb",
+        "uncalibrated",
+        "ece",
+        expects="worse",
+    ),  # fmt: skip
+    Claim(
+        "histogram binning gives a lower SCE than the uncalibrated model",
+        f"{CLASSWISE}, §4.4",
+        "paired",
+        "hb",
+        "uncalibrated",
+        "sce",
+    ),  # fmt: skip
+    Claim("RD-TS gives a lower ECE than TS in most settings", f"{REGION}, §4.4", "paired", "rd-ts", "ts", "ece"),
+    Claim("TS gives a lower ECE than vector scaling", f"{REGION}, §5 (after Guo et al.)", "paired", "ts", "vs", "ece"),
+    Claim("TS gives a lower ECE than matrix scaling", f"{REGION}, §5 (after Guo et al.)", "paired", "ts", "ms", "ece"),
+    Claim(
+        "FCE is larger (more conservative) than ECE",
+        f"{FUZZY}, §4.2",
+        "larger",
+        "uncalibrated",
+        metric="fce",
+        versus_metric="ece",
+    ),  # fmt: skip
     Claim("TS keeps the accuracy of the uncalibrated model", f"{GUO}, §4.2", "keeps_accuracy", "ts"),
     Claim("WTS keeps the accuracy of the uncalibrated model", f"{CLASSWISE}, Table 3", "keeps_accuracy", "wts"),
     Claim("RD-TS keeps the accuracy of the uncalibrated model", f"{REGION}, §4", "keeps_accuracy", "rd-ts"),
@@ -207,6 +278,13 @@ def _label(method: str) -> str:
     return LABELS.get(method, method)
 
 
+def _worst_class(resplits: Any, method: str) -> np.ndarray:
+    """Each re-split's largest per-class ECE of ``method`` (NaN where it has none)."""
+    per_class = resplits.per_class[method]
+    has = np.isfinite(per_class).any(axis=1)
+    return np.where(has, np.nanmax(np.where(np.isfinite(per_class), per_class, -np.inf), axis=1), np.nan)
+
+
 def _precondition(claim: Claim, resplits: Any) -> str | None:
     """Return why ``claim`` cannot be tested on these re-splits, or None."""
     methods = [m for m in (claim.method, claim.reference) if m]
@@ -243,7 +321,27 @@ def _shares(claim: Claim, resplits: Any) -> tuple[float, float, int, str]:
             f"{b['mean']:.4f} ± {b['std']:.4f}; better in {p['better']:.0%} of {p['n']} re-splits, difference "
             f"{p['difference']:+.4f} [{p['low']:+.4f}, {p['high']:+.4f}]"
         )
+        if claim.expects == "worse":  # the paper says this method is worse here
+            return p["worse"], p["better"], p["n"], numbers
         return p["better"], p["worse"], p["n"], numbers
+    if claim.test == "worst_class":
+        mine = _worst_class(resplits, claim.method)
+        other = _worst_class(resplits, claim.reference) if claim.reference else resplits.column(claim.method, "ece")
+        both = ~(np.isnan(mine) | np.isnan(other))
+        n = int(both.sum())
+        if claim.reference:  # lower than the reference's worst class
+            better = float(np.mean(mine[both] < other[both])) if n else math.nan
+            worse = float(np.mean(mine[both] > other[both])) if n else math.nan
+            what = f"{_label(claim.reference)}'s {np.mean(other[both]) if n else math.nan:.4f}"
+        else:  # above the overall ECE
+            better = float(np.mean(mine[both] > other[both])) if n else math.nan
+            worse = float(np.mean(mine[both] < other[both])) if n else math.nan
+            what = f"the overall ECE {np.mean(other[both]) if n else math.nan:.4f}"
+        numbers = (
+            f"{_label(claim.method)}'s worst class's ECE {np.mean(mine[both]) if n else math.nan:.4f} vs {what}; "
+            f"in the claimed direction in {better:.0%} of {n} re-splits"
+        )
+        return better, worse, n, numbers
     if claim.test == "keeps_accuracy":
         p = resplits.paired(claim.method, "uncalibrated", "accuracy")
         kept = 1.0 - p["worse"] if p["n"] else math.nan  # equal (the argmax is kept) or higher
@@ -344,11 +442,8 @@ def what_this_means(resplits: Any, claims: list[dict[str, Any]]) -> str:
         return resplits.summary(m, metric)["mean"]
 
     def worst_class(m: str) -> float:
-        return (
-            float(np.nanmean(np.nanmax(resplits.per_class[m], axis=1)))
-            if resplits.per_class.get(m) is not None
-            else math.nan
-        )
+        values = _worst_class(resplits, m)
+        return float(np.nanmean(values)) if np.isfinite(values).any() else math.nan
 
     def pick(score) -> str:
         return min(fitted, key=lambda m: math.inf if math.isnan(score(m)) else score(m))
