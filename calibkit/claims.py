@@ -35,6 +35,7 @@ REGION = "Dawkins & Nejadgholi 2022 (region-balanced)"
 FUZZY = "Bihani & Rayz 2023 (fuzzy binning)"
 ENTROPIC = "Sumler et al. 2025 (entropic)"
 GUO = "Guo et al. 2017 (temperature scaling)"
+TUTORIAL = "Galdran & Riera i Marin (calibration tutorial)"
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,13 @@ CATALOGUE: tuple[Claim, ...] = (
         metric="fce",
         versus_metric="ece",
     ),  # fmt: skip
+    Claim(
+        "a predictor of the class frequencies is calibrated but useless: its ECE is no larger than the model's, its "
+        "Brier score (a proper scoring rule) is larger",
+        f"{TUTORIAL}, proper scoring rules",
+        "measurement",
+        measurement="useless_but_calibrated",
+    ),  # fmt: skip
     Claim("TS keeps the accuracy of the uncalibrated model", f"{GUO}, §4.2", "keeps_accuracy", "ts"),
     Claim("WTS keeps the accuracy of the uncalibrated model", f"{CLASSWISE}, Table 3", "keeps_accuracy", "wts"),
     Claim("RD-TS keeps the accuracy of the uncalibrated model", f"{REGION}, §4", "keeps_accuracy", "rd-ts"),
@@ -239,6 +247,12 @@ CATALOGUE: tuple[Claim, ...] = (
         "untestable",
         reason="needs per-region errors before and after TS on the authors' NER data; calibkit's region plot shows "
         "this model's regions, a verdict on the paper's data cannot be drawn from it",
+    ),  # fmt: skip
+    Claim(
+        "ensembling several diverse models reduces over-confidence",
+        f"{TUTORIAL}, §3",
+        "untestable",
+        reason="needs several trained models; a comparison calibrates one model's logits",
     ),  # fmt: skip
     Claim(
         "FCE tracks calibration better than ECE in low-resource fine-tuning",

@@ -285,7 +285,9 @@ def claim_measurements(
       the mean over 8..15 bins (the fuzzy-binning paper's Table 4.2), on the uncalibrated model;
     - ``ecd_sign``: +1 when ECD is positive at ``T*/2`` (sharpened: over-confident) and negative at
       ``2 T*`` (flattened), -1 otherwise (``T*``: TS fitted on the calibration part);
-    - ``ecd_over_minus_under``: ``|ECD(T*/2)| - |ECD(2 T*)|``.
+    - ``ecd_over_minus_under``: ``|ECD(T*/2)| - |ECD(2 T*)|``;
+    - ``useless_but_calibrated``: +1 when a predictor of the class frequencies (the same for every
+      input) has an ECE no larger than the model's but a larger Brier score, -1 otherwise.
 
     Parameters
     ----------
@@ -302,6 +304,15 @@ def claim_measurements(
     from calibkit.metrics import calibration_report
 
     out: dict[str, float] = {}
+    # A predictor of the calibration part's class frequencies, the same for every input: calibrated
+    # and useless (the tutorial's point: ECE cannot see that; Brier, a proper scoring rule, does).
+    prior = np.bincount(y_fit, minlength=z_eval.shape[1]) / len(y_fit)
+    model = calibration_report(z_eval, y_eval, from_logits=True, metrics=["ece", "brier"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        useless = calibration_report(np.tile(prior, (len(y_eval), 1)), y_eval, metrics=["ece", "brier"])
+    blind = useless["ece"] <= model["ece"] and useless["brier"] > model["brier"]
+    out["useless_but_calibrated"] = 1.0 if blind else -1.0
     for method, stats in comparison.statistics.items():
         counts = stats.top_table(comparison.rbece_bins)[:, :, 0].sum(axis=0)
         out[f"rbece_counted_bins:{method}"] = float(np.sum(counts > comparison.theta))

@@ -103,6 +103,7 @@ def test_measurements_on_planted_over_confidence():
     z, y = over_confident(6000, 4, 0)
     rs = resplit_comparison(z[:3000], y[:3000], z[3000:], y[3000:], resplits=10, methods=("uncalibrated", "ts", "wts"))
     assert np.all(rs.measurements["ecd_sign"] == 1.0)  # sharpened: ECD > 0; flattened: ECD < 0
+    assert np.all(rs.measurements["useless_but_calibrated"] == 1.0)  # the class-frequency predictor: ECE ~ 0
     assert np.isfinite(rs.measurements["ece_minus_fce_bin_sensitivity"]).all()
     assert np.all(rs.measurements["rbece_counted_bins:ts"] >= 1)
     out = by_claim(rs)
