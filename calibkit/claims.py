@@ -319,7 +319,7 @@ def _precondition(claim: Claim, resplits: Any) -> str | None:
             fewest = int(np.nanmin(counted)) if np.isfinite(counted).any() else 0
             if fewest < MIN_COUNTED_BINS:
                 return (
-                    f"{_label(m)}: only {fewest} RBECE bins hold more than theta samples on some re-split "
+                    f"{_label(m)}: only {fewest} RBECE bin(s) hold more than theta samples on some re-split "
                     f"(a verdict needs {MIN_COUNTED_BINS}): the evaluation part is too small for a region claim"
                 )
     return None
