@@ -118,7 +118,7 @@ def test_small_evaluation_parts_cannot_test_the_region_claims():
     z, y = over_confident(400, 3, 1)
     rs = resplit_comparison(z[:200], y[:200], z[200:], y[200:], resplits=5, methods=("uncalibrated", "ts", "rd-ts"))
     claim = by_claim(rs)["RD-TS gives a lower RBECE than TS"]
-    assert claim["verdict"] == "cannot be tested here" and "RBECE bins" in claim["numbers"]
+    assert claim["verdict"] == "cannot be tested here" and "RBECE bin(s)" in claim["numbers"]
 
 
 @pytest.mark.parametrize("claim", [c for c in CATALOGUE if c.test != "untestable"], ids=lambda c: c.claim[:40])
