@@ -309,6 +309,8 @@ def _precondition(claim: Claim, resplits: Any) -> str | None:
     missing = [m for m in methods if m not in resplits.methods]
     if missing:
         return f"{', '.join(_label(m) for m in missing)} not compared"
+    if claim.test == "lowest" and len(resplits.methods) < 2:
+        return "no other method compared"
     if resplits.resplits < 3:
         return f"only {resplits.resplits} re-splits asked for (a verdict needs at least 3)"
     if claim.needs_counted_bins:
@@ -463,10 +465,14 @@ def what_this_means(resplits: Any, claims: list[dict[str, Any]]) -> str:
         return min(fitted, key=lambda m: math.inf if math.isnan(score(m)) else score(m))
 
     overall, worst, region = pick(lambda m: mean(m, "ece")), pick(worst_class), pick(lambda m: mean(m, "rbece"))
+    regions = (
+        f"; for the regions of certainty, {_label(region)} (RBECE {mean(region, 'rbece'):.4f})"
+        if not math.isnan(mean(region, "rbece"))
+        else "; RBECE counts no bin here, so no pick for the regions of certainty"
+    )
     parts = [
         f"For overall calibration pick {_label(overall)} (mean ECE {mean(overall, 'ece'):.4f} over the re-splits); "
-        f"for the worst-calibrated class, {_label(worst)} (its worst class's ECE {worst_class(worst):.4f}); for "
-        f"the regions of certainty, {_label(region)} (RBECE {mean(region, 'rbece'):.4f})."
+        f"for the worst-calibrated class, {_label(worst)} (its worst class's ECE {worst_class(worst):.4f}){regions}."
     ]
     if worst != overall:
         gain = worst_class(overall) - worst_class(worst)

@@ -125,3 +125,10 @@ def test_small_evaluation_parts_cannot_test_the_region_claims():
 def test_every_testable_claim_names_what_it_reads(claim):
     assert claim.method or claim.measurement
     assert claim.metric or claim.measurement or claim.test in ("keeps_accuracy", "worst_class")
+
+
+def test_lowest_needs_another_method_and_no_rbece_means_no_region_pick():
+    out = by_claim(fake({"rd-ts": {"rbece": [0.1] * 20, "ece": [0.1] * 20}}))
+    assert out["RD-TS gives the lowest RBECE of all the calibrators compared"]["numbers"] == "no other method compared"
+    resplits = fake({"uncalibrated": {"ece": [0.1] * 20}, "ts": {"ece": [0.05] * 20}})
+    assert "no pick for the regions of certainty" in what_this_means(resplits, verdicts(resplits))

@@ -480,9 +480,12 @@ class _CalibratedModel(PreTrainedModel):
         if labels is not None and self.config.problem_type == MULTI_LABEL:  # a sigmoid per label
             if not isinstance(labels, torch.Tensor) or tuple(labels.shape) != tuple(logits.shape):
                 raise ValueError(f"`labels` must be multi-hot of the logits' shape {tuple(logits.shape)}")
-            output.loss = nn.functional.binary_cross_entropy_with_logits(
-                logits.float(), labels.to(logits.device).float()
+            target = labels.to(logits.device).float()
+            counted = (target != -100).float()  # -100 entries are skipped, as everywhere in calibkit
+            loss = nn.functional.binary_cross_entropy_with_logits(
+                logits.float(), target.clamp(0, 1), weight=counted, reduction="sum"
             )
+            output.loss = loss / counted.sum().clamp_min(1.0)
         elif labels is not None:  # the loss of the calibrated scores, not the base model's
             output.loss = nn.functional.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]).float(), _loss_labels(labels, logits), ignore_index=-100

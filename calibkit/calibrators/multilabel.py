@@ -20,6 +20,7 @@ far below 1e-6. A scale ``a <= 0`` (a temperature that would reverse the ranking
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -135,6 +136,22 @@ class MultiLabelScaling:
         """
         z, y, w = fit_arrays(logits, labels, self.ignore_index)
         k = z.shape[1]
+        if self.method in ("label_temperature", "platt"):  # a scale per label needs both outcomes of it
+            positives, counted = (w * y).sum(axis=0), w.sum(axis=0)
+            one_sided = (positives == 0) | (positives == counted)
+            if one_sided.all():
+                raise ValueError(
+                    "`labels`: every label has one outcome only (always present or always absent) among its entries; "
+                    f"method={self.method!r} cannot fit a scale per label (method='temperature' can)"
+                )
+            if one_sided.any():
+                warnings.warn(
+                    f"labels {np.flatnonzero(one_sided).tolist()} have one outcome only among their entries: their "
+                    "scale is left at 1 and their bias at 0 (no change)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                w = w * ~one_sided  # left out of the fit: Newton's step is 0 there
         if self.method == "weighted_temperature":  # WTS per label: 1 - n_kc / N_k for a decision of class c
             counted = w.sum(axis=0)
             share = (w * y).sum(axis=0) / np.maximum(counted, 1.0)  # the positives' share of each label

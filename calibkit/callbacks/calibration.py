@@ -146,7 +146,9 @@ class CalibrationCallback(TrainerCallback):
         keywords = settings_keywords(locals())
         # Built and checked once, here, not at the first evaluation.
         self.settings = either(settings, keywords).replace(from_logits=True)
-        self._multilabel_given = multilabel if settings is None else settings.multilabel
+        # None: read it from the model at attach; settings= say "multi-label" only by True (a bool's False
+        # default cannot be told from a choice)
+        self._multilabel_given = multilabel if settings is None else (True if settings.multilabel else None)
         self.ignore_index = self.settings.ignore_index
         # Computed metrics: the requested ones, plus subset_ece for the per-class keys.
         self._computed = names + (("subset_ece",) if self.per_class and "subset_ece" not in names else ())
@@ -271,11 +273,11 @@ class CalibrationCallback(TrainerCallback):
     @staticmethod
     def _multilabel_keys(name: str) -> tuple[str, ...]:
         """Return the logged keys of metric ``name`` for a multi-label model (macro, micro; a summary as itself)."""
-        from calibkit.metrics.multilabel import LABEL_METRICS
+        from calibkit.metrics.multilabel import LABEL_METRICS, LABEL_SUMMARIES
 
         if name in LABEL_METRICS:
             return (name, f"{name}_micro")
-        return () if name == "subset_ece" else (name,)
+        return (name,) if name in LABEL_SUMMARIES else ()  # SCE, per-class ECE, ...: not defined per label
 
     def _flatten_multilabel(self, report: dict[str, Any]) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -381,7 +383,8 @@ class CalibrationCallback(TrainerCallback):
             return self._computed
         from calibkit.metrics.multilabel import LABEL_METRICS
 
-        return tuple(m for m in self._computed if m in LABEL_METRICS) or ("ece",)
+        # ECE always: the per-label ECEs feed the logged eval_ece_label_* and the summaries over labels
+        return tuple(dict.fromkeys(m for m in (*self._computed, "ece") if m in LABEL_METRICS))
 
     def _stream(self, logits, labels, compute_result: bool, num_classes: int | None) -> dict[str, float]:
         if self._accumulator is None:

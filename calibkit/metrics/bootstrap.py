@@ -23,6 +23,7 @@ import numpy as np
 from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.multilabel import (
+    LABEL_SUMMARIES,
     NO_DECISION,
     check_multilabel,
     label_metric_names,
@@ -265,6 +266,13 @@ def _multilabel_intervals(
                 warnings.simplefilter("ignore")
                 draws.append(report_from_label_statistics(label_stats, names, single))
     tail = 100 * (1 - confidence) / 2
+    if not draws:  # no replicate drew a decision (a handful of rows): NaN intervals, as the single-label bootstrap
+        nan, k = (float("nan"), float("nan")), values.shape[1]
+        intervals = {avg: dict.fromkeys(names, nan) for avg in ("macro", "weighted", "micro")}
+        intervals.update(dict.fromkeys(LABEL_SUMMARIES, nan))
+        per_label = {m: (np.full(k, np.nan), np.full(k, np.nan)) for m in names}
+        return {"intervals": intervals, "per_label": per_label, "n_boot": n_boot, "n_blocks": blocks,
+                "confidence": confidence}  # fmt: skip
 
     def interval(samples: list[Any]) -> Any:
         low, high = np.nanpercentile(np.asarray(samples, dtype=np.float64), [tail, 100 - tail], axis=0)

@@ -18,7 +18,15 @@ import numpy as np
 
 from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.formulas import class_wise_summary
-from calibkit.metrics.registry import METRICS, OVER_CLASSES, metric_names, plan, report_from_statistics
+from calibkit.metrics.registry import (
+    METRICS,
+    OVER_CLASSES,
+    metric,
+    metric_names,
+    module_metrics,
+    plan,
+    report_from_statistics,
+)
 from calibkit.metrics.report import exact_report
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics, sum_statistics
@@ -29,6 +37,10 @@ NO_DECISION = "`labels`: no decision to evaluate (every label equals ignore_inde
 
 LABEL_METRICS = tuple(m for m in METRICS if m not in OVER_CLASSES) + ("ace",)
 """The metrics computed per label: every metric of one binary problem (ACE over its two columns)."""
+
+LABEL_SUMMARIES = tuple(m for m in module_metrics()["cece"] if not metric(m).per_class)
+"""The class-wise paper's summaries (CECE, MSECE, WSECE, ECE variance), here over the labels' ECEs:
+in every multi-label report."""
 
 
 def label_metric_names(metrics: Any) -> tuple[str, ...]:
@@ -46,15 +58,19 @@ def label_metric_names(metrics: Any) -> tuple[str, ...]:
     Raises
     ------
     ValueError
-        When ``metrics`` names none of them, or an unknown metric.
+        When ``metrics`` names an unknown metric, or one not defined per label (SCE, AURC, ...);
+        naming only the summaries over labels (CECE, ...) gives ``("ece",)``, which they read.
     """
     if metrics is None:
         return LABEL_METRICS
     wanted = metric_names(metrics)
-    names = tuple(m for m in LABEL_METRICS if m in wanted)
-    if not names:
-        raise ValueError(f"`metrics` must name metrics of {list(LABEL_METRICS)} for multi-label input, got {metrics!r}")
-    return names
+    other = [m for m in wanted if m not in (*LABEL_METRICS, *LABEL_SUMMARIES)]
+    if other:  # named and not computable per label: refused, not dropped
+        raise ValueError(
+            f"`metrics` {other} are not defined per label; multi-label input takes {list(LABEL_METRICS)} (and "
+            f"reports {list(LABEL_SUMMARIES)} over the labels' ECEs)"
+        )
+    return tuple(m for m in LABEL_METRICS if m in wanted) or ("ece",)
 
 
 def check_multilabel(probs: Any, labels: Any, ignore_index: int) -> tuple[Any, Any]:

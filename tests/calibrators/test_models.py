@@ -372,6 +372,13 @@ def test_multilabel_wrapper_saves_reloads_folds_and_takes_the_bce_loss(tmp_path,
         loss = model(**batch, labels=labels).loss
     expected = torch.nn.functional.binary_cross_entropy_with_logits(torch.from_numpy(got), labels)
     assert float(loss) == pytest.approx(float(expected), rel=1e-5)
+    masked = labels.clone()
+    masked[0, 1] = -100  # a skipped decision: left out of the loss, as everywhere in calibkit
+    with torch.no_grad():
+        loss = model(**batch, labels=masked).loss
+    keep = masked != -100
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(torch.from_numpy(got)[keep], labels[keep])
+    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
     metrics = model.config.calibration["metrics"]
     assert metrics["after"]["nll_macro"] < metrics["before"]["nll_macro"]  # fitted on this data: NLL drops
     model.save_pretrained(tmp_path / "m")

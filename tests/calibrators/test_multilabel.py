@@ -132,3 +132,15 @@ def test_isotonic_per_label_equals_scikit_learn():
     assert block["method"] == "multilabel-ir" and len(block["thresholds"]) == 4
     with pytest.raises(ValueError, match="label 1 has no entry to fit on"):
         MultiLabelIsotonic().fit(Z[:, :2], np.where(np.arange(2) == 1, -100, Y[:, :2].clip(0, 1)))
+
+
+def test_a_label_with_one_outcome_is_left_unchanged_with_a_warning():
+    z, y = Z[:, :3].copy(), np.clip(Y[:, :3], 0, 1).copy()
+    y[:, 2] = 1  # always present in the calibration data
+    for method in ("platt", "label_temperature"):
+        with pytest.warns(RuntimeWarning, match=r"labels \[2\] have one outcome only"):
+            fitted = MultiLabelScaling(method).fit(z, y)
+        assert fitted.scale_[2] == 1.0 and fitted.bias_[2] == 0.0
+        np.testing.assert_allclose(fitted.scale_[:2], MultiLabelScaling(method).fit(z[:, :2], y[:, :2]).scale_)
+    with pytest.raises(ValueError, match="every label has one outcome only"):
+        MultiLabelScaling("platt").fit(z, np.ones_like(y))

@@ -351,11 +351,12 @@ def multilabel_data(n, seed=0, length=8):
 def make_multilabel_trainer(tmp_path, callback, **overrides):
     torch.manual_seed(0)
     config = BertConfig(num_labels=NUM_LABELS, problem_type="multi_label_classification", **TINY)
-    args = TrainingArguments(
+    settings = dict(
         output_dir=str(tmp_path / "out"), max_steps=80, per_device_train_batch_size=8, per_device_eval_batch_size=16,
         learning_rate=1e-2, eval_strategy="steps", eval_steps=40, logging_steps=40, save_strategy="no", report_to=[],
-        use_cpu=True, seed=0, disable_tqdm=True, **overrides,
+        use_cpu=True, seed=0, disable_tqdm=True,
     )  # fmt: skip
+    args = TrainingArguments(**{**settings, **overrides})
     trainer = Trainer(
         model=BertForSequenceClassification(config),
         args=args,
@@ -398,3 +399,14 @@ def test_a_multilabel_setting_that_contradicts_the_model_is_refused(tmp_path):
     trainer, _ = make_trainer(tmp_path, callback=CalibrationCallback(fit=("platt",)), max_steps=2)
     with pytest.warns(RuntimeWarning, match="platt could not be fitted: platt is a multi-label calibrator"):
         trainer.train()
+
+
+def test_multilabel_with_settings_and_metrics_that_are_not_per_label(tmp_path):
+    settings = calibkit.CalibrationSettings(n_bins=10)
+    callback = CalibrationCallback(metrics=("brier", "sce"), fit=(), settings=settings)
+    trainer = make_multilabel_trainer(tmp_path, callback, max_steps=2, eval_steps=2, logging_steps=2)
+    assert callback.settings.multilabel and callback.settings.n_bins == 10  # from the model, settings kept
+    trainer.train()
+    logs = eval_logs(trainer)[-1]
+    assert "eval_brier" in logs and "eval_brier_micro" in logs and "eval_ece_label_LABEL_0" in logs
+    assert "eval_sce" not in logs  # not defined per label: never logged, not even as NaN

@@ -211,3 +211,15 @@ def test_a_bad_multi_hot_label_in_a_tensor_is_placed():
     labels = torch.tensor([[0, 1, 0], [1, 0, 2], [0, 0, 0]])
     with pytest.raises(ValueError, match=r"got 2 at position \(1, 2\)"):
         calibkit.calibration_report(torch.rand(3, 3), labels, multilabel=True)
+
+
+def test_metrics_not_defined_per_label_are_refused_and_tiny_bootstraps_are_nan():
+    from calibkit.metrics.bootstrap import bootstrap_intervals
+
+    p, y = multilabel_data(n=50)
+    with pytest.raises(ValueError, match=r"\['aurc'\] are not defined per label"):
+        calibkit.calibration_report(p, y, multilabel=True, metrics=["ece", "aurc"])
+    only_summary = calibkit.calibration_report(p, y, multilabel=True, metrics=["cece"])
+    assert list(only_summary["macro"]) == ["ece"] and only_summary["cece"] >= 0
+    out = bootstrap_intervals([[0.7, 0.2]], [[1, 0]], multilabel=True, n_boot=1, seed=2)  # no replicate draws a row
+    assert np.isnan(out["intervals"]["macro"]["ece"][0]) and np.isnan(out["intervals"]["cece"][1])
