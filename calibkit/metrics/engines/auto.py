@@ -99,13 +99,13 @@ def _worker() -> None:
                 with _LOCK:
                     _FAILED.add(key)
                 continue
-            with _LOCK:
-                _READY.add(key)
-            marker = _marker(key)
+            marker = _marker(key)  # written before the key is marked ready: ready implies the marker is there
             if marker is not None:
                 with contextlib.suppress(OSError):
                     marker.parent.mkdir(parents=True, exist_ok=True)
                     marker.touch()
+            with _LOCK:
+                _READY.add(key)
 
 
 def _schedule(key: tuple, warm: Callable[[], Any]) -> None:
