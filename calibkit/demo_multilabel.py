@@ -13,7 +13,6 @@ per frequent type, per-type ECE against its support, and the best calibrator's m
 from __future__ import annotations
 
 import json
-import math
 import time
 import warnings
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 from calibkit.calibrators.registry import MULTILABEL_LABELS
 from calibkit.demo import load_twitter_ner, model_path, split_indices
 from calibkit.metrics.registry import MULTILABEL_TABLE
+from calibkit.multilabel_cli import json_ready
 
 RECIPE = {"epochs": 6, "learning_rate": 3e-4}
 METHODS = tuple(MULTILABEL_LABELS)
@@ -372,7 +372,7 @@ def run_multilabel_demo(
         "calibrated_during_training": dict(callback.calibrated_dirs),
     }  # fmt: skip
     paths["json"] = output / "report.json"
-    paths["json"].write_text(json.dumps(_clean(report), indent=2) + "\n")
+    paths["json"].write_text(json.dumps(json_ready(report), indent=2) + "\n")
     print(text)
     for name, path in paths.items():
         print(f"{name}: {path}")
@@ -411,15 +411,3 @@ def _one_split_table(one_split: dict[str, dict[str, Any]]) -> str:
             continue
         lines.append(f"| {LABELS[method]} | " + " | ".join(f"{row[m]:.4f}" for m in METRICS) + " |")
     return "\n".join(lines)
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    return value

@@ -50,13 +50,23 @@ def _cell(value: Any) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{float(value):.4f}"
 
 
-def _json(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
+    """Return ``value`` with numpy arrays and scalars as Python ones and NaN as None, nested (for ``json.dumps``).
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    object
+    """
     if isinstance(value, dict):
-        return {k: _json(v) for k, v in value.items()}
+        return {k: json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _json(value.tolist())
+        return json_ready(value.tolist())
     if isinstance(value, (float, np.floating)):
         return None if math.isnan(value) else float(value)
     if isinstance(value, np.integer):
@@ -112,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             intervals = ci["intervals"]
         source = args.predictions
     if args.json:
-        print(json.dumps(_json({"source": source, **report, "intervals": intervals}), indent=2))
+        print(json.dumps(json_ready({"source": source, **report, "intervals": intervals}), indent=2))
     else:
         print(f"calibkit report (multi-label): {source}")
         print(format_multilabel_table(report, intervals))

@@ -307,10 +307,13 @@ def claim_measurements(
     # A predictor of the calibration part's class frequencies, the same for every input: calibrated
     # and useless (the tutorial's point: ECE cannot see that; Brier, a proper scoring rule, does).
     prior = np.bincount(y_fit, minlength=z_eval.shape[1]) / len(y_fit)
-    model = calibration_report(z_eval, y_eval, from_logits=True, metrics=["ece", "brier"])
+    bins = {"n_bins": comparison.n_bins}  # the table's bins, and its row where the comparison has one
+    model = comparison.rows.get("uncalibrated") or calibration_report(
+        z_eval, y_eval, from_logits=True, metrics=["ece", "brier"], **bins
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        useless = calibration_report(np.tile(prior, (len(y_eval), 1)), y_eval, metrics=["ece", "brier"])
+        useless = calibration_report(np.tile(prior, (len(y_eval), 1)), y_eval, metrics=["ece", "brier"], **bins)
     blind = useless["ece"] <= model["ece"] and useless["brier"] > model["brier"]
     out["useless_but_calibrated"] = 1.0 if blind else -1.0
     for method, stats in comparison.statistics.items():
