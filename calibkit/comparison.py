@@ -1,6 +1,6 @@
 """The papers' comparison: every calibrator fitted on validation logits, every metric on test.
 
-:func:`compare_calibrators` returns a :class:`Comparison` (methods x metrics, per-class ECE,
+:func:`~calibkit.comparison.compare_calibrators` returns a :class:`Comparison` (methods x metrics, per-class ECE,
 optional bootstrap intervals, the per-bin statistics the plots need). Both renderings read it:
 :mod:`calibkit.reporting` (tables, JSON, figures, the HTML page) and :mod:`calibkit.resplits`
 (the same comparison on re-splits, with intervals and verdicts); neither is imported here.
@@ -26,6 +26,8 @@ from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics
 from calibkit.plots import RegionPlot, ReliabilityDiagram
 
+__all__ = ["METHODS", "Comparison", "compare_calibrators"]
+
 METHODS = (calibrator_registry.UNCALIBRATED, *calibrator_registry.NAMES)
 METHOD_LABELS = calibrator_registry.LABELS
 TABLE_METRICS = metric_registry.TABLE_METRICS
@@ -40,7 +42,7 @@ class Comparison:
     Parameters
     ----------
     rows : dict of str to dict of str to float
-        Method -> metric -> value on the test set (:data:`TABLE_METRICS`).
+        Method -> metric -> value on the test set (``TABLE_METRICS``).
     per_class : dict of str to ndarray of shape (K,)
         Method -> each class's ECE on the test set.
     statistics : dict of str to CalibrationStatistics
@@ -172,7 +174,7 @@ def compare_calibrators(
     ignore_index : int, default -100
         Label of the positions to skip.
     select : str, default "cece"
-        The metric of :data:`TABLE_METRICS` ``best`` is chosen by: the calibrated method with
+        The metric of ``TABLE_METRICS`` ``best`` is chosen by: the calibrated method with
         the lowest value on test (highest for accuracy-like metrics, closest to 0 for signed ones).
     n_bins, rbece_bins, theta
         As in :func:`calibkit.calibration_report`.

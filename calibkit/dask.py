@@ -1,14 +1,14 @@
 """Every metric of :func:`calibkit.calibration_report` on a Dask cluster, predictions never moved.
 
 ``pip install 'calibkit[dask]'``. Each partition becomes per-bin statistics on the worker that
-holds it (a :class:`~calibkit.metrics.statistics.CalibrationAccumulator`, O(bins x classes),
+holds it (a :class:`~calibkit.CalibrationAccumulator`, O(bins x classes),
 a few hundred kB); the statistics are tree-reduced; then exact ACE's further passes
-(:class:`~calibkit.metrics.exact_ace.ExactACE`) run on the workers too, each sending back only a
+(``ExactACE``) run on the workers too, each sending back only a
 histogram of a few cells or the few values next to a range boundary. The result equals
 :func:`calibkit.calibration_report` on all the data, whatever the partitioning (to rounding,
 ~1e-14).
 
-The data is read once per pass (usually 2, see :mod:`calibkit.metrics.exact_ace`): a collection
+The data is read once per pass (usually 2, see ``calibkit.metrics.exact_ace``): a collection
 read from Parquet is read again; one that fits the cluster's memory can be ``persist()``-ed
 first. It runs on the current Dask scheduler (a ``distributed.Client`` if one is active).
 
@@ -35,6 +35,8 @@ import numpy as np
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.exact_ace import ExactACE, PassContribution
 from calibkit.metrics.validation import InputError
+
+__all__ = ["PartitionError", "calibration_report", "partitions"]
 
 SPLIT_EVERY = 8
 
@@ -98,7 +100,7 @@ class PartitionError(ValueError):
     Parameters
     ----------
     head, tail : str
-        The message before and after the place (:class:`~calibkit.metrics.validation.InputError`).
+        The message before and after the place (``InputError``).
     partition, row : int
         The partition and the row within it.
     token : int or None
@@ -367,7 +369,7 @@ def calibration_report(
     labels : dask.array.Array, optional
         ``(N,)`` or ``(N, L)`` integer labels, ``ignore_index`` for positions to skip.
     metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins
-        As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`.
+        As in :class:`~calibkit.CalibrationAccumulator`.
     from_logits : bool, default False
         For a Dask array: the values are logits. A DataFrame says it by its column name.
     fce_variant : {"paper", "authors"}, default "paper"
@@ -379,7 +381,7 @@ def calibration_report(
         Multi-label input (see :func:`partitions`): the result is
         :func:`calibkit.multilabel_report`'s, ACE per label within its bound (one pass).
     max_samples : int, default 4,000,000
-        Exact ACE's gather budget (:class:`~calibkit.metrics.exact_ace.ExactACE`).
+        Exact ACE's gather budget (``ExactACE``).
     split_every : int, default 8
         Inputs per node of the reduction trees.
     scheduler : str, optional

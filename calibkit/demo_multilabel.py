@@ -150,7 +150,7 @@ def claims(resplit: Any) -> list[dict[str, Any]]:
     list of dict
         ``claim``, ``paper``, ``verdict``, ``share`` and ``numbers``.
     """
-    from calibkit.resplits import _verdict
+    from calibkit.claims import _verdict
 
     out = []
     for claim, paper, method, reference, metric in (

@@ -1,11 +1,11 @@
 """Calibration plots in scikit-learn's Display style (matplotlib, installed with ``calibkit[demo]``).
 
 Each display is built from predictions (``from_predictions``) or from accumulated statistics
-(``from_statistics``: the sums of a :class:`~calibkit.metrics.CalibrationAccumulator`, so a plot
+(``from_statistics``: the sums of a :class:`~calibkit.CalibrationAccumulator`, so a plot
 of a streamed evaluation never needs the predictions again), draws on the ``ax`` it is given
 (a new figure only when none is) and keeps its artists (``ax_``, ``figure_``, ...). Library code
 never chooses a matplotlib backend: that is the caller's, and :mod:`calibkit.reporting` writes
-its files with :class:`matplotlib.figure.Figure` objects, which need none.
+its files with ``matplotlib.figure.Figure`` objects, which need none.
 
 - :class:`ReliabilityDiagram`: accuracy against top-label confidence per equal-width bin, with the
   diagonal of perfect calibration and, on an optional second axes, the samples per bin.

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = ["SUFFIXES", "load_predictions"]
+
 SUFFIXES = (".npz", ".parquet", ".csv", ".json", ".jsonl")
 _WIDE = re.compile(r"^(probs|logits)_(0|[1-9][0-9]*)$")
 
@@ -292,7 +294,7 @@ def row_of_value(index: int, labels: np.ndarray, table=None, multilabel: bool = 
     ----------
     index : int
         A flat row of the prepared input (tokens flattened), as
-        :class:`~calibkit.metrics.validation.InputError` carries it.
+        ``InputError`` carries it.
     labels : ndarray
         The batch's labels: ``(N, L)`` for token rows as an ``.npz`` or Dask array holds them.
     table : pyarrow.Table, optional

@@ -23,6 +23,8 @@ from calibkit.comparison import HIGHER_IS_BETTER, METHOD_LABELS, SIGNED, TABLE_M
 from calibkit.plots import RegionPlot, ReliabilityDiagram
 from calibkit.resplits import resplit_note
 
+__all__ = ["html_report", "markdown_table", "per_class_table", "to_json", "write_csv", "write_report"]
+
 
 def _cell(value: float, interval: tuple[float, float] | None = None) -> str:
     text = "nan" if math.isnan(value) else f"{value:.4f}"
@@ -39,7 +41,7 @@ def markdown_table(comparison: Comparison) -> str:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -69,7 +71,7 @@ def per_class_table(comparison: Comparison) -> str:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -94,7 +96,7 @@ def write_csv(comparison: Comparison, path: str | Path) -> None:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
     path : str or Path
         The CSV file to write.
     """
@@ -119,7 +121,7 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -169,7 +171,7 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
     folder : str or Path
         Created if needed.
     title : str
@@ -248,7 +250,7 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
     title : str
         The page's title.
     paths : dict of str to Path
@@ -359,7 +361,7 @@ def small_classes_line(comparison: Comparison, classes: list[int], support: np.n
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
     classes : list of int
         The classes to name.
     support : ndarray of shape (K,)
@@ -404,7 +406,7 @@ def reliability_figure(comparison: Comparison) -> Any:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -437,7 +439,7 @@ def per_class_figure(comparison: Comparison) -> Any:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -484,7 +486,7 @@ def class_ece_figure(comparison: Comparison) -> Any:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -519,7 +521,7 @@ def regions_figure(comparison: Comparison) -> Any:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -551,7 +553,7 @@ def write_figures(comparison: Comparison, folder: str | Path) -> dict[str, Path]
     Parameters
     ----------
     comparison : Comparison
-        From :func:`compare_calibrators`.
+        From :func:`~calibkit.comparison.compare_calibrators`.
     folder : str or Path
         An existing folder.
 

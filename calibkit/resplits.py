@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.claims import HOLD_SHARE, _verdict, what_this_means
+from calibkit.claims import HOLD_SHARE, what_this_means
 from calibkit.comparison import HIGHER_IS_BETTER, METHOD_LABELS, METHODS, SIGNED, TABLE_METRICS, compare_calibrators
 from calibkit.metrics.validation import check_positive_int
 
-__all__ = ["HOLD_SHARE", "Resplits", "_verdict", "claim_measurements", "resplit_comparison", "summary_text", "verdicts"]
+__all__ = ["HOLD_SHARE", "Resplits", "claim_measurements", "resplit_comparison", "summary_text", "verdicts"]
 
 
 @dataclass
@@ -92,9 +92,9 @@ class Resplits:
         Parameters
         ----------
         method : str
-            One of :attr:`methods`.
+            One of ``methods``.
         metric : str
-            One of :attr:`metrics`.
+            One of ``metrics``.
 
         Returns
         -------
@@ -109,9 +109,9 @@ class Resplits:
         Parameters
         ----------
         method : str
-            One of :attr:`methods`.
+            One of ``methods``.
         metric : str
-            One of :attr:`metrics`.
+            One of ``metrics``.
 
         Returns
         -------
@@ -132,9 +132,9 @@ class Resplits:
         Parameters
         ----------
         method, reference : str
-            Two of :attr:`methods`.
+            Two of ``methods``.
         metric : str
-            One of :attr:`metrics`.
+            One of ``metrics``.
 
         Returns
         -------

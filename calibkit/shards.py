@@ -2,10 +2,10 @@
 
 ``calibkit report --predictions DIR_OR_GLOB`` and :func:`stream_report` read a folder (searched
 recursively) or a glob of ``.parquet``, ``.npz`` and ``.jsonl`` shards, in sorted order, a record
-batch at a time, through a :class:`~calibkit.metrics.statistics.CalibrationAccumulator`: memory
+batch at a time, through a :class:`~calibkit.CalibrationAccumulator`: memory
 holds one batch and the per-bin sums, whatever the total size. Every metric but ACE needs one
 pass; ACE's equal-mass ranges need the order of each class column over all the data, so it reads
-the shards again (:class:`~calibkit.metrics.exact_ace.ExactACE`: one more pass on ordinary
+the shards again (``ExactACE``: one more pass on ordinary
 data, two on a peaked column) and is then exact. The result equals
 :func:`calibkit.calibration_report` on the concatenated shards (to rounding, ~1e-14).
 
@@ -31,6 +31,8 @@ import numpy as np
 
 from calibkit.metrics.validation import InputError
 from calibkit.prediction_files import from_arrow_table, npz_header, one_line, read_npz, read_table, row_of_value
+
+__all__ = ["Batch", "SHARD_SUFFIXES", "find_shards", "iter_batches", "stream_report"]
 
 SHARD_SUFFIXES = (".parquet", ".npz", ".jsonl")
 BATCH_BYTES = 8 * 2**20  # per-batch working memory is about 30x this (Arrow buffers, conversions, kernel blocks)
@@ -375,14 +377,14 @@ def iter_batches(
     Parameters
     ----------
     files : list of Path
-        The shards, from :func:`shard_files`.
+        The shards, from ``shard_files()``.
     batch_bytes : int, default BATCH_BYTES
         Uncompressed bytes a Parquet batch (or JSON block) holds; an ``.npz``, ``.json`` or
         ``.csv`` shard is one batch.
     progress : tqdm progress bar, optional
         Updated with the rows of each batch and the shards done.
     multilabel : bool, default False
-        Read multi-label rows (:func:`calibkit.prediction_files.from_arrow_table`).
+        Read multi-label rows (``calibkit.prediction_files.from_arrow_table()``).
 
     Yields
     ------
@@ -457,14 +459,14 @@ def stream_report(
     location : str
         A folder (searched recursively), a glob (``'preds/*.parquet'``) or one shard.
     metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins
-        As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`.
+        As in :class:`~calibkit.CalibrationAccumulator`.
     fce_variant, coverage, multilabel, num_threads
-        As in :class:`~calibkit.metrics.statistics.CalibrationAccumulator`. Probabilities or
+        As in :class:`~calibkit.CalibrationAccumulator`. Probabilities or
         logits are told apart by the column name (``probs``/``logits``).
     batch_bytes : int, default 8 MiB
         Uncompressed bytes a Parquet batch (or JSON block) holds.
     max_samples : int, default 4,000,000
-        :class:`~calibkit.metrics.exact_ace.ExactACE`'s gather budget.
+        ``ExactACE``'s gather budget.
     exact_ace : bool, default True
         Read the shards again until ACE is exact (``ace_error_bound`` 0). False: one pass, and
         ACE within its reported ``ace_error_bound`` (the accumulator's proportional split).

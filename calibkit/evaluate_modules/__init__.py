@@ -2,7 +2,7 @@
 
 The module scripts are the folders ``metrics/<name>/`` of the repository (shipped in the wheel
 as ``calibkit/_evaluate_modules/<name>/``), in the layout of ``evaluate``'s own
-``metrics/accuracy/``. Their shared machinery is :class:`calibkit.evaluate_modules.metric.CalibrationMetric`;
+``metrics/accuracy/``. Their shared machinery is ``calibkit.evaluate_modules.metric.CalibrationMetric``;
 this module stays free of ``evaluate`` imports (a slow import) so that ``import calibkit`` and
 ``calibkit install-modules`` stay fast.
 
@@ -25,6 +25,8 @@ from pathlib import Path
 
 from calibkit.metrics.papers import PAPERS
 from calibkit.metrics.registry import module_metrics
+
+__all__ = ["MODULE_NAMES", "evaluate_module_path", "install_evaluate_modules"]
 
 MODULE_NAMES = (*module_metrics(), "calibration_report")
 """Every module folder, from the metric registry; ``calibration_report`` returns every metric in one pass."""
@@ -122,7 +124,7 @@ def evaluate_module_path(name: str) -> str:
     Parameters
     ----------
     name : str
-        One of :data:`MODULE_NAMES`.
+        One of :data:`~calibkit.evaluate_modules.MODULE_NAMES`.
 
     Returns
     -------
@@ -198,9 +200,9 @@ def install_evaluate_modules(
     Parameters
     ----------
     names : iterable of str, optional
-        Modules to install (default: all of :data:`MODULE_NAMES`).
+        Modules to install (default: all of :data:`~calibkit.evaluate_modules.MODULE_NAMES`).
     modules_cache : path, optional
-        evaluate's module cache (default: :func:`hf_modules_cache`).
+        evaluate's module cache (default: ``hf_modules_cache()``).
     namespaces : iterable of str
         ``"evaluate-metric"`` for bare names, ``"calibkit"`` for ``calibkit/<name>``.
 

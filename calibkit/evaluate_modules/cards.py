@@ -134,7 +134,7 @@ def load_script(name: str) -> ModuleType:
     Parameters
     ----------
     name : str
-        One of :data:`MODULE_NAMES`.
+        One of :data:`~calibkit.evaluate_modules.MODULE_NAMES`.
 
     Returns
     -------
@@ -174,7 +174,7 @@ def render(name: str) -> dict[str, str]:
     Parameters
     ----------
     name : str
-        One of :data:`MODULE_NAMES`.
+        One of :data:`~calibkit.evaluate_modules.MODULE_NAMES`.
 
     Returns
     -------

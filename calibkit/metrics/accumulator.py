@@ -38,8 +38,8 @@ class CalibrationAccumulator:
     which needs the order of the confidences over all of it: here it splits the fine buckets cut
     by a range boundary in proportion, and ``compute()`` also returns ``ace_error_bound``, a
     guaranteed bound on ``|ACE_stream - ACE_exact|`` (see
-    :func:`~calibkit.metrics.formulas.ace_from_points`); further passes over the same data
-    (:class:`~calibkit.metrics.exact_ace.ExactACE`) make it exact.
+    ``ace_from_points()``); further passes over the same data
+    (``ExactACE``) make it exact.
 
     Parameters
     ----------
@@ -129,7 +129,7 @@ class CalibrationAccumulator:
         Parameters
         ----------
         stats : CalibrationStatistics, or list of them (one per label) with ``multilabel``
-            From :func:`calibkit.metrics.report.compute_statistics` (or another accumulator) with the same metrics and
+            From :func:`~calibkit.compute_statistics` (or another accumulator) with the same metrics and
             settings.
 
         Returns
@@ -298,7 +298,7 @@ class CalibrationAccumulator:
         ----------
         ace_partials : tuple of ndarray, optional
             The exact sums where a range boundary cuts an ACE bucket, from
-            :meth:`calibkit.metrics.exact_ace.ExactACE.partials` (further passes over the same
+            ``calibkit.metrics.exact_ace.ExactACE.partials()`` (further passes over the same
             data); ACE is then exact and ``ace_error_bound`` 0.
 
         Returns

@@ -1,16 +1,16 @@
 """The user's engine switch: which engine makes the statistics. Imports nothing of calibkit.
 
-- ``"numba"``: the compiled kernels (:mod:`calibkit.metrics._kernels`), the fastest on host
+- ``"numba"``: the compiled kernels (``calibkit.metrics._kernels``), the fastest on host
   memory once compiled. Their first compile takes seconds per input kind (a whole report,
   the longest; ``benchmarks/cold_start.py`` measures it); numba then caches them on disk.
-- ``"torch"``: :mod:`calibkit.metrics.engines.torch_engine`, the same sums with torch: on the
+- ``"torch"``: ``calibkit.metrics.engines.torch_engine``, the same sums with torch: on the
   tensor's own device for CUDA input (only the sums come back), and on CPU tensors or numpy
   arrays without any compile.
 - ``"auto"`` (the default): CUDA tensors go to torch; host input goes to the kernels when they
   are ready for its kind (compiled in this process, or cached on disk by an earlier one);
   otherwise this call runs on torch while the kernels compile in a background thread, so the
   first call returns in about a second instead of waiting for the compile, and later calls
-  switch to the kernels as soon as they are ready (:mod:`calibkit.metrics.engines.auto`).
+  switch to the kernels as soon as they are ready (``calibkit.metrics.engines.auto``).
 
 Choose with :func:`set_backend`, the context manager :func:`use_backend`, or the environment
 variable ``CALIBKIT_BACKEND``. Both engines give the same numbers to about 1e-15 relative (the
@@ -28,6 +28,8 @@ import contextvars
 import os
 from collections.abc import Iterator
 from typing import Any
+
+__all__ = ["BACKENDS", "get_backend", "set_backend", "use_backend"]
 
 BACKENDS = ("auto", "numba", "torch")
 """The engines :func:`set_backend` accepts."""

@@ -35,6 +35,8 @@ from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settin
 from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics, SumsPlan
 from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare
 
+__all__ = ["bootstrap_intervals"]
+
 _BLOCK_MEMORY = 256 * 2**20  # bytes of per-block statistics held at once
 _REPLICATE_CHUNK = 64
 MAX_REPLICATES = 100_000
@@ -73,7 +75,7 @@ def bootstrap_intervals(
     probs, labels, metrics, from_logits, multilabel, ignore_index
         As in :func:`calibkit.calibration_report`.
     n_boot : int, default 1000
-        Bootstrap replicates (at most :data:`MAX_REPLICATES`).
+        Bootstrap replicates (at most ``MAX_REPLICATES``).
     confidence : float, default 0.95
         Two-sided level of the percentile intervals.
     seed : int, default 0

@@ -4,7 +4,7 @@ ACE's equal-mass ranges need the order of every class column's probabilities ove
 set. A :class:`~calibkit.metrics.accumulator.CalibrationAccumulator` keeps each column in fine
 buckets (16 an octave) and splits a bucket that a range boundary cuts in proportion: close, with
 a guaranteed bound, but not exact. The one-shot functions hold the data and resolve every cut
-bucket from its samples (:func:`~calibkit.metrics.engines.numba_engine.exact_ace_partials`). Here the data
+bucket from its samples (``exact_ace_partials()``). Here the data
 has to be read again, and a cut bucket may hold a large share of a peaked column, so each further
 pass narrows the value range (a *cell*) that holds each boundary:
 

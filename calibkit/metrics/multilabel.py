@@ -44,7 +44,7 @@ in every multi-label report."""
 
 
 def label_metric_names(metrics: Any) -> tuple[str, ...]:
-    """Return the metrics of :data:`LABEL_METRICS` that ``metrics`` names (all for None).
+    """Return the metrics of ``LABEL_METRICS`` that ``metrics`` names (all for None).
 
     Parameters
     ----------
@@ -53,7 +53,7 @@ def label_metric_names(metrics: Any) -> tuple[str, ...]:
     Returns
     -------
     tuple of str
-        In :data:`LABEL_METRICS`' order.
+        In ``LABEL_METRICS``' order.
 
     Raises
     ------
@@ -186,7 +186,7 @@ def report_from_label_statistics(
     stats : list of CalibrationStatistics
         One per label, numpy sums.
     names : tuple of str
-        Metrics of :data:`LABEL_METRICS`.
+        Metrics of ``LABEL_METRICS``.
     settings : CalibrationSettings
 
     Returns
@@ -220,7 +220,7 @@ def exact_label_report(
     probs, labels
         ``(N, K)`` label probabilities (logits with ``settings.from_logits``) and multi-hot labels.
     names : tuple of str
-        Metrics of :data:`LABEL_METRICS`.
+        Metrics of ``LABEL_METRICS``.
     settings : CalibrationSettings
     num_threads : int, optional
 

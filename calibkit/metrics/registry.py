@@ -639,7 +639,7 @@ def report_from_statistics(
     Parameters
     ----------
     statistics : CalibrationStatistics
-        Sums filled for at least these metrics (see :func:`plan`).
+        Sums filled for at least these metrics (see ``plan()``).
     metrics : iterable of str, optional
         Names from :data:`METRICS` (default: all).
     settings : CalibrationSettings, optional

@@ -4,7 +4,7 @@
 :func:`exact_report` is the path of the functional API and :func:`calibkit.calibration_report`,
 which still holds the data and so makes ACE exact with a second pass over the samples of the
 cut buckets. Both take a :class:`~calibkit.metrics.settings.CalibrationSettings`, ask the engines'
-entry (:func:`calibkit.metrics.engines.fill_statistics`) for the sums and read the metric registry
+entry (``calibkit.metrics.engines.fill_statistics()``) for the sums and read the metric registry
 (:mod:`calibkit.metrics.registry`); neither re-derives a formula.
 """
 
@@ -35,7 +35,7 @@ def compute_statistics(
     Parameters
     ----------
     prep : PreparedInput
-        From :func:`calibkit.metrics.validation.prepare` (validated rows and labels).
+        From ``calibkit.metrics.validation.prepare()`` (validated rows and labels).
     settings : CalibrationSettings
         Bin counts and conventions; ``settings.ignore_index`` masks labels.
     metrics : iterable of str, optional
@@ -69,7 +69,7 @@ def exact_report(
     Parameters
     ----------
     prep : PreparedInput
-        From :func:`calibkit.metrics.validation.prepare`.
+        From ``calibkit.metrics.validation.prepare()``.
     settings : CalibrationSettings
         Bin counts and conventions (SPEC.md's defaults).
     metrics : iterable of str, optional

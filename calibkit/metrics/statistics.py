@@ -1,6 +1,6 @@
 """Sufficient statistics of calibration: per-bin sums that add across batches, threads and processes.
 
-An engine (:mod:`calibkit.metrics.engines`) fills a :class:`CalibrationStatistics` in one pass
+An engine (``calibkit.metrics.engines``) fills a :class:`CalibrationStatistics` in one pass
 over the predictions; every metric of SPEC.md is then a small numpy function of those sums
 (:mod:`calibkit.metrics.formulas`), so asking for all metrics costs one pass, and a 100M-token
 evaluation never holds its predictions (:class:`~calibkit.metrics.accumulator.CalibrationAccumulator`).
@@ -30,7 +30,7 @@ ADDITIVE_FIELDS = ("top", "fuzzy", "classwise", "ace", "selective", "scalars")
 class CalibrationStatistics:
     """Additive per-bin sums; ``a + b`` is the statistics of both data sets.
 
-    Build one with :meth:`zeros` and fill it with :func:`calibkit.metrics.engines.fill_statistics`
+    Build one with :meth:`zeros` and fill it with ``calibkit.metrics.engines.fill_statistics()``
     (or take it from a :class:`~calibkit.metrics.accumulator.CalibrationAccumulator`); the fields
     are the sums.
 
@@ -56,7 +56,7 @@ class CalibrationStatistics:
         The same sums on fine buckets (16 an octave of the float64 pattern) for ACE.
     selective : ndarray (B, 2)
         Count and errors on fine buckets of ``1 - confidence`` (top label) for AURC and the
-        selective accuracy (:mod:`calibkit.metrics.ranking`); ``(0, 2)`` when not filled.
+        selective accuracy (``calibkit.metrics.ranking``); ``(0, 2)`` when not filled.
     scalars : ndarray (7,)
         n, correct, Brier, NLL and ECD sums, confidence sum and count of wrong predictions.
     has : frozenset of str, default frozenset()
@@ -202,7 +202,7 @@ class CalibrationStatistics:
         Parameters
         ----------
         n_bins : int
-            One of :attr:`top_bins`.
+            One of ``top_bins``.
 
         Returns
         -------
@@ -219,7 +219,7 @@ class CalibrationStatistics:
 
 @dataclass(frozen=True)
 class SumsPlan:
-    """Which sums a pass must fill for some metrics and settings (see :func:`plan`).
+    """Which sums a pass must fill for some metrics and settings (see ``plan()``).
 
     Parameters
     ----------

@@ -90,7 +90,7 @@ def read_choices(location: str | Path) -> ChoiceData:
     location : str or Path
         An lm-evaluation-harness ``samples_*.jsonl`` (each task's ``target_delimiter`` read from
         the ``results_*.json`` beside it) or a lighteval ``details_*.parquet``
-        (:mod:`calibkit.multiple_choice.lighteval`); a folder searched recursively for them; or a
+        (``calibkit.multiple_choice.lighteval``); a folder searched recursively for them; or a
         ``.jsonl``/``.parquet`` file in calibkit's choice format.
 
     Returns

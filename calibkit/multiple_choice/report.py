@@ -174,7 +174,8 @@ def choice_temperature_scaling(
         A task of fewer than 20 questions is left out with a reason under ``"skipped"``.
     """
     from calibkit.calibrators import TemperatureScaling
-    from calibkit.resplits import _verdict, resplit_comparison
+    from calibkit.claims import _verdict
+    from calibkit.resplits import resplit_comparison
 
     score = check_score(score)
     out: dict[str, Any] = {"score": score, "tasks": {}, "skipped": {}}

@@ -2,16 +2,16 @@
 
 Two engines fill the same :class:`~calibkit.metrics.statistics.CalibrationStatistics`:
 
-- :mod:`~calibkit.metrics.engines.numba_engine`, the compiled kernels on host memory, row
-  ranges in threads (:mod:`~calibkit.metrics.engines.threads`);
-- :mod:`~calibkit.metrics.engines.torch_engine`, torch on the tensor's own device (CUDA), or
+- ``numba_engine``, the compiled kernels on host memory, row
+  ranges in threads (``threads``);
+- ``torch_engine``, torch on the tensor's own device (CUDA), or
   on the CPU while the kernels compile.
 
 :func:`fill_statistics` is the only place that chooses between them: the user's switch
 (:mod:`calibkit.metrics.backends`), and under ``"auto"`` whether the kernels of this input kind
-are ready (:mod:`~calibkit.metrics.engines.auto`). Every door (the one-shot report, the
+are ready (``auto``). Every door (the one-shot report, the
 accumulator, the bootstrap) calls it; the exact-ACE passes over shards
-(:mod:`calibkit.metrics.exact_ace`) call the numba engine's gather directly, since they must
+(``calibkit.metrics.exact_ace``) call the numba engine's gather directly, since they must
 rebuild the very probabilities the kernels binned.
 """
 
@@ -121,7 +121,7 @@ def fill_statistics(
     Parameters
     ----------
     prep : PreparedInput
-        Validated rows and labels (:func:`calibkit.metrics.validation.prepare`).
+        Validated rows and labels (``calibkit.metrics.validation.prepare()``).
     sums : SumsPlan
         The sums to fill (:func:`calibkit.metrics.registry.plan`).
     ignore_index : int

@@ -4,7 +4,7 @@ Under ``"auto"`` (:mod:`calibkit.metrics.backends`), host input goes to the kern
 are compiled for its kind (in this process, or cached on disk by an earlier one); until then a
 call runs on the torch engine while a background thread compiles the kernels on small synthetic
 input of the same kind (:func:`synthetic_like`). :func:`engine` is asked once per call, by the
-engines' entry (:func:`calibkit.metrics.engines.fill_statistics`).
+engines' entry (``calibkit.metrics.engines.fill_statistics()``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""The compiled engine: the numba kernels (:mod:`calibkit.metrics._kernels`) run on row ranges in threads.
+"""The compiled engine: the numba kernels (``calibkit.metrics._kernels``) run on row ranges in threads.
 
 :func:`statistics_numba` fills the per-bin sums of host arrays in one pass; the exact-ACE
 pieces (:func:`gather_bucket_samples`, :func:`exact_ace_partials`) copy only the samples of the
 fine ACE buckets that a range boundary cuts, and settle each boundary from them. The torch
-engine (:mod:`calibkit.metrics.engines.torch_engine`) is its peer; the entry that picks one is
-:func:`calibkit.metrics.engines.fill_statistics`.
+engine (``calibkit.metrics.engines.torch_engine``) is its peer; the entry that picks one is
+``calibkit.metrics.engines.fill_statistics()``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def statistics_numba(
     Parameters
     ----------
     prep : PreparedInput
-        Validated rows and labels in host memory (:func:`calibkit.metrics.validation.prepare`).
+        Validated rows and labels in host memory (``calibkit.metrics.validation.prepare()``).
     sums : SumsPlan
         The sums to fill (:func:`calibkit.metrics.registry.plan`).
     ignore_index : int
@@ -366,7 +366,7 @@ def exact_statistics_numba(
     total : CalibrationStatistics
         Their sum, added once (the ACE table of every range is large on long rows).
     ace_partials : tuple of ndarray or None
-        The exact sums at the cut buckets (:func:`calibkit.metrics.formulas.ace_from_points`);
+        The exact sums at the cut buckets (``calibkit.metrics.formulas.ace_from_points()``);
         None when no sample remains.
     """
     k = prep.num_classes

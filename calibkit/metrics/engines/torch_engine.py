@@ -1,12 +1,12 @@
 """The per-bin statistics computed with torch: where the data lives, and without a compile.
 
-The compiled kernels (:mod:`calibkit.metrics._kernels`) read host memory. A CUDA tensor would
+The compiled kernels (``calibkit.metrics._kernels``) read host memory. A CUDA tensor would
 first be copied to the host, which costs 10-100x the metric itself and host memory of the full
 logits, when calibkit only ever needs the O(bins x classes) sums. Here the same sums are made
 with torch on the tensor's own device, a block of rows at a time (a bounded working set), in
 float64, and only the sums come back. The same code runs on CPU tensors and numpy arrays
 (zero-copy views): it is calibkit's path while the numba kernels are not yet compiled
-(:mod:`calibkit.metrics.engines.auto`), and CI checks it against the kernels on every input kind.
+(``calibkit.metrics.engines.auto``), and CI checks it against the kernels on every input kind.
 
 Same conventions as the kernels, bit for bit where the arithmetic allows: right-closed
 equal-width bins, the first index of the maximum as the top label, the softmax sum taken in
@@ -47,7 +47,7 @@ def as_tensor(array: Any) -> Any:
     Parameters
     ----------
     array : ndarray or torch.Tensor
-        Values or labels of a :class:`~calibkit.metrics.validation.PreparedInput`.
+        Values or labels of a ``PreparedInput``.
 
     Returns
     -------
@@ -326,7 +326,7 @@ def statistics_torch(
 ) -> CalibrationStatistics:
     """Fill the statistics of rows ``[start, stop)`` with torch, on the input's device.
 
-    The counterpart of one range of :func:`calibkit.metrics.engines.numba_engine.statistics_numba`:
+    The counterpart of one range of ``calibkit.metrics.engines.numba_engine.statistics_numba()``:
     same tables, same bins, the sums in float64, a block of rows at a time; only the sums leave
     the device.
 
@@ -457,7 +457,7 @@ def exact_ace_partials_torch(
     tuple of ndarray
         Per class and boundary, the exact sums of p and of the outcome below the boundary in its
         bucket, NaN where no boundary cuts a bucket (the ``partial`` of
-        :func:`calibkit.metrics.formulas.ace_from_points`).
+        ``calibkit.metrics.formulas.ace_from_points()``).
     """
     torch = _torch()
     inside = points["inside"]

@@ -52,7 +52,7 @@ def multilabel_report(
     Returns
     -------
     dict
-        ``"per_label"``: per metric of :data:`LABEL_METRICS`, an array ``(K,)`` (NaN for a
+        ``"per_label"``: per metric of ``LABEL_METRICS``, an array ``(K,)`` (NaN for a
         label with no decision left); ``"macro"``, ``"weighted"``, ``"micro"``: per metric, one
         value; ``"support"``: the rows where each label is present; ``"n"``: the label decisions
         counted; ``"cece"``, ``"msece"``, ``"wsece"``, ``"ece_variance"``: over the per-label ECEs.

@@ -11,7 +11,7 @@ the orders of ties, the same whatever order the data came in.
 :func:`aurc` and :func:`selective_accuracy` are the registry's ``aurc`` and ``selective_accuracy``
 (one call of the one-shot report, exact); the accumulator, the bootstrap, the shards reader, Dask
 and the ``evaluate`` module ``selective`` give them from fine buckets of the confidence, with a
-bound on the error (:mod:`calibkit.metrics.ranking`).
+bound on the error (``calibkit.metrics.ranking``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,156 @@
+"""Sphinx configuration of calibkit's documentation site.
+
+Built offline with ``python -m sphinx -W -n --keep-going -b html docs docs/_build/html``: warnings
+are errors and every cross-reference must resolve (nitpicky). The maths is rendered to MathML at
+build time (``_ext/mathml.py``), so pages need no JavaScript from a CDN.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS / "_ext"))
+sys.path.insert(0, str(DOCS.parent))
+
+import calibkit  # noqa: E402
+
+project = "calibkit"
+author = "the calibkit developers"
+copyright = "2026, the calibkit developers"  # noqa: A001 - Sphinx's name
+release = calibkit.__version__
+version = ".".join(release.split(".")[:2])
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+    "mathml",
+]
+html_math_renderer = "mathml"
+nitpicky = True
+exclude_patterns = ["_build", "**/GALLERY_HEADER.rst"]
+templates_path = ["_templates"]
+
+# Docstrings are numpydoc: their Parameters sections state the types, so signatures carry none
+# (annotations would name numpy, torch and transformers types this offline build cannot link).
+autodoc_typehints = "none"
+autodoc_member_order = "bysource"
+autosummary_generate = True
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"calibkit {release}"
+html_static_path = ["_static"]
+html_css_files = ["calibkit.css"]
+html_theme_options = {
+    "navbar_end": ["navbar-icon-links"],
+    "secondary_sidebar_items": ["page-toc"],
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+}
+html_show_sourcelink = False
+
+sphinx_gallery_conf = {
+    "examples_dirs": "examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "abort_on_example_error": True,
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "matplotlib_animations": False,
+    "within_subsection_order": "FileNameSortKey",
+}
+
+# The API reference: one page per public name, listed from each module's ``__all__`` so that a
+# name added to the code is on the site without editing the docs.
+API_MODULES = {
+    "calibkit": "Metrics, statistics and settings (the functional core, ``import calibkit``)",
+    "calibkit.calibrators": "Calibrators and calibrated transformers models",
+    "calibkit.callbacks": "The Trainer callback",
+    "calibkit.plots": "Plots",
+    "calibkit.metrics.bootstrap": "Bootstrap intervals",
+    "calibkit.shards": "Sharded prediction files (data larger than memory)",
+    "calibkit.dask": "Dask",
+    "calibkit.prediction_files": "Prediction files",
+    "calibkit.metrics.backends": "Engines",
+    "calibkit.multiple_choice": "Language models on multiple-choice benchmarks",
+    "calibkit.comparison": "Comparing calibrators",
+    "calibkit.resplits": "Re-splits and verdicts",
+    "calibkit.claims": "The papers' claims",
+    "calibkit.reporting": "Reports",
+    "calibkit.evaluate_modules": "evaluate modules",
+}
+# Names of calibkit.__all__ whose home is a subpackage: documented there, once.
+_HOME_ELSEWHERE = {"calibrators", "callbacks", "__version__", "evaluate_module_path", "install_evaluate_modules"}
+
+
+def public_names(module_name: str) -> list[str]:
+    """The names a module exports (its ``__all__``), minus those documented under another module."""
+    module = importlib.import_module(module_name)
+    names = list(module.__all__)
+    if module_name == "calibkit":
+        lazy = set(calibkit._LAZY)
+        names = [n for n in names if n not in lazy and n not in _HOME_ELSEWHERE]
+    return names
+
+
+def write_api_pages() -> None:
+    """Write ``api/<module>.rst`` (an autosummary of the module's public names) and ``api/index.rst``."""
+    folder = DOCS / "api"
+    folder.mkdir(exist_ok=True)
+    pages = []
+    for module_name, title in API_MODULES.items():
+        lines = [
+            f".. _api-{module_name}:",
+            "",
+            title,
+            "=" * len(title),
+            "",
+            f".. automodule:: {module_name}",
+            "   :no-members:",
+            "   :no-index:" if module_name == "calibkit" else "",
+            "",
+            f".. currentmodule:: {module_name}",
+            "",
+            ".. autosummary::",
+            "   :toctree: generated/",
+            "   :nosignatures:",
+            "",
+            *[f"   {name}" for name in public_names(module_name)],
+            "",
+        ]
+        text = "\n".join(lines)
+        page = folder / f"{module_name}.rst"
+        if not page.exists() or page.read_text() != text:  # unchanged pages keep Sphinx's cache
+            page.write_text(text)
+        pages.append(module_name)
+    index = "\n".join(
+        [
+            "API reference",
+            "=============",
+            "",
+            "Every public name of calibkit, one page each, generated from its docstring.",
+            "",
+            ".. toctree::",
+            "   :maxdepth: 2",
+            "",
+            *[f"   {name}" for name in pages],
+            "",
+        ]
+    )
+    if not (folder / "index.rst").exists() or (folder / "index.rst").read_text() != index:
+        (folder / "index.rst").write_text(index)
+    # A name no longer public must not leave its page behind (it would be an orphan page).
+    current = {f"{m}.{n}.rst" for m in API_MODULES for n in public_names(m)}
+    for stale in (folder / "generated").glob("*.rst"):
+        if stale.name not in current:
+            stale.unlink()
+
+
+write_api_pages()
