@@ -1,7 +1,7 @@
-"""The ``calibkit`` command.
+"""The ``calibkit`` command: what each sub-command runs (the parser is in :mod:`calibkit.cli_parser`).
 
 - ``calibkit demo``: fine-tune a real MiniLM offline, compare every calibrator, write tables,
-  figures and a calibrated model (see :mod:`calibkit.demo`);
+  figures and a calibrated model (see ``calibkit.demo``);
 - ``calibkit report``: every calibration metric for saved predictions (``--predictions``), or
   the calibrators' comparison for a model on a dataset (``--model`` and ``--dataset``), with
   bootstrap intervals (``--bootstrap``), JSON (``--json``) and files (``--output``);
@@ -17,11 +17,10 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
-from calibkit.multiple_choice.data import SCORES
 from calibkit.prediction_files import load_predictions
 
 EXAMPLE_CLASSES = ("neutral", "criticism", "hostility", "discussion")
@@ -579,110 +578,12 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line and exit status 2, as every other bad input."""
-
-    def error(self, message: str) -> NoReturn:
-        """Print the error in one line with where to find the usage, and exit with status 2."""
-        self.exit(2, f"calibkit: error: {message} (see `{self.prog} --help`)\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Build the ``calibkit`` argument parser, one sub-command per ``cmd_*`` function."""
-    parser = _Parser(prog="calibkit", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="fine-tune MiniLM offline, compare every calibrator, write tables and figures")
-    demo.add_argument(
-        "--task",
-        choices=("token", "sequence", "multilabel"),
-        default="token",
-        help="Twitter NER, BBC News, or the entity types each tweet mentions (multi-label)",
-    )
-    demo.add_argument("--output", default="calibkit-demo", help="output folder (default: calibkit-demo)")
-    demo.add_argument("--epochs", type=float, help="training epochs (default 5 for token, 3 for sequence)")
-    demo.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
-    demo.add_argument(
-        "--resplits", type=int, default=20, help="re-splits of validation + test for means, intervals, verdicts"
-    )
-    demo.add_argument("--max-train", type=int, help="use at most this many training examples")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--threads", type=int, help="torch threads (default: torch's, one per core)")
-    demo.set_defaults(func=cmd_demo)
-    report = sub.add_parser("report", help="calibration metrics for saved predictions, or a model on a dataset")
-    report.add_argument(
-        "--predictions",
-        help="file with probs (or logits) and labels: .npz, .parquet, .csv, .json; or a folder or a quoted glob "
-        "of .parquet/.npz/.jsonl shards, streamed in bounded memory; or multiple-choice logs: an lm-evaluation-harness "
-        "--log_samples folder or samples_*.jsonl, or a file with choice_logprobs and gold columns; without it and "
-        "without --model, an embedded synthetic example",
-    )
-    report.add_argument("--model", help="model folder (or Hub id) of a sequence or token classifier")
-    report.add_argument("--dataset", help="saved dataset folder, data file, or Hub id")
-    report.add_argument("--split", help="dataset split (default: test, else validation, else train)")
-    report.add_argument("--text-column", default="text", help="text column (token task: a list of words)")
-    report.add_argument("--label-column", default="label", help="label column (ids or names of model.config)")
-    report.add_argument("--task", choices=("sequence", "token"), default="sequence")
-    report.add_argument("--max-length", type=int, default=128, help="tokenizer truncation length")
-    report.add_argument("--batch-size", type=int, default=32)
-    report.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
-    report.add_argument(
-        "--resplits", type=int, default=20, help="--model: re-splits of the two halves (means, intervals, verdicts)"
-    )
-    report.add_argument("--seed", type=int, default=0)
-    report.add_argument("--output", help="folder for the table (Markdown, CSV, JSON) and the figures")
-    report.add_argument("--n-bins", type=int, default=15, help="bins for ECE, MCE and the class-wise ECEs")
-    report.add_argument("--theta", type=float, default=40, help="RBECE: minimum samples for a bin to count")
-    report.add_argument(
-        "--fce-variant",
-        choices=("paper", "authors"),
-        default="paper",
-        help="FCE by the paper's formula, or as the fuzzy-binning authors' published code computes it",
-    )
-    report.add_argument("--ignore-index", type=int, default=-100, help="label of positions to skip")
-    report.add_argument(
-        "--calibrate",
-        action="store_true",
-        help="multiple-choice logs: fit temperature scaling over the choices per task, before/after with --resplits",
-    )
-    report.add_argument(
-        "--score",
-        choices=SCORES,
-        default="loglik",
-        help="multiple-choice logs: confidence is the softmax over the choices of the log-likelihood (as acc), "
-        "or of it per character (acc_norm), per UTF-8 byte (acc_bytes) or per token (lighteval's acc_norm_token)",
-    )
-    report.add_argument("--quiet", action="store_true", help="no progress bar (shards)")
-    report.add_argument(
-        "--multilabel",
-        action="store_true",
-        help="predictions of a multi-label head: a value per label and multi-hot labels per row; "
-        "every metric per label, with macro, weighted and micro averages",
-    )
-    report.add_argument(
-        "--approximate-ace",
-        action="store_true",
-        help="shards: read them once; ACE within its reported error bound instead of exact (one more pass)",
-    )
-    report.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    report.set_defaults(func=cmd_report)
-    install = sub.add_parser(
-        "install-modules",
-        help="make evaluate.load(NAME) find calibkit's evaluate modules offline (writes evaluate's module cache)",
-    )
-    install.add_argument("names", nargs="*", help="modules to install (default: all)")
-    install.add_argument(
-        "--modules-cache", help="evaluate's module cache (default: $HF_MODULES_CACHE or ~/.cache/huggingface/modules)"
-    )
-    install.set_defaults(func=cmd_install_modules)
-    warm = sub.add_parser("warmup", help="compile and cache the metric kernels now (a few minutes, once per install)")
-    warm.add_argument("--quiet", action="store_true", help="no line per input kind")
-    warm.set_defaults(func=cmd_warmup)
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the ``calibkit`` command; bad input is one line on stderr and exit status 2."""
-    args = build_parser().parse_args(argv)
+    from calibkit.cli_parser import build_parser
+
+    commands = {"demo": cmd_demo, "report": cmd_report, "install-modules": cmd_install_modules, "warmup": cmd_warmup}
+    args = build_parser(commands).parse_args(argv)
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:  # bad input, files that cannot be read or written

@@ -317,7 +317,7 @@ def test_memory_error_is_one_line(tmp_path, capsys, monkeypatch):
     [
         (["report", "--fce-variant", "Authors"], "argument --fce-variant: invalid choice: 'Authors'"),
         (["report", "--bins", "3"], "unrecognized arguments: --bins 3"),
-        (["frobnicate"], "argument command: invalid choice: 'frobnicate'"),
+        (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
     ],
 )
 def test_a_bad_option_is_one_line_and_exit_2(capsys, args, expected):
