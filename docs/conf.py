@@ -65,6 +65,9 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "matplotlib_animations": False,
     "within_subsection_order": "FileNameSortKey",
+    # The computation-times page needs jQuery DataTables, which the theme does not load (a
+    # script error in the browser); the times are printed by the build instead.
+    "write_computation_times": False,
 }
 
 # The API reference: one page per public name, listed from each module's ``__all__`` so that a
