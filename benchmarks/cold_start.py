@@ -2,6 +2,7 @@
 
     python benchmarks/cold_start.py              # 1000 x 4, each kind in its own fresh process
     python benchmarks/cold_start.py --rows 100000
+    python benchmarks/cold_start.py --loop       # 20 reports in a row from an empty cache, 1M x 4 and 100k x 66
 
 A fresh install, a new CI container or a notebook on a new machine has an empty numba cache:
 the compiled kernels take seconds to compile (about 14 s for a whole report on 2 cores). Under
@@ -22,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 CALLS = {
     "import calibkit": None,
@@ -74,11 +76,60 @@ def run(call: str | None, cache: str, rows: int, backend: str, hide_scipy: bool 
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+LOOP_SCRIPT = """
+import json, time, warnings
+warnings.simplefilter("ignore")
+import numpy as np
+import calibkit
+rng = np.random.default_rng(0)
+z = rng.normal(size=({rows}, {classes})).astype(np.float32) * 2
+p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+y = rng.integers(0, {classes}, {rows})
+times = []
+for _ in range({calls}):
+    start = time.perf_counter(); calibkit.calibration_report(p, y); times.append(time.perf_counter() - start)
+print(json.dumps(times))
+"""
+
+
+def loop(rows: int, classes: int, calls: int, cache: str, backend: str = "auto") -> tuple[list[float], float]:
+    """Per-call seconds of ``calls`` reports in one fresh process, and the process's wall time."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "CALIBKIT_BACKEND": backend}
+    script = LOOP_SCRIPT.format(rows=rows, classes=classes, calls=calls)
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1]), time.perf_counter() - start
+
+
+def main_loop(calls: int) -> None:
+    """The first-call story of a loop: empty cache, then the next process on the cache it left."""
+    for rows, classes in ((1_000_000, 4), (100_000, 66)):
+        cache = tempfile.mkdtemp(prefix="calibkit-cold-")
+        first, wall = loop(rows, classes, calls, cache)
+        again, wall_again = loop(rows, classes, 3, cache)
+        compiled, _ = loop(rows, classes, 2, tempfile.mkdtemp(prefix="calibkit-cold-"), backend="numba")
+        torch_calls, _ = loop(rows, classes, 3, cache, backend="torch")
+        print(
+            f"\n{rows:,} x {classes}, {calls} reports from an empty cache (auto): {sum(first):.1f} s in calls, "
+            f"process {wall:.1f} s (its exit waits for the compiles it started)"
+        )
+        print("per call: " + ", ".join(f"{t:.2f}" for t in first))
+        print("next process, same cache: " + ", ".join(f"{t:.3f}" for t in again) + f" (process {wall_again:.1f} s)")
+        print(
+            f"compile (numba, cold first call minus a warm one): {compiled[0] - compiled[1]:.1f} s; "
+            f"torch per call: {min(torch_calls):.2f} s = {min(torch_calls) / (rows * classes):.2e} s per entry"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--backend", default="auto", choices=("auto", "numba", "torch"))
+    parser.add_argument("--loop", type=int, nargs="?", const=20, help="N reports in a row (default 20)")
     args = parser.parse_args()
+    if args.loop:
+        main_loop(args.loop)
+        return
     warm = tempfile.mkdtemp(prefix="calibkit-warm-")
     env = {**os.environ, "NUMBA_CACHE_DIR": warm}
     print("filling a warm cache with `calibkit warmup` ...", flush=True)

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -238,6 +240,58 @@ def test_auto_answers_on_torch_then_switches_to_the_compiled_kernels(tmp_path, m
     with use_backend("auto"):
         assert auto.engine(prep, big, lambda: ran.append("big")) == "numba"
     assert big not in auto._SCHEDULED
+
+
+def test_auto_waits_for_a_compile_in_flight_when_that_is_quicker_than_torch(tmp_path, monkeypatch):
+    """Ski rental: a call waits for the running compile when the compile ends before this call
+    would on torch, or when its kind has already spent on torch what the compile still needs."""
+    monkeypatch.setattr("calibkit._numba_cache.cache_folder", lambda: tmp_path)
+    prep = prepare(np.full((1000, 2), 0.5), np.zeros(1000, dtype=np.int64), from_logits=False, ignore_index=-100)
+    monkeypatch.setattr(auto, "_COMPILED_IN", [60.0])  # compiles seen so far took a minute
+    with use_backend("auto"):
+        for name, rate, spent, expected in [
+            ("cheap-torch", 1e-9, 0.0, "torch"),  # a torch call costs 1 us, the compile a minute
+            ("dear-torch", 1.0, 0.0, "numba"),  # a torch call would cost 1000 s
+            ("spent-enough", 1e-9, 100.0, "numba"),  # 100 s already spent on torch for this kind
+        ]:
+            key = ("test-only-wait", name, os.getpid(), id(tmp_path))
+            started, release = threading.Event(), threading.Event()
+
+            def warm(started=started, release=release):
+                started.set()
+                release.wait(30)
+
+            assert auto.engine(prep, key, warm) == "torch"  # the first call schedules the compile
+            assert started.wait(30)
+            monkeypatch.setitem(auto._TORCH_RATE, key, rate)
+            monkeypatch.setitem(auto._TORCH_SPENT, key, spent)
+            threading.Timer(0.3, release.set).start()  # the compile ends 0.3 s from now
+            begin = time.monotonic()
+            assert auto.engine(prep, key, warm) == expected, name
+            waited = time.monotonic() - begin
+            assert (waited >= 0.25) == (expected == "numba"), (name, waited)
+            assert auto.wait_until_ready(timeout=30, keys={key})
+
+
+EXIT_SCRIPT = """
+import numpy as np, calibkit
+from calibkit.metrics.engines import auto
+chosen = []
+engine = auto.engine
+auto.engine = lambda *a: chosen.append(engine(*a)) or chosen[-1]
+calibkit.ece(np.array([[0.2, 0.8], [0.6, 0.4]]), np.array([1, 1]))
+print(chosen[0])
+"""
+
+
+def test_a_process_that_exits_during_its_compile_leaves_it_cached(tmp_path):
+    """The first call of a short script runs on torch and the script ends at once: its exit waits
+    for the compile, so the next process's first call runs on the kernels (never pays twice)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "CALIBKIT_BACKEND": "auto"}
+    run = [sys.executable, "-c", EXIT_SCRIPT]
+    first = subprocess.run(run, env=env, capture_output=True, text=True, check=True, timeout=600)
+    second = subprocess.run(run, env=env, capture_output=True, text=True, check=True, timeout=600)
+    assert (first.stdout.split()[-1], second.stdout.split()[-1]) == ("torch", "numba")
 
 
 def edge_logits(seed: int = 0, n: int = 600, total: int = 15):

@@ -93,14 +93,18 @@ def choose_engine(
     """
     if ranges is not None and len(ranges) > MANY_RANGES and not on_device(prep.values) and get_backend() == "auto":
         return "numba"
-    job = "statistics" if exact_ace_ranges is None else "exact"
-    key = auto.kind_key(job, prep, (sums.groups, len(sums.top_bins)))
+    key = _kind(prep, sums, exact_ace_ranges)
 
     def warm() -> Filled:  # the same job on the kernels, on small input of the same kind
         like = auto.synthetic_like(prep, ignore_index)
         return fill_statistics(like, sums, ignore_index=ignore_index, exact_ace_ranges=exact_ace_ranges, engine="numba")
 
     return auto.engine(prep, key, warm)
+
+
+def _kind(prep: PreparedInput, sums: SumsPlan, exact_ace_ranges: int | None) -> tuple:
+    job = "statistics" if exact_ace_ranges is None else "exact"
+    return auto.kind_key(job, prep, (sums.groups, len(sums.top_bins)))
 
 
 def fill_statistics(
@@ -160,7 +164,7 @@ def fill_statistics(
         engine = choose_engine(prep, sums, ignore_index=ignore_index, exact_ace_ranges=exact_ace_ranges, ranges=ranges)
     partials = None
     if engine == "torch":
-        with auto.torch_call():
+        with auto.torch_call(_kind(prep, sums, exact_ace_ranges), prep.values.size):
             spans = ranges if ranges is not None else [(0, prep.values.shape[0])]
             parts = [
                 statistics_torch(prep, sums, ignore_index=ignore_index, start=a, stop=b, keep_on_device=keep_on_device)

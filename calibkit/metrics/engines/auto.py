@@ -9,6 +9,7 @@ engines' entry (``calibkit.metrics.engines.fill_statistics()``).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import importlib.util
@@ -29,10 +30,18 @@ from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.backends import get_backend, on_device, use_backend
 from calibkit.metrics.validation import PreparedInput
 
-COLD_TORCH_MAX_ENTRIES = 1 << 23
-"""Under ``"auto"``, host input of more entries (rows x classes) than this waits for the compile
-instead of running on torch: on the CPU torch takes some 30 times the kernels' time, which
-passes the compile's own cost at a few million entries (``benchmarks/gpu.py --device cpu``)."""
+COMPILE_SECONDS = 14.0
+"""What compiling one kind's kernels costs (a whole report, 2 cores; ``benchmarks/cold_start.py``
+measures it): the estimate of a compile's remaining time before it has reported its own."""
+TORCH_SECONDS_PER_ENTRY = 4e-7
+"""What the torch engine costs per entry (rows x classes) of host input, a report on 2 cores
+(``benchmarks/cold_start.py``): the estimate of a torch call before one of its kind has run."""
+COLD_TORCH_MAX_ENTRIES = int(COMPILE_SECONDS / TORCH_SECONDS_PER_ENTRY)
+"""Under ``"auto"``, a first call on host input of more entries than this compiles instead of
+running on torch: there the torch call would cost more than the compile."""
+EXIT_WAIT_SECONDS = 120.0
+"""At exit, how long a process waits at most for the compiles it started (so that the next
+process finds them cached and never pays the torch detour again)."""
 
 _READY: set[tuple] = set()
 _SCHEDULED: set[tuple] = set()
@@ -59,16 +68,29 @@ def _marker(key: tuple) -> Path | None:
 _IN_FLIGHT = 0
 _QUIET = threading.Event()  # set while no call runs on torch
 _QUIET.set()
+_STARTED: dict[tuple, float] = {}  # key -> when its compile began (time.monotonic)
+_COMPILED_IN: list[float] = []  # seconds the compiles of this process took
+_TORCH_SPENT: dict[tuple, float] = {}  # key -> seconds spent on torch calls of that kind
+_TORCH_RATE: dict[tuple, float] = {}  # key -> seconds per entry of its last torch call
 
 
 @contextlib.contextmanager
-def torch_call() -> Iterator[None]:
+def torch_call(key: tuple | None = None, entries: int = 0) -> Iterator[None]:
     """Mark a call that runs on the torch engine: background compiles wait until it returns.
 
     A compile thread holds the GIL most of the time, and a thread that releases it (torch
     releases it in every operation, an import on every file read) waits up to the switch
     interval to get it back: measured here, a first report took 4 s instead of 1 s with a
     compile running beside it. So the compile starts once the call that needed it is over.
+
+    The call's time is recorded under its kind, for :func:`engine`'s choice of waiting.
+
+    Parameters
+    ----------
+    key : tuple, optional
+        :func:`kind_key` of the call.
+    entries : int, default 0
+        Entries (rows x classes) of its input.
 
     Yields
     ------
@@ -78,13 +100,19 @@ def torch_call() -> Iterator[None]:
     with _LOCK:
         _IN_FLIGHT += 1
         _QUIET.clear()
+    start = time.monotonic()
     try:
         yield
     finally:
+        spent = time.monotonic() - start
         with _LOCK:
             _IN_FLIGHT -= 1
             if _IN_FLIGHT == 0:
                 _QUIET.set()
+            if key is not None:
+                _TORCH_SPENT[key] = _TORCH_SPENT.get(key, 0.0) + spent
+                if entries:
+                    _TORCH_RATE[key] = spent / entries
 
 
 def _worker() -> None:
@@ -93,6 +121,8 @@ def _worker() -> None:
             key, warm = _JOBS.get()
             time.sleep(0.05)  # the call that scheduled it enters torch_call() right after
             _QUIET.wait()
+            with _LOCK:
+                _STARTED[key] = time.monotonic()
             try:
                 warm()
             except Exception:  # noqa: BLE001 - a failed compile leaves torch in charge, never the caller broken
@@ -105,6 +135,7 @@ def _worker() -> None:
                     marker.parent.mkdir(parents=True, exist_ok=True)
                     marker.touch()
             with _LOCK:
+                _COMPILED_IN.append(time.monotonic() - _STARTED[key])
                 _READY.add(key)
 
 
@@ -119,7 +150,18 @@ def _schedule(key: tuple, warm: Callable[[], Any]) -> None:
             # its cache files under a temporary name, so a compile cut short leaves no broken file)
             _WORKER = threading.Thread(target=_worker, name="calibkit-warmup", daemon=True)
             _WORKER.start()
+            if len(_SCHEDULED) == 1:
+                atexit.register(_finish_at_exit)
     _JOBS.put((key, warm))
+
+
+def _finish_at_exit() -> None:
+    """Let the compiles this process started finish (bounded), so the next process has them cached.
+
+    Without it a short script that exits during its compile leaves nothing in the cache, and
+    every run of it pays the torch detour again (seen: 42, 12, 9, 9 s for the same script).
+    """
+    wait_until_ready(timeout=EXIT_WAIT_SECONDS)
 
 
 def kind_key(job: str, prep: Any, detail: Any = None) -> tuple:
@@ -189,16 +231,40 @@ def engine(prep: Any, key: tuple, warm: Callable[[], Any]) -> str:
     if prep.values.size > COLD_TORCH_MAX_ENTRIES:
         return "numba"  # compiling pays for itself on this much data
     _schedule(key, warm)
+    remaining = _compile_remaining(key)
+    if remaining is not None and remaining <= _torch_estimate(key, prep.values.size) + _TORCH_SPENT.get(key, 0.0):
+        # The compile ends sooner than this call would on torch, or this kind has already spent
+        # as long on torch as the compile still needs (the ski-rental rule: a loop of calls
+        # then pays at most about twice the compile, never a torch call per iteration).
+        if wait_until_ready(timeout=2 * remaining + 1.0, keys={key}):
+            return "numba" if key in _READY else "torch"
     return "torch"
 
 
-def wait_until_ready(timeout: float | None = None) -> bool:
+def _compile_remaining(key: tuple) -> float | None:
+    """Seconds the compile of ``key`` still needs, by the compiles seen (None when not running)."""
+    with _LOCK:
+        started = _STARTED.get(key)
+        if started is None or key in _READY or key in _FAILED:
+            return None
+        typical = max(_COMPILED_IN) if _COMPILED_IN else COMPILE_SECONDS
+    return max(typical - (time.monotonic() - started), 0.0)
+
+
+def _torch_estimate(key: tuple, entries: int) -> float:
+    """Seconds a torch call of ``entries`` entries of this kind would take, by the last one seen."""
+    return _TORCH_RATE.get(key, TORCH_SECONDS_PER_ENTRY) * entries
+
+
+def wait_until_ready(timeout: float | None = None, keys: set[tuple] | None = None) -> bool:
     """Wait for the background compiles started so far (tests, benchmarks, ``calibkit warmup``).
 
     Parameters
     ----------
     timeout : float, optional
         Seconds to wait at most (default: no limit).
+    keys : set of tuple, optional
+        Wait only for these kinds (default: all scheduled).
 
     Returns
     -------
@@ -208,7 +274,7 @@ def wait_until_ready(timeout: float | None = None) -> bool:
     end = None if timeout is None else time.monotonic() + timeout
     while True:
         with _LOCK:
-            pending = _SCHEDULED - _READY - _FAILED
+            pending = (_SCHEDULED if keys is None else _SCHEDULED & keys) - _READY - _FAILED
         if not pending:
             return True
         if end is not None and time.monotonic() >= end:
