@@ -159,7 +159,7 @@ def _finish_at_exit() -> None:
     """Let the compiles this process started finish (bounded), so the next process has them cached.
 
     Without it a short script that exits during its compile leaves nothing in the cache, and
-    every run of it pays the torch detour again (seen: 42, 12, 9, 9 s for the same script).
+    every run of it pays the torch detour again (``benchmarks/cold_start.py --loop`` shows it).
     """
     wait_until_ready(timeout=EXIT_WAIT_SECONDS)
 
