@@ -77,7 +77,7 @@ DASK = textwrap.dedent(
 
 
 def test_the_readme_has_its_python_blocks():
-    assert len(BLOCKS) >= 6
+    assert len(BLOCKS) >= 1  # the rest of the Python lives in the guide: tests/test_docs_code.py
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))

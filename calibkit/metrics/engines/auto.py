@@ -30,10 +30,10 @@ from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.backends import get_backend, on_device, use_backend
 from calibkit.metrics.validation import PreparedInput
 
-COMPILE_SECONDS = 14.0
+COMPILE_SECONDS = 13.0
 """What compiling one kind's kernels costs (a whole report, 2 cores; ``benchmarks/cold_start.py``
 measures it): the estimate of a compile's remaining time before it has reported its own."""
-TORCH_SECONDS_PER_ENTRY = 4e-7
+TORCH_SECONDS_PER_ENTRY = 3.8e-7
 """What the torch engine costs per entry (rows x classes) of host input, a report on 2 cores
 (``benchmarks/cold_start.py``): the estimate of a torch call before one of its kind has run."""
 COLD_TORCH_MAX_ENTRIES = int(COMPILE_SECONDS / TORCH_SECONDS_PER_ENTRY)
