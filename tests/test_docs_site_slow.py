@@ -65,7 +65,7 @@ def render(url: str) -> tuple[str, str]:
     proc = subprocess.run(
         [
             chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", "--dump-dom", url,
+            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000", "--dump-dom", url,
         ],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
@@ -110,6 +110,8 @@ def test_every_page_loads_links_resolve_images_decode(served):
         doms = dict(zip(pages, pool.map(lambda page: render(base + page), pages)))
     for page in pages:
         dom, log = doms[page]
+        if "data-images=" not in dom:  # two browsers on a busy machine: give a slow page one more load, alone
+            dom, log = doms[page] = render(base + page)
         errors = [line for line in log.splitlines() if "Uncaught" in line or "Failed to load resource" in line]
         problems += [f"{page}: {line}" for line in errors]
         found = re.search(r'data-images="(\d+)" data-images-decoded="(\d+)"', dom)
