@@ -259,8 +259,12 @@ def cmd_report_choices(args: argparse.Namespace) -> int:
     report = multiple_choice_report(
         data, score=args.score, n_bins=args.n_bins, theta=args.theta, fce_variant=args.fce_variant
     )
-    named = {"loglik": "log-likelihood (acc)", "chars": "log-likelihood per character (acc_norm)"}
-    score = named.get(args.score, "log-likelihood per UTF-8 byte (acc_bytes)")
+    score = {
+        "loglik": "log-likelihood (acc)",
+        "chars": "log-likelihood per character (acc_norm)",
+        "bytes": "log-likelihood per UTF-8 byte (acc_bytes)",
+        "tokens": "log-likelihood per token (acc_norm_token)",
+    }[args.score]
     source = (
         f"{args.predictions} ({len(data.gold)} questions, {len(report['tasks'])} tasks; confidence: softmax of {score})"
     )

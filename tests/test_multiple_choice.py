@@ -272,6 +272,26 @@ def test_the_choice_format_token_counts_give_the_per_token_score(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "score, named",
+    [
+        ("loglik", "log-likelihood (acc)"),
+        ("chars", "per character (acc_norm)"),
+        ("bytes", "per UTF-8 byte (acc_bytes)"),
+        ("tokens", "per token (acc_norm_token)"),
+    ],
+)
+def test_the_cli_table_names_the_score(tmp_path, capsys, score, named):
+    rows = choice_rows()[:40]
+    for r in rows:
+        r["choice_tokens"] = [len(c) for c in r["choices"]] if "choices" in r else [2] * len(r["choice_logprobs"])
+        r["choice_chars"] = r["choice_bytes"] = r["choice_tokens"]
+    file = tmp_path / "preds.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["report", "--predictions", str(file), "--score", score, "--theta", "0"]) == 0
+    assert named in capsys.readouterr().out  # the tokens score was titled "per UTF-8 byte"
+
+
+@pytest.mark.parametrize(
     "rows, message",
     [
         ([{"choice_logprobs": [-1.0, -2.0], "gold": 2}], r"question 0: `gold` 2 is no index of 2 choices"),
