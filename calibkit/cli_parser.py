@@ -99,7 +99,9 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
         help="Twitter NER, BBC News, or the entity types each tweet mentions (multi-label)",
     )
     demo.add_argument("--output", default="calibkit-demo", help="output folder (default: calibkit-demo)")
-    demo.add_argument("--epochs", type=float, help="training epochs (default 5 for token, 8 for sequence)")
+    demo.add_argument(
+        "--epochs", type=float, help="training epochs (default 5 for token, 8 for sequence, 6 for multilabel)"
+    )
     demo.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
     demo.add_argument(
         "--resplits", type=int, default=20, help="re-splits of validation + test for means, intervals, verdicts"
