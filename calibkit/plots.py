@@ -168,7 +168,7 @@ class ReliabilityDiagram:
         color: str | None = None,
         diagonal: bool = True,
     ) -> ReliabilityDiagram:
-        """Draw from accumulated statistics (``CalibrationAccumulator.statistics()``).
+        """Draw from accumulated statistics (the ``statistics`` attribute of a ``CalibrationAccumulator``).
 
         Parameters
         ----------
