@@ -7,7 +7,6 @@ cannot run here says so in the page, in an RST comment just above it (``.. not r
 """
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_readme import DASK, PREAMBLE
+from tests.test_readme import DASK, PREAMBLE, offline_env
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide"
 BLOCK = re.compile(r"^(\.\. not run:[^\n]*\n\n)?\.\. code-block:: python\n\n((?:   [^\n]*\n|\n)+)", re.M)
@@ -68,14 +67,7 @@ def test_the_guide_has_python_blocks():
 def test_guide_blocks_run_as_written(page, tmp_path):
     blocks = python_blocks(page)
     preamble = PREAMBLE + GUIDE_PREAMBLE + (DASK if any("calibkit.dask" in b for b in blocks) else "")
-    env = {
-        **os.environ,
-        "HF_HOME": str(tmp_path / "hf"),
-        "HF_MODULES_CACHE": str(tmp_path / "hf" / "modules"),
-        "HF_HUB_OFFLINE": "1",
-        "HF_EVALUATE_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-    }
+    env = offline_env(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-c", RUNNER, json.dumps(blocks), preamble],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,

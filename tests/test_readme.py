@@ -76,6 +76,18 @@ DASK = textwrap.dedent(
 )
 
 
+def offline_env(tmp_path):
+    """The environment of a documentation block's process: the Hub offline, caches under ``tmp_path``."""
+    return {
+        **os.environ,
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_MODULES_CACHE": str(tmp_path / "hf" / "modules"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_EVALUATE_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+    }
+
+
 def test_the_readme_has_its_python_blocks():
     assert len(BLOCKS) >= 1  # the rest of the Python lives in the guide: tests/test_docs_code.py
 
@@ -84,14 +96,7 @@ def test_the_readme_has_its_python_blocks():
 def test_readme_block_runs_as_written(index, tmp_path):
     block = BLOCKS[index]
     script = PREAMBLE + (DASK if "calibkit.dask" in block else "") + "\n# ---- README block ----\n" + block
-    env = {
-        **os.environ,
-        "HF_HOME": str(tmp_path / "hf"),
-        "HF_MODULES_CACHE": str(tmp_path / "hf" / "modules"),
-        "HF_HUB_OFFLINE": "1",
-        "HF_EVALUATE_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-    }
+    env = offline_env(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
