@@ -103,11 +103,16 @@ def public_names(module_name: str) -> list[str]:
     return names
 
 
+def _write_if_changed(page: Path, text: str) -> None:
+    if not page.exists() or page.read_text() != text:  # unchanged pages keep Sphinx's cache
+        page.write_text(text)
+
+
 def write_api_pages() -> None:
     """Write ``api/<module>.rst`` (an autosummary of the module's public names) and ``api/index.rst``."""
     folder = DOCS / "api"
     folder.mkdir(exist_ok=True)
-    pages = []
+    names = {module_name: public_names(module_name) for module_name in API_MODULES}
     for module_name, title in API_MODULES.items():
         lines = [
             f".. _api-{module_name}:",
@@ -125,32 +130,25 @@ def write_api_pages() -> None:
             "   :toctree: generated/",
             "   :nosignatures:",
             "",
-            *[f"   {name}" for name in public_names(module_name)],
+            *[f"   {name}" for name in names[module_name]],
             "",
         ]
-        text = "\n".join(lines)
-        page = folder / f"{module_name}.rst"
-        if not page.exists() or page.read_text() != text:  # unchanged pages keep Sphinx's cache
-            page.write_text(text)
-        pages.append(module_name)
-    index = "\n".join(
-        [
-            "API reference",
-            "=============",
-            "",
-            "Every public name of calibkit, one page each, generated from its docstring.",
-            "",
-            ".. toctree::",
-            "   :maxdepth: 2",
-            "",
-            *[f"   {name}" for name in pages],
-            "",
-        ]
-    )
-    if not (folder / "index.rst").exists() or (folder / "index.rst").read_text() != index:
-        (folder / "index.rst").write_text(index)
+        _write_if_changed(folder / f"{module_name}.rst", "\n".join(lines))
+    index = [
+        "API reference",
+        "=============",
+        "",
+        "Every public name of calibkit, one page each, generated from its docstring.",
+        "",
+        ".. toctree::",
+        "   :maxdepth: 2",
+        "",
+        *[f"   {module_name}" for module_name in API_MODULES],
+        "",
+    ]
+    _write_if_changed(folder / "index.rst", "\n".join(index))
     # A name no longer public must not leave its page behind (it would be an orphan page).
-    current = {f"{m}.{n}.rst" for m in API_MODULES for n in public_names(m)}
+    current = {f"{m}.{n}.rst" for m, listed in names.items() for n in listed}
     for stale in (folder / "generated").glob("*.rst"):
         if stale.name not in current:
             stale.unlink()

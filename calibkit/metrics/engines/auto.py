@@ -150,8 +150,6 @@ def _schedule(key: tuple, warm: Callable[[], Any]) -> None:
             # its cache files under a temporary name, so a compile cut short leaves no broken file)
             _WORKER = threading.Thread(target=_worker, name="calibkit-warmup", daemon=True)
             _WORKER.start()
-            if len(_SCHEDULED) == 1:
-                atexit.register(_finish_at_exit)
     _JOBS.put((key, warm))
 
 
@@ -162,6 +160,9 @@ def _finish_at_exit() -> None:
     every run of it pays the torch detour again (``benchmarks/cold_start.py --loop`` shows it).
     """
     wait_until_ready(timeout=EXIT_WAIT_SECONDS)
+
+
+atexit.register(_finish_at_exit)  # returns at once in a process that scheduled no compile
 
 
 def kind_key(job: str, prep: Any, detail: Any = None) -> tuple:
