@@ -218,12 +218,6 @@ EQUIVALENT: list[tuple[str, str, str, str]] = [
         "only moves the class count where rows switch to the long-row loops, which build the same values "
         "(rows.py: every kernel agrees to the bit)",
     ),
-    (
-        "calibkit/metrics/_kernels/accumulate.py",
-        "ReplaceFalseWithTrue",
-        "_accumulate_top(MODE_LOGITS,True,args,0)",
-        "short rows through the long-row loops: the same values (see LONG_ROW)",
-    ),
     ("calibkit/metrics/_kernels/ace.py", "NumberReplacer", "=np.zeros(n_sub_max+2", "a larger scratch buffer"),
     (
         "calibkit/metrics/_kernels/ace.py",

@@ -168,14 +168,16 @@ def test_top_label_takes_the_first_of_tied_maxima_for_short_and_long_rows(num_cl
 
 @pytest.mark.parametrize(
     ("num_classes", "dtype"),
-    [(3, np.float32), (8, np.float64), (9, np.float32), (20, np.float32), (66, np.float32), (20, np.float64)],
+    [(2, np.float64), (3, np.float32), (8, np.float64), (15, np.float32)]
+    + [(20, np.float32), (66, np.float32), (20, np.float64)],
 )
 @pytest.mark.parametrize("from_logits", [False, True])
 def test_top_label_kernel_agrees_with_the_full_pass_to_the_bit(num_classes, dtype, from_logits):
     # ``ece`` alone runs the lean top-label kernel, ``calibration_report`` the full one: the same
     # top label, confidence and bins, so equal results, including masked rows full of NaN,
-    # tied maxima and logits that tie after rounding. K = 8 and 9: probability rows of at most 8
-    # classes take a kernel compiled for their class count.
+    # tied maxima and logits that tie after rounding. Rows of fewer than 16 classes take the
+    # block-vectorised kernel compiled for their class count (one bin count, or several: rbece),
+    # longer ones the per-row loops.
     import calibkit
 
     rng = np.random.default_rng(num_classes)
@@ -190,12 +192,14 @@ def test_top_label_kernel_agrees_with_the_full_pass_to_the_bit(num_classes, dtyp
         values = np.exp(logits - logits.max(axis=1, keepdims=True))
         values = (values / values.sum(axis=1, keepdims=True)).astype(dtype)
     values[::11] = np.nan  # masked padding may hold anything
+    values[::22, -1] = np.inf
     top_only = ("ece", "mce", "rbece", "esce", "cece", "overconfidence")
     lean = calibkit.calibration_report(values, labels, metrics=top_only, from_logits=from_logits, theta=0)
     full = calibkit.calibration_report(values, labels, from_logits=from_logits, theta=0)
     for name in top_only:
         np.testing.assert_array_equal(lean[name], full[name], err_msg=name)
     assert lean["accuracy"] == full["accuracy"]
+    assert calibkit.ece(values, labels, from_logits=from_logits) == full["ece"]  # one bin count
     expected = np.mean(np.argmax(logits[labels != -100], axis=1) == labels[labels != -100])
     assert full["accuracy"] == pytest.approx(expected, abs=1e-15)
 
@@ -207,8 +211,29 @@ def test_the_package_keeps_the_public_names_of_the_single_module():
 
     names = """ACCUMULATE ACCUMULATE_TOP ACE_BUCKETS ACE_MIN_EXPONENT ACE_OFFSET BLOCK_ENTRIES ERR_LABEL
     ERR_NONFINITE ERR_RANGE ERR_ROW_SUM FIXED_POINT_ONE_WORD GATHER_ACE LANES LONG_ROW MODE_BINARY_LOGITS
-    MODE_BINARY_PROBS MODE_LOGITS MODE_PROBS N_ERRORS N_SCALARS RADIX_BITS ROW_SUM_TOLERANCE SMALL_ROW S_BRIER
-    S_CORRECT S_ECD S_N S_NLL S_WRONG S_WRONG_CONF accumulate_top_small_probs classwise_of_samples
+    MODE_BINARY_PROBS MODE_LOGITS MODE_PROBS N_ERRORS N_SCALARS RADIX_BITS ROW_SUM_TOLERANCE S_BRIER
+    S_CORRECT S_ECD S_N S_NLL S_WRONG S_WRONG_CONF classwise_of_samples
     resolve_points AccumulateArgs GatherArgs""".split()
     assert [n for n in names if not hasattr(kernels, n)] == []
     assert set(kernels.__all__) <= set(dir(kernels))
+
+
+@pytest.mark.parametrize("from_logits", [False, True])
+def test_short_rows_report_the_first_bad_row_of_a_later_block(from_logits):
+    # the block-vectorised top-label kernel flags a block, then finds the row as the full pass
+    # would: the first bad one in order, its label checked before its values
+    import calibkit
+
+    rng = np.random.default_rng(5)
+    values = rng.dirichlet(np.ones(4), 1000) if not from_logits else rng.normal(size=(1000, 4))
+    labels = rng.integers(0, 4, 1000)
+    values[610, 2] = np.nan
+    with pytest.raises(ValueError, match=r"`probs.* at position 610\b"):
+        calibkit.ece(values, labels, from_logits=from_logits)
+    labels[600] = 7
+    with pytest.raises(ValueError, match=r"`labels` must lie in \[0, 4\).*got 7 at position 600\b"):
+        calibkit.ece(values, labels, from_logits=from_logits)
+    labels[600] = -100
+    values[600] = np.inf  # masked: never read
+    with pytest.raises(ValueError, match=r"`probs.* at position 610\b"):
+        calibkit.ece(values, labels, from_logits=from_logits)

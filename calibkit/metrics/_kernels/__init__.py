@@ -14,7 +14,8 @@ One module a job, lowest first:
 - ``constants``: input modes, error codes, the columns of ``scalars``, histogram layout;
 - ``bins``: the equal-width bin and the ACE bucket of a probability;
 - ``rows``: rows of the input into probabilities (checks, softmax, top label);
-- ``accumulate``: the full pass and the top-label pass, with their dispatch tables;
+- ``accumulate``: the full pass and the top-label pass of long rows, with their dispatch tables;
+- ``top``: the top-label pass of short rows, vectorised across rows;
 - ``ace``: the exact-ACE gather of the samples of cut buckets, and their resolution.
 
 The exp and log they use are calibkit's own (``calibkit._fastmath``). What the rest of
@@ -24,9 +25,7 @@ The exp and log they use are calibkit's own (``calibkit._fastmath``). What the r
 from calibkit.metrics._kernels.accumulate import (
     ACCUMULATE,
     ACCUMULATE_TOP,
-    SMALL_ROW,
     AccumulateArgs,
-    accumulate_top_small_probs,
 )
 from calibkit.metrics._kernels.ace import (
     GATHER_ACE,
@@ -65,6 +64,7 @@ from calibkit.metrics._kernels.constants import (
     S_WRONG_CONF,
 )
 from calibkit.metrics._kernels.rows import FIXED_POINT_ONE_WORD
+from calibkit.metrics._kernels.top import SHORT_TOP_KERNELS, TOP_BLOCK
 
 __all__ = [
     "ACCUMULATE",
@@ -92,7 +92,7 @@ __all__ = [
     "RADIX_BITS",
     "EDGE_SHRINK",
     "ROW_SUM_TOLERANCE",
-    "SMALL_ROW",
+    "SHORT_TOP_KERNELS",
     "S_BRIER",
     "S_CORRECT",
     "S_ECD",
@@ -100,9 +100,9 @@ __all__ = [
     "S_NLL",
     "S_WRONG",
     "S_WRONG_CONF",
+    "TOP_BLOCK",
     "_equal_width_bins",
     "_prefix_of_sorted",
-    "accumulate_top_small_probs",
     "classwise_of_samples",
     "resolve_points",
 ]

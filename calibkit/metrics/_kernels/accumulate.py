@@ -32,10 +32,10 @@ from calibkit.metrics._kernels.constants import (
 )
 from calibkit.metrics._kernels.rows import (
     _fill_block,
+    _probs_row,
     _probs_row_error,
     _square_and_entropy,
     _top_logits_block,
-    _top_of_probs_row,
 )
 
 
@@ -375,28 +375,25 @@ def _accumulate(mode, args):
 
 
 # --------------------------------------------------------------------------------------------
-# Top-label statistics alone (ECE, MCE, RBECE, ESCE, class-wise ECE, overconfidence): no
-# per-entry probability is kept, so rows of probabilities are read straight from the input,
-# and logit rows only go through the exp a block at a time. Same binning and the same top
-# label as :func:`_accumulate` (first index of the maximum; for logits the first argmax of z,
-# whose probability is 1 / sum_k exp(z_k - max)).
+# Top-label statistics alone (ECE, MCE, RBECE, ESCE, class-wise ECE, overconfidence) on long
+# rows (K >= 16; short ones go through .top): no per-entry probability is kept, so rows of
+# probabilities are read straight from the input, and logit rows only go through the exp a
+# block at a time. Same binning and the same top label as :func:`_accumulate` (first index of
+# the maximum; for logits the first argmax of z, whose probability is 1 / sum_k exp(z_k - max)).
 
 
 @nb.njit(cache=CACHE, inline="always")
-def _accumulate_top(mode, long_rows, args, fixed_k):
-    """:func:`_accumulate` with no optional group: only ``top`` and ``scalars`` are filled.
-    ``long_rows`` (K >= 16) is a compile-time constant, as the mode is: with both paths in one
-    loop, the code of the long rows slowed the short ones by 20-40% (K = 4, measured).
-    ``fixed_k``: the class count as a compile-time constant (0: read it from ``args``)."""
+def _accumulate_top(mode, args):
+    """:func:`_accumulate` with no optional group, on rows of 16 classes or more: only ``top``
+    and ``scalars`` are filled."""
     x, labels, start, stop, ignore_index = args.x, args.labels, args.start, args.stop, args.ignore_index
     top_bins, top, scalars, errors = args.top_bins, args.top, args.scalars, args.errors
-    K = args.num_classes if fixed_k == 0 else fixed_k
+    K = args.num_classes
     n_specs = top_bins.shape[0]
     blocked = mode == MODE_LOGITS
     rows_per_block = max(1, BLOCK_ENTRIES // K) if blocked else stop - start
     size = rows_per_block if blocked else 0
-    Z = np.empty(size * K, dtype=np.float64)
-    E = np.empty_like(Z)
+    E = np.empty(size * K, dtype=np.float64)
     preds = np.empty(size, dtype=np.int64)
     confs = np.empty(size, dtype=np.float64)
     tops = np.empty(size, dtype=np.float64)
@@ -408,7 +405,7 @@ def _accumulate_top(mode, long_rows, args, fixed_k):
         b1 = min(b0 + rows_per_block, stop)
         bad_row = -1
         if blocked:
-            bad_row = _top_logits_block(x, labels, b0, b1, K, ignore_index, Z, E, preds, confs, tops, bads)
+            bad_row = _top_logits_block(x, labels, b0, b1, K, ignore_index, E, preds, confs, tops, bads)
         failed = False
         for i in range(b0, b1):
             y = np.int64(labels[i])
@@ -426,7 +423,7 @@ def _accumulate_top(mode, long_rows, args, fixed_k):
                 pred = preds[i - b0]
                 conf = confs[i - b0]
             else:
-                pred, conf, total, bad = _top_of_probs_row(x, i, K, long_rows)
+                total, bad, pred, conf = _probs_row(x, i, K)
                 if bad > 0 or abs(total - 1.0) > ROW_SUM_TOLERANCE:
                     errors[_probs_row_error(x, i, K, bad)] = i
                     failed = True
@@ -436,17 +433,11 @@ def _accumulate_top(mode, long_rows, args, fixed_k):
             s_correct += correct
             s_wrong_conf += (1.0 - correct) * conf
             lane = i & (LANES - 1)
-            if n_specs == 1:  # the common case, worth its own code (25% faster at K = 4)
-                b = _bin_index(conf, top_bins[0])
-                top[lane, 0, y, b, 0] += 1.0
-                top[lane, 0, y, b, 1] += conf
-                top[lane, 0, y, b, 2] += correct
-            else:
-                for s in range(n_specs):
-                    b = _bin_index(conf, top_bins[s])
-                    top[lane, s, y, b, 0] += 1.0
-                    top[lane, s, y, b, 1] += conf
-                    top[lane, s, y, b, 2] += correct
+            for s in range(n_specs):
+                b = _bin_index(conf, top_bins[s])
+                top[lane, s, y, b, 0] += 1.0
+                top[lane, s, y, b, 1] += conf
+                top[lane, s, y, b, 2] += correct
         if failed:
             break
     scalars[S_N] += s_n
@@ -456,47 +447,18 @@ def _accumulate_top(mode, long_rows, args, fixed_k):
 
 
 @nb.njit(cache=CACHE, nogil=True)
-def _accumulate_top_probs(args):
-    _accumulate_top(MODE_PROBS, False, args, 0)
-
-
-@nb.njit(cache=CACHE, nogil=True)
 def _accumulate_top_long_probs(args):
-    _accumulate_top(MODE_PROBS, True, args, 0)
-
-
-@nb.njit(cache=CACHE, nogil=True)
-def _accumulate_top_logits(args):
-    _accumulate_top(MODE_LOGITS, False, args, 0)
+    _accumulate_top(MODE_PROBS, args)
 
 
 @nb.njit(cache=CACHE, nogil=True)
 def _accumulate_top_long_logits(args):
-    _accumulate_top(MODE_LOGITS, True, args, 0)
+    _accumulate_top(MODE_LOGITS, args)
 
 
-SMALL_ROW = 8
-"""Rows of probabilities of at most this many classes have a top-label kernel compiled for
-their class count (:func:`accumulate_top_small_probs`)."""
-
-
-@nb.njit(cache=CACHE, nogil=True)
-def accumulate_top_small_probs(args, classes):
-    """:func:`_accumulate_top` on probability rows of K <= :data:`SMALL_ROW` classes, compiled
-    once per K, so that the loop over a row is unrolled: 1.2x faster at K = 4 (same-process
-    A/B), where the loop's own work rivals the row's. ``classes`` is a tuple of K zeros: its
-    length is part of its type, hence a compile-time constant (a literal integer argument
-    would be re-typed on every call, 0.45 s measured)."""
-    _accumulate_top(MODE_PROBS, False, args, len(classes))
-
-
-ACCUMULATE_TOP = {
-    (MODE_PROBS, False): _accumulate_top_probs,
-    (MODE_PROBS, True): _accumulate_top_long_probs,
-    (MODE_LOGITS, False): _accumulate_top_logits,
-    (MODE_LOGITS, True): _accumulate_top_long_logits,
-}
-"""``ACCUMULATE_TOP[mode, K >= 16](...)``: :func:`_accumulate` for calls with no optional group."""
+ACCUMULATE_TOP = {MODE_PROBS: _accumulate_top_long_probs, MODE_LOGITS: _accumulate_top_long_logits}
+"""``ACCUMULATE_TOP[mode](...)``: :func:`_accumulate` for calls with no optional group, on rows
+of 16 classes or more (:data:`.top.SHORT_TOP_KERNELS` takes the shorter ones)."""
 
 
 # One compiled entry point per input mode: with the mode a compile-time constant the row

@@ -279,9 +279,9 @@ def _fill_block(mode, x, labels, b0, b1, K, ignore_index, eps, P, Z, L, rows, wa
     return -1, -1
 
 
-# For the top-label kernel (accumulate._accumulate_top), which keeps no per-entry probability:
-# a row of probabilities is checked and its top label found in one loop, long logit rows are
-# softmaxed a block at a time.
+# For the top-label kernel of long rows (accumulate._accumulate_top), which keeps no per-entry
+# probability: a row of probabilities is checked and its top label found in one loop, logit rows
+# are softmaxed a block at a time.
 
 
 @nb.njit(cache=CACHE, nogil=True, fastmath=_REDUCE)
@@ -405,31 +405,9 @@ def _softmax_rows(x, b0, nr, K, E, tops, sums, bads, preds):
         preds[r] = pred
 
 
-@nb.njit(cache=CACHE, inline="always")
-def _top_of_probs_row(x, i, K, long_rows):
-    """(top label, its probability, row sum, number of values outside [0, 1] or NaN) of a row
-    of probabilities (``long_rows``: K >= 16, a compile-time constant). Logit rows go by
-    blocks, through :func:`_top_logits_block`."""
-    if long_rows:
-        total, bad, pred, conf = _probs_row(x, i, K)
-        return pred, conf, total, bad
-    conf = np.float64(x[i, 0])
-    pred = 0
-    total = 0.0
-    bad = 0
-    for k in range(K):
-        v = np.float64(x[i, k])
-        bad += 0 if (v >= 0.0 and v <= 1.0) else 1
-        total += v
-        if v > conf:
-            conf = v
-            pred = k
-    return pred, conf, total, bad
-
-
 @nb.njit(cache=CACHE)
 def _probs_row_error(x, i, K, bad):
-    """The error code of a row that failed the check of :func:`_top_of_probs_row`."""
+    """The error code of a row that failed the check of :func:`_probs_row` (``bad`` values outside [0, 1] or NaN)."""
     if bad == 0:
         return ERR_ROW_SUM
     for k in range(K):
@@ -439,21 +417,15 @@ def _probs_row_error(x, i, K, bad):
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
-def _top_logits_block(x, labels, b0, b1, K, ignore_index, Z, E, preds, confs, tops, bads):
-    """Top labels and probabilities of the logit rows ``[b0, b1)``: long rows through
-    :func:`_softmax_rows`, short ones through :func:`_short_logit_rows`, as the full pass builds
-    them. Returns the first unmasked row with a NaN or inf (-1 if none); a bad label on an
-    earlier row is still reported first, by the caller's row loop."""
+def _top_logits_block(x, labels, b0, b1, K, ignore_index, E, preds, confs, tops, bads):
+    """Top labels and probabilities of the long logit rows ``[b0, b1)`` (K >= 16), through
+    :func:`_softmax_rows`, as the full pass builds them. Returns the first unmasked row with a
+    NaN or inf (-1 if none); a bad label on an earlier row is still reported first, by the
+    caller's row loop."""
     nr = b1 - b0
-    if K >= LONG_ROW:
-        _softmax_rows(x, b0, nr, K, E, tops, confs, bads, preds)
-        for r in range(nr):
-            if bads[r] > 0 and labels[b0 + r] != ignore_index:
-                return b0 + r
-            confs[r] = 1.0 / confs[r]
-        return -1
-    bad_row = _short_logit_rows(x, labels, b0, nr, K, ignore_index, Z, E, preds, tops, confs)
-    if bad_row < 0:
-        for r in range(nr):
-            confs[r] = 1.0 / confs[r]
-    return bad_row
+    _softmax_rows(x, b0, nr, K, E, tops, confs, bads, preds)
+    for r in range(nr):
+        if bads[r] > 0 and labels[b0 + r] != ignore_index:
+            return b0 + r
+        confs[r] = 1.0 / confs[r]
+    return -1
