@@ -30,6 +30,7 @@ from calibkit.metrics._kernels.accumulate import (
 from calibkit.metrics._kernels.ace import (
     GATHER_ACE,
     RADIX_BITS,
+    SHORT_GATHER_ACE,
     GatherArgs,
     _prefix_of_sorted,
     classwise_of_samples,
@@ -92,6 +93,7 @@ __all__ = [
     "RADIX_BITS",
     "EDGE_SHRINK",
     "ROW_SUM_TOLERANCE",
+    "SHORT_GATHER_ACE",
     "SHORT_TOP_KERNELS",
     "S_BRIER",
     "S_CORRECT",

@@ -12,6 +12,7 @@ from calibkit._fastmath import bits_of_float, exp_strict, float_from_bits
 from calibkit._numba_cache import CACHE
 from calibkit.metrics._kernels.bins import _ace_bucket, _ace_buckets, _bin_index
 from calibkit.metrics._kernels.constants import (
+    ACE_OFFSET,
     BLOCK_ENTRIES,
     LONG_ROW,
     MODE_BINARY_LOGITS,
@@ -131,6 +132,93 @@ def _gather_ace(mode, args):
             if y == ignore_index:
                 continue
             _gather_row(P, index, (i - b0) * K, K, y, slot_of, bitmap, n_words, write_at, out)
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _short_gather_rows(mode, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets):
+    """The vector loop of :func:`_gather_short` over rows ``[b0, b0 + nr)`` (K a constant): each
+    probability into ``P`` (built as the first pass built it: the value as given, or ``exp(z -
+    max)`` times the inverse of the row's sum, the sum in order), and the slot of its ACE bucket
+    into ``slots`` (-1: none, or a masked row); returns how many values have a slot."""
+    b0 = max(b0, 0)
+    hits = 0
+    for r in range(nr):
+        o = (b0 + r) * K
+        keep = np.int64(labels[b0 + r]) != ignore_index
+        if mode == MODE_LOGITS:
+            top = np.float64(xf[o])
+            for k in range(K):
+                v = np.float64(xf[o + k])
+                top = v if v > top else top
+            total = 0.0
+            for k in range(K):
+                total += exp_strict(np.float64(xf[o + k]) - top)
+            scale = 1.0 / total
+        for k in range(K):
+            if mode == MODE_LOGITS:
+                p = exp_strict(np.float64(xf[o + k]) - top) * scale
+            else:
+                p = np.float64(xf[o + k])
+            key = min(max((bits_of_float(p) >> 48) - ACE_OFFSET, 0), n_buckets - 1)
+            slot = slot_flat[k * n_buckets + key] if keep else -1
+            P[r * K + k] = p
+            slots[r * K + k] = slot
+            hits += np.int64(slot >= 0)
+    return hits
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _short_gather_probs(xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets):
+    return _short_gather_rows(MODE_PROBS, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets)
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _short_gather_logits(xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets):
+    return _short_gather_rows(MODE_LOGITS, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets)
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _gather_short(mode, args, K):
+    """:func:`_gather_ace` on rows of ``K < 16`` classes (a compile-time constant): a vector
+    loop across a block of rows finds the values in a bucket to gather (few: most blocks have
+    none), then only the blocks with some are walked, in the same order as the row-by-row pass
+    (the samples of a slot in row order: the exact sums of a sub-bucket add them in that order)."""
+    x, labels, ignore_index = args.x, args.labels, args.ignore_index
+    slot_of, write_at, out = args.slot_of, args.write_at, args.out
+    start, stop = max(args.start, 0), args.stop
+    xf = x.reshape(x.size)
+    n_buckets = slot_of.shape[1]
+    slot_flat = slot_of.reshape(slot_of.size)
+    rows_per_block = max(1, BLOCK_ENTRIES // K)
+    P = np.empty(rows_per_block * K, dtype=np.float64)
+    slots = np.empty(rows_per_block * K, dtype=np.int32)
+    rows = _short_gather_probs if mode == MODE_PROBS else _short_gather_logits
+    for b0 in range(start, stop, rows_per_block):
+        nr = min(rows_per_block, stop - b0)
+        if rows(xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets) == 0:
+            continue
+        for e in range(nr * K):
+            slot = slots[e]
+            if slot >= 0:
+                r = e // K
+                j = write_at[slot]
+                out[j] = _packed_sample(P[e], e - r * K == labels[b0 + r])
+                write_at[slot] = j + 1
+
+
+@nb.njit(cache=CACHE, nogil=True)
+def _gather_short_probs(args, classes):
+    _gather_short(MODE_PROBS, args, len(classes))
+
+
+@nb.njit(cache=CACHE, nogil=True)
+def _gather_short_logits(args, classes):
+    _gather_short(MODE_LOGITS, args, len(classes))
+
+
+SHORT_GATHER_ACE = {MODE_PROBS: _gather_short_probs, MODE_LOGITS: _gather_short_logits}
+"""``SHORT_GATHER_ACE[mode](args, (0,) * K)``: :func:`_gather_ace` on rows of K < 16 classes,
+compiled per K (see :data:`.top.SHORT_TOP_KERNELS`)."""
 
 
 @nb.njit(cache=CACHE, nogil=True)

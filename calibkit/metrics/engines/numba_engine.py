@@ -215,10 +215,16 @@ def gather_bucket_samples(
     assert len(ranges) == len(parts), "gather must split rows as the accumulation did"
     ends = write_at + per_part
 
+    gather = kernels.GATHER_ACE[prep.mode]
+    if prep.mode in kernels.SHORT_GATHER_ACE and prep.num_classes < kernels.LONG_ROW:
+
+        def gather(args, short=kernels.SHORT_GATHER_ACE[prep.mode], classes=(0,) * prep.num_classes):
+            short(args, classes)  # compiled for this class count
+
     def run(t: int) -> bool:
         start, stop = ranges[t]
         cursor = write_at[t].copy()
-        kernels.GATHER_ACE[prep.mode](
+        gather(
             kernels.GatherArgs(
                 x=prep.values,
                 labels=prep.labels,
