@@ -16,6 +16,7 @@ One module a job, lowest first:
 - ``rows``: rows of the input into probabilities (checks, softmax, top label);
 - ``accumulate``: the full pass and the top-label pass of long rows, with their dispatch tables;
 - ``top``: the top-label pass of short rows, vectorised across rows;
+- ``short``: the full pass of short rows, vectorised across rows;
 - ``ace``: the exact-ACE gather of the samples of cut buckets, and their resolution.
 
 The exp and log they use are calibkit's own (``calibkit._fastmath``). What the rest of
@@ -65,6 +66,7 @@ from calibkit.metrics._kernels.constants import (
     S_WRONG_CONF,
 )
 from calibkit.metrics._kernels.rows import FIXED_POINT_ONE_WORD
+from calibkit.metrics._kernels.short import SHORT_KERNELS
 from calibkit.metrics._kernels.top import SHORT_TOP_KERNELS, TOP_BLOCK
 
 __all__ = [
@@ -94,6 +96,7 @@ __all__ = [
     "EDGE_SHRINK",
     "ROW_SUM_TOLERANCE",
     "SHORT_GATHER_ACE",
+    "SHORT_KERNELS",
     "SHORT_TOP_KERNELS",
     "S_BRIER",
     "S_CORRECT",

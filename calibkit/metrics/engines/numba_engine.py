@@ -78,12 +78,14 @@ def statistics_numba(
     ranges = ranges if ranges is not None else row_ranges(prep.values.shape[0], num_threads)
     # Top-label metrics alone need no per-entry probability: a leaner kernel, 2-5x faster.
     kernel = kernels.ACCUMULATE[prep.mode]
-    if not groups and prep.mode in kernels.ACCUMULATE_TOP:
-        kernel = kernels.ACCUMULATE_TOP[prep.mode]
-        if prep.num_classes < kernels.LONG_ROW:
+    short = prep.num_classes < kernels.LONG_ROW and prep.mode in kernels.SHORT_KERNELS
+    if short:  # short rows: kernels compiled for this class count, vectorised across rows
 
-            def kernel(args, short=kernels.SHORT_TOP_KERNELS[prep.mode], classes=(0,) * prep.num_classes):
-                short(args, classes)  # a kernel compiled for this class count
+        def kernel(args, run=(kernels.SHORT_KERNELS if groups else kernels.SHORT_TOP_KERNELS)[prep.mode]):
+            run(args, (0,) * prep.num_classes)
+
+    elif not groups and prep.mode in kernels.ACCUMULATE_TOP:
+        kernel = kernels.ACCUMULATE_TOP[prep.mode]
 
     def run(start: int, stop: int) -> tuple[CalibrationStatistics, np.ndarray]:
         part = CalibrationStatistics.zeros(prep.num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups)

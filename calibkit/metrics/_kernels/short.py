@@ -1,0 +1,419 @@
+"""The full pass on short rows (K < 16, probabilities or logits), a block of rows at a time.
+
+:func:`.accumulate._accumulate` walks a row at a time and, per row, computes and adds into
+every histogram in turn: on rows of 4 classes its code was scalar throughout (about 80 ns a row
+for a whole report). Here the class count is a compile-time constant (one kernel per K,
+:data:`SHORT_KERNELS`) and each block goes through loops of one job each:
+
+1. rows into probabilities, with the checks, top label and confidence (a vector loop across
+   rows, compiled apart: inlined among the kernel's other arrays LLVM did not vectorise it);
+2. logs, Brier and ECD terms, bins and ACE buckets, each a vector loop (the fuzzy memberships
+   row by row: :func:`_fuzzy_rows` says why);
+3. the scatter into the histograms: counts, which are integers, packed two to an int64 (order
+   free), and the float sums in row order within each lane, as :func:`.accumulate._accumulate`
+   adds them, so that every sum is the same to the bit (the golden set checks it).
+
+The tables are the kernel's own, with one scratch class row (masked and bad rows go there, so
+the scatter has no branch), added into the caller's at the end.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from calibkit._fastmath import MIN_NORMAL, bits_of_float, exp_strict, log_into
+from calibkit._numba_cache import CACHE
+from calibkit.metrics._kernels.accumulate import _authors_corners, _authors_membership, _round3
+from calibkit.metrics._kernels.bins import _equal_width_bins
+from calibkit.metrics._kernels.constants import (
+    ACE_OFFSET,
+    BLOCK_ENTRIES,
+    EDGE_SHRINK,
+    LANES,
+    MODE_LOGITS,
+    MODE_PROBS,
+    ROW_SUM_TOLERANCE,
+    S_BRIER,
+    S_ECD,
+    S_NLL,
+    S_WRONG_CONF,
+)
+from calibkit.metrics._kernels.top import _FLUSH_ROWS, _LOW, _flush_counts, _record_first_error
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _rows_block(mode, xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum):
+    """Rows ``[b0, b0 + nr)`` into probabilities ``P`` (row r at ``r * K``) as
+    :func:`.rows._fill_block` builds them, with each row's confidence, histogram class
+    ``klass`` (K for masked and bad rows), a valid label ``ys`` (0 for those), ``packed``
+    (``1 + correct * 2**32``, 0 for those), ``wrong`` (confidence when wrong), and for logits the
+    maximum and the softmax sum. Returns how many unmasked rows are bad."""
+    b0 = max(b0, 0)
+    flagged = 0
+    for r in range(nr):
+        o = (b0 + r) * K
+        top = np.float64(xf[o])
+        pred = 0
+        bad = False
+        total = 0.0
+        for k in range(K):
+            v = np.float64(xf[o + k])
+            if mode == MODE_PROBS:
+                bad |= (v < 0.0) | (v > 1.0) | (v != v)
+                total += v
+                P[r * K + k] = v
+            else:
+                bad |= (v - v) != 0.0
+            above = v > top
+            top = v if above else top
+            pred = k if above else pred
+        if mode == MODE_PROBS:
+            c = top
+            bad |= abs(total - 1.0) > ROW_SUM_TOLERANCE
+        else:
+            top = 0.0 if bad else top
+            total = 0.0
+            for k in range(K):
+                e = exp_strict(np.float64(xf[o + k]) - top)
+                P[r * K + k] = e
+                total += e
+            c = 1.0 / total
+            for k in range(K):  # .rows._normalise_rows: times the inverse
+                P[r * K + k] = P[r * K + k] * c
+            row_top[r] = top
+            row_sum[r] = total
+        y = np.int64(labels[b0 + r])
+        keep = y != ignore_index
+        bad_row = keep & ((np.uint64(y) >= np.uint64(K)) | bad)
+        ok = keep & ~bad_row
+        c = c if ok else 0.0
+        correct = np.int64(pred == y)
+        conf[r] = c
+        klass[r] = y if ok else K
+        ys[r] = y if ok else 0
+        packed[r] = (1 + (correct << 32)) if ok else 0
+        wrong[r] = (1.0 - correct) * c
+        flagged += np.int64(bad_row)
+    return flagged
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _rows_probs(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum):
+    return _rows_block(
+        MODE_PROBS, xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum
+    )
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _rows_logits(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum):
+    return _rows_block(
+        MODE_LOGITS, xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum
+    )
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _logit_logs(xf, b0, nr, K, row_top, row_log, log_eps, L):
+    """``L = max((z - max) - log(sum), log eps)``, one log a row (as :func:`.rows._fill_block`)."""
+    b0 = max(b0, 0)
+    for r in range(nr):
+        o = (b0 + r) * K
+        for k in range(K):
+            L[r * K + k] = max((np.float64(xf[o + k]) - row_top[r]) - row_log[r], log_eps)
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _row_terms(P, L, nr, K, klass, ys, brier, ecd, log_py):
+    """Per row: Brier ``sum p^2 + 1 - 2 p_y``, ECD ``sum p log p - log p_y`` and ``log p_y``, the
+    sums in order as :func:`.accumulate._accumulate` takes them on short rows; 0 for rows of the
+    scratch class."""
+    for r in range(nr):
+        sq = 0.0
+        ent = 0.0
+        py = 0.0
+        ly = 0.0
+        y = ys[r]
+        for k in range(K):
+            p = P[r * K + k]
+            sq += p * p
+            ent += p * L[r * K + k]
+            py = p if k == y else py
+            ly = L[r * K + k] if k == y else ly
+        ok = klass[r] < K
+        brier[r] = (sq + (1.0 - 2.0 * py)) if ok else 0.0
+        ecd[r] = (ent - ly) if ok else 0.0
+        log_py[r] = ly if ok else 0.0
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _top_cells(conf, klass, b0, nr, K, top_bins, n_bins, cell, stride):
+    """The flat cell of each row in the (LANES, S, K + 1, Mmax) top tables, per bin count."""
+    n_specs = top_bins.shape[0]
+    for s in range(n_specs):
+        m = top_bins[s]
+        for r in range(nr):
+            b = min(max(np.int64(math.ceil((conf[r] * m) * EDGE_SHRINK)) - 1, 0), m - 1)  # bins._bin_index
+            lane = (b0 + r) & (LANES - 1)
+            cell[s * stride + r] = ((lane * n_specs + s) * (K + 1) + klass[r]) * n_bins + b
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _fuzzy_rows(conf, klass, packed, b0, nr, K, n_fuzzy, corners, fuzzy):
+    """The fuzzy memberships of a block's rows into ``fuzzy`` (LANES, Mf, 6), as
+    :func:`.accumulate._accumulate` adds them, row by row: only the non-zero ones (1 to 3 of
+    the 4 bins tried), behind branches, beat a vector loop that computed all 4 and added zeros
+    (which spent more on the adds than this on the branches: 0.49 against 0.19 s at 10M x 4)."""
+    w = 1.0 / n_fuzzy
+    for r in range(nr):
+        if klass[r] == K:
+            continue
+        c_top = conf[r]
+        a_top = np.float64(packed[r] >> 32)
+        lane = (b0 + r) & (LANES - 1)
+        lo = int(math.floor(c_top * n_fuzzy - 1.25))
+        for m in range(max(lo, 0), min(lo + 4, n_fuzzy)):
+            t0 = m * w
+            t1 = (m + 1) * w
+            mu = min((c_top - (t0 - 0.25 * w)) / (0.5 * w), 1.0, ((t1 + 0.25 * w) - c_top) / (0.5 * w))
+            if mu > 0.0:
+                fuzzy[lane, m, 0] += mu
+                fuzzy[lane, m, 1] += mu * a_top
+                fuzzy[lane, m, 2] += mu * c_top
+            ac = corners[m]
+            mu_r = _round3(_authors_membership(c_top, ac[0], ac[1], ac[2], ac[3]))
+            if mu_r > 0.0:
+                fuzzy[lane, m, 3] += mu_r
+                fuzzy[lane, m, 4] += mu_r * a_top
+                fuzzy[lane, m, 5] += mu_r * a_top * c_top
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _entry_packed(ys, nr, K, out):
+    """``1 + [k = y] * 2**32`` per entry: the count and the outcome of a class-wise or ACE cell."""
+    for r in range(nr):
+        for k in range(K):
+            out[r * K + k] = 1 + (np.int64(k == ys[r]) << 32)
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _classwise_cells(index, klass, b0, nr, K, n_cw, cells):
+    """Per entry, its flat cell in the (LANES, K + 1, Mc) class-wise tables from its bin
+    ``index`` (:func:`.bins._equal_width_bins`; the scratch class for masked and bad rows)."""
+    for r in range(nr):
+        lane = (b0 + r) & (LANES - 1)
+        ok = klass[r] < K
+        for k in range(K):
+            cells[r * K + k] = (lane * (K + 1) + (k if ok else K)) * n_cw + min(max(index[r * K + k], 0), n_cw - 1)
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _ace_cells(P, klass, b0, nr, K, n_ace, cells):
+    """Per entry, its flat cell in the (LANES, K + 1, B) ACE tables (bucket as :func:`.bins._ace_bucket`)."""
+    for r in range(nr):
+        lane = (b0 + r) & (LANES - 1)
+        ok = klass[r] < K
+        for k in range(K):
+            bucket = min(max((bits_of_float(P[r * K + k]) >> 48) - ACE_OFFSET, 0), n_ace - 1)
+            cells[r * K + k] = (lane * (K + 1) + (k if ok else K)) * n_ace + bucket
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _flush_packed(counts, out, col_count, col_other):
+    """Add the packed counts of ``counts`` (..., K + 1, bins), the scratch class dropped, into
+    columns ``col_count`` (low half) and ``col_other`` (high half) of ``out`` (..., K, bins, C),
+    and clear them."""
+    flat = counts.reshape(counts.size)
+    out_flat = out.reshape(out.size)
+    inner = counts.shape[-1]
+    k1 = counts.shape[-2]
+    width = out.shape[-1]
+    for a in range(flat.size):
+        cls = (a // inner) % k1
+        if cls < k1 - 1:
+            o = (((a // (inner * k1)) * (k1 - 1) + cls) * inner + a % inner) * width
+            out_flat[o + col_count] += np.float64(flat[a] & _LOW)
+            out_flat[o + col_other] += np.float64(flat[a] >> 32)
+        flat[a] = 0
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _add_sums(sums, out, col):
+    """Add the float sums of ``sums`` (..., K + 1, bins), the scratch class dropped, into column
+    ``col`` of ``out`` (..., K, bins, C)."""
+    flat = sums.reshape(sums.size)
+    out_flat = out.reshape(out.size)
+    inner = sums.shape[-1]
+    k1 = sums.shape[-2]
+    width = out.shape[-1]
+    for a in range(flat.size):
+        cls = (a // inner) % k1
+        if cls < k1 - 1:
+            out_flat[(((a // (inner * k1)) * (k1 - 1) + cls) * inner + a % inner) * width + col] += flat[a]
+
+
+# The scatters: one simple loop a table, each compiled apart (one loop over every table, inlined
+# in the kernel, ran 2-3x slower: the class-wise adds alone 95 ms against 36 at 10M x 4).
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _scatter_top(nr, n_specs, stride, cells, packed, conf, counts, sums):
+    """Each row's packed count and confidence into its top cell of every bin count."""
+    for r in range(nr):
+        for s in range(n_specs):
+            c = cells[s * stride + r]
+            counts[c] += packed[r]
+            sums[c] += conf[r]
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _scatter_ecd(nr, n_specs, stride, cells, ecd, sums):
+    """Each row's ECD term into its top cell of every bin count."""
+    for r in range(nr):
+        for s in range(n_specs):
+            sums[cells[s * stride + r]] += ecd[r]
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _scatter_entries(n, cells, packed, P, counts, sums):
+    """Each entry's packed count and probability into its class-wise or ACE cell."""
+    for e in range(n):
+        c = cells[e]
+        counts[c] += packed[e]
+        sums[c] += P[e]
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _row_sums(nr, wrong, brier, log_py, ecd, do_rows, sums):
+    """The scalar sums, in row order: confidence of the wrong, and with ``do_rows`` Brier, NLL, ECD."""
+    s_wrong_conf, s_brier, s_nll, s_ecd = sums
+    for r in range(nr):
+        s_wrong_conf += wrong[r]
+    if do_rows:
+        for r in range(nr):
+            s_brier += brier[r]
+        for r in range(nr):
+            s_nll -= log_py[r]
+        for r in range(nr):
+            s_ecd += ecd[r]
+    return s_wrong_conf, s_brier, s_nll, s_ecd
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _accumulate_short(mode, args, K):
+    """:func:`.accumulate._accumulate` on rows of ``K < 16`` classes (a compile-time constant):
+    the same sums, to the bit, a block at a time (the module's docstring)."""
+    x, labels, ignore_index, eps = args.x, args.labels, args.ignore_index, args.eps
+    top_bins, top, fuzzy, classwise, ace, scalars = (
+        args.top_bins,
+        args.top,
+        args.fuzzy,
+        args.classwise,
+        args.ace,
+        args.scalars,
+    )
+    do_rows, do_cw, do_ace, do_fuzzy = args.do_rows, args.do_classwise, args.do_ace, args.do_fuzzy
+    start, stop = max(args.start, 0), args.stop
+    xf = x.reshape(x.size)
+    n_specs, n_bins, n_fuzzy, n_cw, n_ace = (
+        top_bins.shape[0],
+        top.shape[3],
+        fuzzy.shape[1],
+        classwise.shape[2],
+        ace.shape[2],
+    )
+    R = max(1, BLOCK_ENTRIES // K)
+    top_counts = np.zeros((LANES, n_specs, K + 1, n_bins), dtype=np.int64)
+    top_conf = np.zeros((LANES, n_specs, K + 1, n_bins))
+    top_ecd = np.zeros((LANES, n_specs, K + 1, n_bins) if do_rows else (1, 1, 2, 1))
+    corners = _authors_corners(n_fuzzy)
+    cw_counts = np.zeros((LANES, K + 1, n_cw) if do_cw else (1, 2, 1), dtype=np.int64)
+    cw_sums = np.zeros(cw_counts.shape)
+    ace_counts = np.zeros((LANES, K + 1, n_ace) if do_ace else (1, 2, 1), dtype=np.int64)
+    ace_sums = np.zeros(ace_counts.shape)
+    top_counts_flat, top_conf_flat, top_ecd_flat = top_counts.reshape(-1), top_conf.reshape(-1), top_ecd.reshape(-1)
+    cw_counts_flat, cw_sums_flat = cw_counts.reshape(-1), cw_sums.reshape(-1)
+    ace_counts_flat, ace_sums_flat = ace_counts.reshape(-1), ace_sums.reshape(-1)
+    P, L = np.empty(R * K), np.empty(R * K)
+    conf, wrong, row_top, row_sum, row_log = np.empty(R), np.empty(R), np.empty(R), np.empty(R), np.empty(R)
+    brier, ecd, log_py = np.zeros(R), np.zeros(R), np.zeros(R)
+    klass, ys, packed = np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64)
+    top_cell = np.empty(n_specs * R, dtype=np.int64)
+    index, entry_packed = np.zeros(R * K, dtype=np.int64), np.empty(R * K, dtype=np.int64)
+    cw_cell, ace_cell = np.zeros(R * K, dtype=np.int64), np.zeros(R * K, dtype=np.int64)
+    sums = (0.0, 0.0, 0.0, 0.0)
+    log_eps = math.log(eps)
+    rows = _rows_probs if mode == MODE_PROBS else _rows_logits
+    since_flush = 0
+    for b0 in range(start, stop, R):
+        nr = min(R, stop - b0)
+        if rows(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum) > 0:
+            _record_first_error(mode, x, labels, b0, b0 + nr, K, ignore_index, args.errors)
+            return
+        if do_rows:
+            if mode == MODE_PROBS:
+                log_into(P, L, nr * K, eps)
+            else:
+                log_into(row_sum, row_log, nr, MIN_NORMAL)
+                _logit_logs(xf, b0, nr, K, row_top, row_log, log_eps, L)
+            _row_terms(P, L, nr, K, klass, ys, brier, ecd, log_py)
+        _top_cells(conf, klass, b0, nr, K, top_bins, n_bins, top_cell, R)
+        if do_fuzzy:
+            _fuzzy_rows(conf, klass, packed, b0, nr, K, n_fuzzy, corners, fuzzy)
+        if do_cw or do_ace:
+            _entry_packed(ys, nr, K, entry_packed)
+        if do_cw:
+            _equal_width_bins(P, index, nr * K, n_cw)
+            _classwise_cells(index, klass, b0, nr, K, n_cw, cw_cell)
+        if do_ace:
+            _ace_cells(P, klass, b0, nr, K, n_ace, ace_cell)
+        _scatter_top(nr, n_specs, R, top_cell, packed, conf, top_counts_flat, top_conf_flat)
+        if do_rows:
+            _scatter_ecd(nr, n_specs, R, top_cell, ecd, top_ecd_flat)
+        sums = _row_sums(nr, wrong, brier, log_py, ecd, do_rows, sums)
+        if do_cw:
+            _scatter_entries(nr * K, cw_cell, entry_packed, P, cw_counts_flat, cw_sums_flat)
+        if do_ace:
+            _scatter_entries(nr * K, ace_cell, entry_packed, P, ace_counts_flat, ace_sums_flat)
+        since_flush += nr
+        if since_flush >= _FLUSH_ROWS:
+            _flush_all(top_counts, cw_counts, ace_counts, top, classwise, ace, K, scalars, do_cw, do_ace)
+            since_flush = 0
+    _flush_all(top_counts, cw_counts, ace_counts, top, classwise, ace, K, scalars, do_cw, do_ace)
+    _add_sums(top_conf, top, 1)
+    if do_rows:
+        _add_sums(top_ecd, top, 3)
+    if do_cw:
+        _add_sums(cw_sums, classwise, 1)
+    if do_ace:
+        _add_sums(ace_sums, ace, 1)
+    scalars[S_WRONG_CONF] += sums[0]
+    scalars[S_BRIER] += sums[1]
+    scalars[S_NLL] += sums[2]
+    scalars[S_ECD] += sums[3]
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _flush_all(top_counts, cw_counts, ace_counts, top, classwise, ace, K, scalars, do_cw, do_ace):
+    """Move every packed count into the caller's tables (and n, correct, wrong into ``scalars``)."""
+    _flush_counts(top_counts, top, K, scalars)
+    if do_cw:
+        _flush_packed(cw_counts, classwise, 0, 2)
+    if do_ace:
+        _flush_packed(ace_counts, ace, 0, 2)
+
+
+@nb.njit(cache=CACHE, nogil=True)
+def _short_probs(args, classes):
+    _accumulate_short(MODE_PROBS, args, len(classes))
+
+
+@nb.njit(cache=CACHE, nogil=True)
+def _short_logits(args, classes):
+    _accumulate_short(MODE_LOGITS, args, len(classes))
+
+
+SHORT_KERNELS = {MODE_PROBS: _short_probs, MODE_LOGITS: _short_logits}
+"""``SHORT_KERNELS[mode](args, (0,) * K)``: :func:`.accumulate._accumulate` on rows of K < 16
+classes, compiled per K (see :data:`.top.SHORT_TOP_KERNELS`)."""
