@@ -81,7 +81,7 @@ def test_every_binned_metric_on_edges_matches_the_loops(engine, dtype):
 @settings(max_examples=40, deadline=None)
 @given(
     total=st.integers(2, 40),
-    k=st.integers(2, 6),
+    k=st.sampled_from([2, 3, 5]),  # each class count up to 8 compiles its own short-row kernels
     n=st.integers(1, 300),
     n_bins=st.sampled_from([2, 3, 4, 5, 8, 10, 15, 20]),
     dtype=st.sampled_from([np.float16, np.float32, np.float64]),

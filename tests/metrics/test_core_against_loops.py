@@ -30,6 +30,9 @@ SMALL_CASES = [
     ("binary", 33, 2, True, 4, np.float32, 2.0),
     ("token", 8, 3, False, 5, np.float64, 2.0),
     ("token", 7, 4, True, 4, np.float64, 2.0),
+    ("multiclass", 1500, 4, True, 5, np.float64, 2.0),  # 3 blocks of the short-row kernels
+    ("multiclass", 30, 12, False, 5, np.float64, 2.0),  # 9-15 classes: the kernels for any count
+    ("token", 6, 11, True, 4, np.float32, 2.0),
     ("multiclass", 25, 20, False, 5, np.float64, 3.0),
     ("multiclass", 25, 18, False, 4, np.float32, 3.0),
     ("multiclass", 25, 17, True, 5, np.float64, 3.0),

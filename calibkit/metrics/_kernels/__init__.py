@@ -64,6 +64,7 @@ from calibkit.metrics._kernels.constants import (
     S_NLL,
     S_WRONG,
     S_WRONG_CONF,
+    UNROLLED_ROW,
 )
 from calibkit.metrics._kernels.rows import FIXED_POINT_ONE_WORD
 from calibkit.metrics._kernels.short import SHORT_KERNELS
@@ -106,6 +107,7 @@ __all__ = [
     "S_WRONG",
     "S_WRONG_CONF",
     "TOP_BLOCK",
+    "UNROLLED_ROW",
     "_equal_width_bins",
     "_prefix_of_sorted",
     "classwise_of_samples",

@@ -216,9 +216,22 @@ def _gather_short_logits(args, classes):
     _gather_short(MODE_LOGITS, args, len(classes))
 
 
-SHORT_GATHER_ACE = {MODE_PROBS: _gather_short_probs, MODE_LOGITS: _gather_short_logits}
-"""``SHORT_GATHER_ACE[mode](args, (0,) * K)``: :func:`_gather_ace` on rows of K < 16 classes,
-compiled per K (see :data:`.top.SHORT_TOP_KERNELS`)."""
+@nb.njit(cache=CACHE, nogil=True)
+def _gather_any_probs(args):
+    _gather_short(MODE_PROBS, args, args.num_classes)
+
+
+@nb.njit(cache=CACHE, nogil=True)
+def _gather_any_logits(args):
+    _gather_short(MODE_LOGITS, args, args.num_classes)
+
+
+SHORT_GATHER_ACE = {
+    MODE_PROBS: (_gather_short_probs, _gather_any_probs),
+    MODE_LOGITS: (_gather_short_logits, _gather_any_logits),
+}
+"""``SHORT_GATHER_ACE[mode]``: :func:`_gather_ace` on rows of K < 16 classes, a pair as
+:data:`.top.SHORT_TOP_KERNELS` (compiled per K up to 8, and for any K)."""
 
 
 @nb.njit(cache=CACHE, nogil=True)

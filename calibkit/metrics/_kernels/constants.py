@@ -41,6 +41,14 @@ ACE_OFFSET = (ACE_MIN_EXPONENT << 4) - 1
 ACE_BUCKETS = (1023 << 4) - ACE_OFFSET + 1
 
 
+UNROLLED_ROW = 8
+"""Rows of at most this many classes get the short-row kernels (``top``, ``short``, the ACE
+gather) compiled for their class count: the loop over a row unrolls and the loops run across
+rows in SIMD lanes. Rows of 9 to 15 classes share one compilation that reads the count at run
+time (scalar loops): a compilation per class count costs seconds (about 7 for the full pass),
+paid once per count and input type, and the test suite alone met a dozen counts."""
+
+
 BLOCK_ENTRIES = 2048
 """Rows are turned into probabilities a block of about this many entries at a time (three
 float64 buffers of 16 kB, cache resident), so that exp and log run as flat SIMD loops even

@@ -2,7 +2,7 @@
 
 :func:`.accumulate._accumulate` walks a row at a time and, per row, computes and adds into
 every histogram in turn: on rows of 4 classes its code was scalar throughout (about 80 ns a row
-for a whole report). Here the class count is a compile-time constant (one kernel per K,
+for a whole report). Here the class count is a compile-time constant (one kernel per K up to 8,
 :data:`SHORT_KERNELS`) and each block goes through loops of one job each:
 
 1. rows into probabilities, with the checks, top label and confidence (a vector loop across
@@ -414,6 +414,16 @@ def _short_logits(args, classes):
     _accumulate_short(MODE_LOGITS, args, len(classes))
 
 
-SHORT_KERNELS = {MODE_PROBS: _short_probs, MODE_LOGITS: _short_logits}
-"""``SHORT_KERNELS[mode](args, (0,) * K)``: :func:`.accumulate._accumulate` on rows of K < 16
-classes, compiled per K (see :data:`.top.SHORT_TOP_KERNELS`)."""
+@nb.njit(cache=CACHE, nogil=True)
+def _any_probs(args):
+    _accumulate_short(MODE_PROBS, args, args.num_classes)
+
+
+@nb.njit(cache=CACHE, nogil=True)
+def _any_logits(args):
+    _accumulate_short(MODE_LOGITS, args, args.num_classes)
+
+
+SHORT_KERNELS = {MODE_PROBS: (_short_probs, _any_probs), MODE_LOGITS: (_short_logits, _any_logits)}
+"""``SHORT_KERNELS[mode]``: :func:`.accumulate._accumulate` on rows of K < 16 classes, a pair
+as :data:`.top.SHORT_TOP_KERNELS` (compiled per K up to 8, and for any K)."""

@@ -3,7 +3,7 @@
 ECE, MCE, RBECE, ESCE, class-wise ECE and overconfidence need of a row only its top label, that
 label's probability and the true label. For rows of fewer than 16 classes a row is too short to
 vectorise, so the rows are: the class count is a compile-time constant (one compiled kernel per
-K, :data:`SHORT_TOP_KERNELS`), the loop over a row unrolls, and the first loop runs across
+K up to 8, :data:`SHORT_TOP_KERNELS`), the loop over a row unrolls, and the first loop runs across
 :data:`TOP_BLOCK` rows in SIMD lanes (checks, top label, confidence, bin). The second loop adds
 each row into the histograms, two stores a row and bin count: the row count and the count of
 correct ones packed in one int64 (exact, so their order is free), the confidence in float64 in
@@ -229,7 +229,19 @@ def _top_short_logits(args, classes):
     _accumulate_top_short(MODE_LOGITS, args, len(classes))
 
 
-SHORT_TOP_KERNELS = {MODE_PROBS: _top_short_probs, MODE_LOGITS: _top_short_logits}
-"""``SHORT_TOP_KERNELS[mode](args, (0,) * K)``: the top-label pass on rows of K < 16 classes.
-``classes``, a tuple of K zeros, carries K in its type, a compile-time constant (a literal
-integer argument would be re-typed on every call); numba compiles a kernel per K on first use."""
+@nb.njit(cache=CACHE, nogil=True)
+def _top_any_probs(args):
+    _accumulate_top_short(MODE_PROBS, args, args.num_classes)
+
+
+@nb.njit(cache=CACHE, nogil=True)
+def _top_any_logits(args):
+    _accumulate_top_short(MODE_LOGITS, args, args.num_classes)
+
+
+SHORT_TOP_KERNELS = {MODE_PROBS: (_top_short_probs, _top_any_probs), MODE_LOGITS: (_top_short_logits, _top_any_logits)}
+"""``SHORT_TOP_KERNELS[mode]``: the top-label pass on rows of K < 16 classes, as a pair: the
+kernel compiled per K, called ``(args, (0,) * K)`` for K <= :data:`.constants.UNROLLED_ROW`
+(``classes``, a tuple of K zeros, carries K in its type, a compile-time constant; a literal
+integer argument would be re-typed on every call), and the one that reads K at run time,
+called ``(args)``."""

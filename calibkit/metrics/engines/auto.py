@@ -182,9 +182,9 @@ def kind_key(job: str, prep: Any, detail: Any = None) -> tuple:
     tuple
     """
     k = prep.num_classes
-    # top-label kernels are compiled once per class count up to 8; other code paths only
-    # depend on whether rows are long (a runtime branch, one compile)
-    shape = k if k <= 8 else ("long" if k >= 16 else "mid")
+    # short-row kernels are compiled once per class count up to UNROLLED_ROW (8), once for 9-15
+    # classes, once for long rows
+    shape = k if k <= kernels.UNROLLED_ROW else ("long" if k >= kernels.LONG_ROW else "mid")
     return (job, _canonical(detail), prep.mode, str(prep.values.dtype), str(prep.labels.dtype), shape)
 
 

@@ -9,6 +9,8 @@ engine (``calibkit.metrics.engines.torch_engine``) is its peer; the entry that p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
@@ -29,6 +31,31 @@ def _lanes(name: str, num_classes: int) -> int:
     if name in ("classwise", "ace") and num_classes >= kernels.LONG_ROW:
         return 1
     return kernels.LANES
+
+
+def short_row_kernel(table: dict, prep: PreparedInput) -> Callable[[tuple], None]:
+    """Return the short-row kernel of ``table`` for ``prep``, compiled for its class count if it can be.
+
+    ``table`` is ``kernels.SHORT_KERNELS`` or a peer; the kernel per class count serves counts up
+    to ``kernels.UNROLLED_ROW``, the one for any count the others.
+
+    Parameters
+    ----------
+    table : dict
+        Input mode -> (kernel per class count, kernel for any count).
+    prep : PreparedInput
+        The input (rows of fewer than 16 classes).
+
+    Returns
+    -------
+    callable
+        Called with the kernel's argument tuple.
+    """
+    per_count, any_count = table[prep.mode]
+    if prep.num_classes > kernels.UNROLLED_ROW:
+        return any_count
+    classes = (0,) * prep.num_classes
+    return lambda args: per_count(args, classes)
 
 
 def statistics_numba(
@@ -78,12 +105,8 @@ def statistics_numba(
     ranges = ranges if ranges is not None else row_ranges(prep.values.shape[0], num_threads)
     # Top-label metrics alone need no per-entry probability: a leaner kernel, 2-5x faster.
     kernel = kernels.ACCUMULATE[prep.mode]
-    short = prep.num_classes < kernels.LONG_ROW and prep.mode in kernels.SHORT_KERNELS
-    if short:  # short rows: kernels compiled for this class count, vectorised across rows
-
-        def kernel(args, run=(kernels.SHORT_KERNELS if groups else kernels.SHORT_TOP_KERNELS)[prep.mode]):
-            run(args, (0,) * prep.num_classes)
-
+    if prep.num_classes < kernels.LONG_ROW and prep.mode in kernels.SHORT_KERNELS:  # vectorised across rows
+        kernel = short_row_kernel(kernels.SHORT_KERNELS if groups else kernels.SHORT_TOP_KERNELS, prep)
     elif not groups and prep.mode in kernels.ACCUMULATE_TOP:
         kernel = kernels.ACCUMULATE_TOP[prep.mode]
 
@@ -219,9 +242,7 @@ def gather_bucket_samples(
 
     gather = kernels.GATHER_ACE[prep.mode]
     if prep.mode in kernels.SHORT_GATHER_ACE and prep.num_classes < kernels.LONG_ROW:
-
-        def gather(args, short=kernels.SHORT_GATHER_ACE[prep.mode], classes=(0,) * prep.num_classes):
-            short(args, classes)  # compiled for this class count
+        gather = short_row_kernel(kernels.SHORT_GATHER_ACE, prep)
 
     def run(t: int) -> bool:
         start, stop = ranges[t]
