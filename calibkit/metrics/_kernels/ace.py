@@ -179,10 +179,10 @@ def _short_gather_logits(xf, labels, b0, nr, K, ignore_index, P, slots, slot_fla
 
 @nb.njit(cache=CACHE, inline="always")
 def _gather_short(mode, args, K):
-    """:func:`_gather_ace` on rows of ``K < 16`` classes (a compile-time constant): a vector
-    loop across a block of rows finds the values in a bucket to gather (few: most blocks have
-    none), then only the blocks with some are walked, in the same order as the row-by-row pass
-    (the samples of a slot in row order: the exact sums of a sub-bucket add them in that order)."""
+    """:func:`_gather_ace` on rows of ``K < 16`` classes: a loop across a block of rows finds the
+    values in a bucket to gather (their probabilities and slots), then only those are copied, in
+    the same order as the row-by-row pass (the samples of a slot in row order: the exact sums of
+    a sub-bucket add them in that order)."""
     x, labels, ignore_index = args.x, args.labels, args.ignore_index
     slot_of, write_at, out = args.slot_of, args.write_at, args.out
     start, stop = max(args.start, 0), args.stop
@@ -207,16 +207,6 @@ def _gather_short(mode, args, K):
 
 
 @nb.njit(cache=CACHE, nogil=True)
-def _gather_short_probs(args, classes):
-    _gather_short(MODE_PROBS, args, len(classes))
-
-
-@nb.njit(cache=CACHE, nogil=True)
-def _gather_short_logits(args, classes):
-    _gather_short(MODE_LOGITS, args, len(classes))
-
-
-@nb.njit(cache=CACHE, nogil=True)
 def _gather_any_probs(args):
     _gather_short(MODE_PROBS, args, args.num_classes)
 
@@ -226,12 +216,9 @@ def _gather_any_logits(args):
     _gather_short(MODE_LOGITS, args, args.num_classes)
 
 
-SHORT_GATHER_ACE = {
-    MODE_PROBS: (_gather_short_probs, _gather_any_probs),
-    MODE_LOGITS: (_gather_short_logits, _gather_any_logits),
-}
-"""``SHORT_GATHER_ACE[mode]``: :func:`_gather_ace` on rows of K < 16 classes, a pair as
-:data:`.top.SHORT_TOP_KERNELS` (compiled per K up to 8, and for any K)."""
+SHORT_GATHER_ACE = {MODE_PROBS: _gather_any_probs, MODE_LOGITS: _gather_any_logits}
+"""``SHORT_GATHER_ACE[mode](args)``: :func:`_gather_ace` on rows of K < 16 classes (one
+compilation for every K, as :data:`.short.SHORT_KERNELS`)."""
 
 
 @nb.njit(cache=CACHE, nogil=True)

@@ -182,8 +182,8 @@ def kind_key(job: str, prep: Any, detail: Any = None) -> tuple:
     tuple
     """
     k = prep.num_classes
-    # short-row kernels are compiled once per class count up to UNROLLED_ROW (8), once for 9-15
-    # classes, once for long rows
+    # the top-label kernels of short rows are compiled once per class count up to UNROLLED_ROW
+    # (8), once for 9-15 classes; other code paths only depend on whether rows are long
     shape = k if k <= kernels.UNROLLED_ROW else ("long" if k >= kernels.LONG_ROW else "mid")
     return (job, _canonical(detail), prep.mode, str(prep.values.dtype), str(prep.labels.dtype), shape)
 

@@ -36,8 +36,8 @@ def _lanes(name: str, num_classes: int) -> int:
 def short_row_kernel(table: dict, prep: PreparedInput) -> Callable[[tuple], None]:
     """Return the short-row kernel of ``table`` for ``prep``, compiled for its class count if it can be.
 
-    ``table`` is ``kernels.SHORT_KERNELS`` or a peer; the kernel per class count serves counts up
-    to ``kernels.UNROLLED_ROW``, the one for any count the others.
+    ``table`` is ``kernels.SHORT_TOP_KERNELS``; the kernel per class count serves counts up to
+    ``kernels.UNROLLED_ROW``, the one for any count the others.
 
     Parameters
     ----------
@@ -106,7 +106,7 @@ def statistics_numba(
     # Top-label metrics alone need no per-entry probability: a leaner kernel, 2-5x faster.
     kernel = kernels.ACCUMULATE[prep.mode]
     if prep.num_classes < kernels.LONG_ROW and prep.mode in kernels.SHORT_KERNELS:  # vectorised across rows
-        kernel = short_row_kernel(kernels.SHORT_KERNELS if groups else kernels.SHORT_TOP_KERNELS, prep)
+        kernel = kernels.SHORT_KERNELS[prep.mode] if groups else short_row_kernel(kernels.SHORT_TOP_KERNELS, prep)
     elif not groups and prep.mode in kernels.ACCUMULATE_TOP:
         kernel = kernels.ACCUMULATE_TOP[prep.mode]
 
@@ -242,7 +242,7 @@ def gather_bucket_samples(
 
     gather = kernels.GATHER_ACE[prep.mode]
     if prep.mode in kernels.SHORT_GATHER_ACE and prep.num_classes < kernels.LONG_ROW:
-        gather = short_row_kernel(kernels.SHORT_GATHER_ACE, prep)
+        gather = kernels.SHORT_GATHER_ACE[prep.mode]
 
     def run(t: int) -> bool:
         start, stop = ranges[t]
