@@ -116,6 +116,31 @@ def _authors_membership(x, a, b, c, d):
 
 
 @nb.njit(cache=CACHE, inline="always")
+def _add_fuzzy(fuzzy, lane, c_top, a_top, n_fuzzy, corners):
+    """A row's trapezoid memberships (confidence ``c_top``, outcome ``a_top``) into copy
+    ``lane`` of the fuzzy table (:class:`AccumulateArgs`): at most two bins are non-zero
+    (SPEC.md, FCE); only non-zero memberships are added."""
+    w = 1.0 / n_fuzzy
+    lo = int(math.floor(c_top * n_fuzzy - 1.25))
+    for m in range(max(lo, 0), min(lo + 4, n_fuzzy)):
+        t0 = m * w
+        t1 = (m + 1) * w
+        mu = min((c_top - (t0 - 0.25 * w)) / (0.5 * w), 1.0, ((t1 + 0.25 * w) - c_top) / (0.5 * w))
+        if mu > 0.0:
+            fuzzy[lane, m, 0] += mu
+            fuzzy[lane, m, 1] += mu * a_top
+            fuzzy[lane, m, 2] += mu * c_top
+        # fce(fce_variant="authors"): their membership, with their corners, rounded as their
+        # round(mu, 3); confidence summed over the correct predictions only.
+        ac = corners[m]
+        mu_r = _round3(_authors_membership(c_top, ac[0], ac[1], ac[2], ac[3]))
+        if mu_r > 0.0:
+            fuzzy[lane, m, 3] += mu_r
+            fuzzy[lane, m, 4] += mu_r * a_top
+            fuzzy[lane, m, 5] += mu_r * a_top * c_top
+
+
+@nb.njit(cache=CACHE, inline="always")
 def _add_sample(table, lane, k, b, p):
     """A value ``p`` of class ``k`` into cell ``b`` of a (lanes, K, bins, 3) histogram: count and sum."""
     table[lane, k, b, 0] += 1.0
@@ -295,25 +320,7 @@ def _accumulate(mode, args):
                 top[lane, s, y, b, 2] += a_top
                 top[lane, s, y, b, 3] += ecd_i
             if do_fuzzy:
-                # Trapezoid memberships: at most two bins are non-zero (SPEC.md, FCE).
-                w = 1.0 / n_fuzzy
-                lo = int(math.floor(c_top * n_fuzzy - 1.25))
-                for m in range(max(lo, 0), min(lo + 4, n_fuzzy)):
-                    t0 = m * w
-                    t1 = (m + 1) * w
-                    mu = min((c_top - (t0 - 0.25 * w)) / (0.5 * w), 1.0, ((t1 + 0.25 * w) - c_top) / (0.5 * w))
-                    if mu > 0.0:
-                        fuzzy[lane, m, 0] += mu
-                        fuzzy[lane, m, 1] += mu * a_top
-                        fuzzy[lane, m, 2] += mu * c_top
-                    # fce(fce_variant="authors"): their membership, with their corners, rounded as
-                    # their round(mu, 3); confidence summed over the correct predictions only.
-                    ac = authors_corners[m]
-                    mu_r = _round3(_authors_membership(c_top, ac[0], ac[1], ac[2], ac[3]))
-                    if mu_r > 0.0:
-                        fuzzy[lane, m, 3] += mu_r
-                        fuzzy[lane, m, 4] += mu_r * a_top
-                        fuzzy[lane, m, 5] += mu_r * a_top * c_top
+                _add_fuzzy(fuzzy, lane, c_top, a_top, n_fuzzy, authors_corners)
             if do_classwise and not do_ace:
                 cw = i & cw_lanes
                 if sparse_cw:

@@ -5,7 +5,7 @@ every histogram in turn: on rows of 4 classes its code was scalar throughout (ab
 for a whole report). Here each block goes through loops of one job each (:data:`SHORT_KERNELS`):
 
 1. rows into probabilities, with the checks, top label and confidence (one loop, compiled
-   apart);
+   apart: :func:`.top._short_rows`, shared with the top-label pass);
 2. logs, Brier and ECD terms, bins and ACE buckets, each a flat loop (the fuzzy memberships row
    by row: :func:`_fuzzy_rows` says why);
 3. the scatter into the histograms: counts, which are integers, packed two to an int64 (order
@@ -23,9 +23,9 @@ import math
 import numba as nb
 import numpy as np
 
-from calibkit._fastmath import MIN_NORMAL, bits_of_float, exp_strict, log_into
+from calibkit._fastmath import MIN_NORMAL, bits_of_float, log_into
 from calibkit._numba_cache import CACHE
-from calibkit.metrics._kernels.accumulate import _authors_corners, _authors_membership, _round3
+from calibkit.metrics._kernels.accumulate import _add_fuzzy, _authors_corners
 from calibkit.metrics._kernels.bins import _equal_width_bins
 from calibkit.metrics._kernels.constants import (
     ACE_OFFSET,
@@ -34,82 +34,25 @@ from calibkit.metrics._kernels.constants import (
     LANES,
     MODE_LOGITS,
     MODE_PROBS,
-    ROW_SUM_TOLERANCE,
     S_BRIER,
     S_ECD,
     S_NLL,
     S_WRONG_CONF,
 )
-from calibkit.metrics._kernels.top import _FLUSH_ROWS, _LOW, _flush_counts, _record_first_error
-
-
-@nb.njit(cache=CACHE, inline="always")
-def _rows_block(mode, xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum):
-    """Rows ``[b0, b0 + nr)`` into probabilities ``P`` (row r at ``r * K``) as
-    :func:`.rows._fill_block` builds them, with each row's confidence, histogram class
-    ``klass`` (K for masked and bad rows), a valid label ``ys`` (0 for those), ``packed``
-    (``1 + correct * 2**32``, 0 for those), ``wrong`` (confidence when wrong), and for logits the
-    maximum and the softmax sum. Returns how many unmasked rows are bad."""
-    b0 = max(b0, 0)
-    flagged = 0
-    for r in range(nr):
-        o = (b0 + r) * K
-        top = np.float64(xf[o])
-        pred = 0
-        bad = False
-        total = 0.0
-        for k in range(K):
-            v = np.float64(xf[o + k])
-            if mode == MODE_PROBS:
-                bad |= (v < 0.0) | (v > 1.0) | (v != v)
-                total += v
-                P[r * K + k] = v
-            else:
-                bad |= (v - v) != 0.0
-            above = v > top
-            top = v if above else top
-            pred = k if above else pred
-        if mode == MODE_PROBS:
-            c = top
-            bad |= abs(total - 1.0) > ROW_SUM_TOLERANCE
-        else:
-            top = 0.0 if bad else top
-            total = 0.0
-            for k in range(K):
-                e = exp_strict(np.float64(xf[o + k]) - top)
-                P[r * K + k] = e
-                total += e
-            c = 1.0 / total
-            for k in range(K):  # .rows._normalise_rows: times the inverse
-                P[r * K + k] = P[r * K + k] * c
-            row_top[r] = top
-            row_sum[r] = total
-        y = np.int64(labels[b0 + r])
-        keep = y != ignore_index
-        bad_row = keep & ((np.uint64(y) >= np.uint64(K)) | bad)
-        ok = keep & ~bad_row
-        c = c if ok else 0.0
-        correct = np.int64(pred == y)
-        conf[r] = c
-        klass[r] = y if ok else K
-        ys[r] = y if ok else 0
-        packed[r] = (1 + (correct << 32)) if ok else 0
-        wrong[r] = (1.0 - correct) * c
-        flagged += np.int64(bad_row)
-    return flagged
+from calibkit.metrics._kernels.top import _FLUSH_ROWS, _LOW, _flush_counts, _record_first_error, _short_rows
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _rows_probs(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum):
-    return _rows_block(
-        MODE_PROBS, xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum
+    return _short_rows(
+        MODE_PROBS, True, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, P, ys, row_top, row_sum
     )
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _rows_logits(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum):
-    return _rows_block(
-        MODE_LOGITS, xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum
+    return _short_rows(
+        MODE_LOGITS, True, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, P, ys, row_top, row_sum
     )
 
 
@@ -164,28 +107,9 @@ def _fuzzy_rows(conf, klass, packed, b0, nr, K, n_fuzzy, corners, fuzzy):
     :func:`.accumulate._accumulate` adds them, row by row: only the non-zero ones (1 to 3 of
     the 4 bins tried), behind branches, beat a vector loop that computed all 4 and added zeros
     (which spent more on the adds than this on the branches: 0.49 against 0.19 s at 10M x 4)."""
-    w = 1.0 / n_fuzzy
     for r in range(nr):
-        if klass[r] == K:
-            continue
-        c_top = conf[r]
-        a_top = np.float64(packed[r] >> 32)
-        lane = (b0 + r) & (LANES - 1)
-        lo = int(math.floor(c_top * n_fuzzy - 1.25))
-        for m in range(max(lo, 0), min(lo + 4, n_fuzzy)):
-            t0 = m * w
-            t1 = (m + 1) * w
-            mu = min((c_top - (t0 - 0.25 * w)) / (0.5 * w), 1.0, ((t1 + 0.25 * w) - c_top) / (0.5 * w))
-            if mu > 0.0:
-                fuzzy[lane, m, 0] += mu
-                fuzzy[lane, m, 1] += mu * a_top
-                fuzzy[lane, m, 2] += mu * c_top
-            ac = corners[m]
-            mu_r = _round3(_authors_membership(c_top, ac[0], ac[1], ac[2], ac[3]))
-            if mu_r > 0.0:
-                fuzzy[lane, m, 3] += mu_r
-                fuzzy[lane, m, 4] += mu_r * a_top
-                fuzzy[lane, m, 5] += mu_r * a_top * c_top
+        if klass[r] < K:
+            _add_fuzzy(fuzzy, (b0 + r) & (LANES - 1), conf[r], np.float64(packed[r] >> 32), n_fuzzy, corners)
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")

@@ -51,13 +51,16 @@ _LOW = np.int64(0xFFFFFFFF)
 
 
 @nb.njit(cache=CACHE, inline="always")
-def _short_rows(mode, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong):
-    """The vector loop over rows ``[b0, b0 + nr)`` of a flat input (K a constant): each row's
-    confidence ``conf``, the class of its histogram row ``klass`` (the true label; ``K``, a
-    scratch row, for masked and bad rows), ``packed`` (``1 + correct * 2**32``, 0 when masked)
-    and ``wrong`` (its confidence when wrong, else 0). Returns how many unmasked rows are bad
-    (label outside [0, K), or values that fail the checks of :func:`.rows._probs_row` /
-    :func:`.rows._short_logit_rows`). Top label and confidence as theirs, to the bit."""
+def _short_rows(mode, keep_rows, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, P, ys, tops, sums):
+    """The loop over rows ``[b0, b0 + nr)`` of a flat input: each row's confidence ``conf``, the
+    class of its histogram row ``klass`` (the true label; ``K``, a scratch row, for masked and
+    bad rows), ``packed`` (``1 + correct * 2**32``, 0 for those) and ``wrong`` (its confidence
+    when wrong, else 0); with ``keep_rows`` (a compile-time constant) also the probabilities
+    ``P`` (row r at ``r * K``) as :func:`.rows._fill_block` builds them, a valid label ``ys``
+    (0 for masked and bad rows) and, for logits, each row's maximum and softmax sum. Returns how
+    many unmasked rows are bad (label outside [0, K), or values that fail the checks of
+    :func:`.rows._probs_row` / :func:`.rows._short_logit_rows`). Top label and confidence as
+    theirs, to the bit."""
     b0 = max(b0, 0)  # a known non-negative offset: no wrap-around branch per load
     flagged = 0
     for r in range(nr):
@@ -71,6 +74,8 @@ def _short_rows(mode, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, 
             if mode == MODE_PROBS:
                 bad |= (v < 0.0) | (v > 1.0) | (v != v)
                 total += v
+                if keep_rows:
+                    P[r * K + k] = v
             else:
                 bad |= (v - v) != 0.0  # NaN or inf
             above = v > top
@@ -83,8 +88,16 @@ def _short_rows(mode, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, 
             top = 0.0 if bad else top
             total = 0.0
             for k in range(K):
-                total += exp_strict(np.float64(xf[o + k]) - top)
+                e = exp_strict(np.float64(xf[o + k]) - top)
+                if keep_rows:
+                    P[r * K + k] = e
+                total += e
             c = 1.0 / total
+            if keep_rows:
+                for k in range(K):  # .rows._normalise_rows: times the inverse
+                    P[r * K + k] = P[r * K + k] * c
+                tops[r] = top
+                sums[r] = total
         y = np.int64(labels[b0 + r])
         keep = y != ignore_index
         bad_row = keep & ((np.uint64(y) >= np.uint64(K)) | bad)
@@ -93,6 +106,8 @@ def _short_rows(mode, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, 
         correct = np.int64(pred == y)
         conf[r] = c
         klass[r] = y if ok else K
+        if keep_rows:
+            ys[r] = y if ok else 0
         packed[r] = (1 + (correct << 32)) if ok else 0
         wrong[r] = (1.0 - correct) * c
         flagged += np.int64(bad_row)
@@ -101,14 +116,18 @@ def _short_rows(mode, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _short_probs_rows(xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong):
-    return _short_rows(MODE_PROBS, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong)
+    return _short_rows(
+        MODE_PROBS, False, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, conf, klass, conf, conf
+    )
 
 
 # Compiled apart, not inlined into the kernel: there, among its other arrays, LLVM did not
 # vectorise the loop with the exp (6x slower measured at K = 4).
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _short_logits_rows(xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong):
-    return _short_rows(MODE_LOGITS, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong)
+    return _short_rows(
+        MODE_LOGITS, False, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, conf, klass, conf, conf
+    )
 
 
 @nb.njit(cache=CACHE)
