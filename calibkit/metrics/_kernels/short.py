@@ -39,7 +39,14 @@ from calibkit.metrics._kernels.constants import (
     S_NLL,
     S_WRONG_CONF,
 )
-from calibkit.metrics._kernels.top import _FLUSH_ROWS, _LOW, _flush_counts, _record_first_error, _short_rows
+from calibkit.metrics._kernels.top import (
+    _FLUSH_ROWS,
+    _add_sums,
+    _flush_counts,
+    _flush_packed,
+    _record_first_error,
+    _short_rows,
+)
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
@@ -140,40 +147,6 @@ def _ace_cells(P, klass, b0, nr, K, n_ace, cells):
         for k in range(K):
             bucket = min(max((bits_of_float(P[r * K + k]) >> 48) - ACE_OFFSET, 0), n_ace - 1)
             cells[r * K + k] = (lane * (K + 1) + (k if ok else K)) * n_ace + bucket
-
-
-@nb.njit(cache=CACHE, inline="always")
-def _flush_packed(counts, out, col_count, col_other):
-    """Add the packed counts of ``counts`` (..., K + 1, bins), the scratch class dropped, into
-    columns ``col_count`` (low half) and ``col_other`` (high half) of ``out`` (..., K, bins, C),
-    and clear them."""
-    flat = counts.reshape(counts.size)
-    out_flat = out.reshape(out.size)
-    inner = counts.shape[-1]
-    k1 = counts.shape[-2]
-    width = out.shape[-1]
-    for a in range(flat.size):
-        cls = (a // inner) % k1
-        if cls < k1 - 1:
-            o = (((a // (inner * k1)) * (k1 - 1) + cls) * inner + a % inner) * width
-            out_flat[o + col_count] += np.float64(flat[a] & _LOW)
-            out_flat[o + col_other] += np.float64(flat[a] >> 32)
-        flat[a] = 0
-
-
-@nb.njit(cache=CACHE, inline="always")
-def _add_sums(sums, out, col):
-    """Add the float sums of ``sums`` (..., K + 1, bins), the scratch class dropped, into column
-    ``col`` of ``out`` (..., K, bins, C)."""
-    flat = sums.reshape(sums.size)
-    out_flat = out.reshape(out.size)
-    inner = sums.shape[-1]
-    k1 = sums.shape[-2]
-    width = out.shape[-1]
-    for a in range(flat.size):
-        cls = (a // inner) % k1
-        if cls < k1 - 1:
-            out_flat[(((a // (inner * k1)) * (k1 - 1) + cls) * inner + a % inner) * width + col] += flat[a]
 
 
 # The scatters: one simple loop a table, each compiled apart (one loop over every table, inlined
@@ -301,9 +274,9 @@ def _accumulate_short(mode, args, K):
             _scatter_entries(nr * K, ace_cell, entry_packed, P, ace_counts_flat, ace_sums_flat)
         since_flush += nr
         if since_flush >= _FLUSH_ROWS:
-            _flush_all(top_counts, cw_counts, ace_counts, top, classwise, ace, K, scalars, do_cw, do_ace)
+            _flush_all(top_counts, cw_counts, ace_counts, top, classwise, ace, scalars, do_cw, do_ace)
             since_flush = 0
-    _flush_all(top_counts, cw_counts, ace_counts, top, classwise, ace, K, scalars, do_cw, do_ace)
+    _flush_all(top_counts, cw_counts, ace_counts, top, classwise, ace, scalars, do_cw, do_ace)
     _add_sums(top_conf, top, 1)
     if do_rows:
         _add_sums(top_ecd, top, 3)
@@ -318,9 +291,9 @@ def _accumulate_short(mode, args, K):
 
 
 @nb.njit(cache=CACHE, inline="always")
-def _flush_all(top_counts, cw_counts, ace_counts, top, classwise, ace, K, scalars, do_cw, do_ace):
+def _flush_all(top_counts, cw_counts, ace_counts, top, classwise, ace, scalars, do_cw, do_ace):
     """Move every packed count into the caller's tables (and n, correct, wrong into ``scalars``)."""
-    _flush_counts(top_counts, top, K, scalars)
+    _flush_counts(top_counts, top, scalars)
     if do_cw:
         _flush_packed(cw_counts, classwise, 0, 2)
     if do_ace:

@@ -158,21 +158,51 @@ def _record_first_error(mode, x, labels, b0, b1, K, ignore_index, errors):
 
 
 @nb.njit(cache=CACHE, inline="always")
-def _flush_counts(counts, top, K, scalars):
-    """Move the packed counts into ``top`` (count and correct columns) and ``scalars``."""
+def _flush_packed(counts, out, col_count, col_other):
+    """Add the packed counts of ``counts`` (..., K + 1, bins), the scratch class dropped, into
+    columns ``col_count`` (low half) and ``col_other`` (high half) of ``out`` (..., K, bins, C),
+    and clear them."""
+    flat = counts.reshape(counts.size)
+    out_flat = out.reshape(out.size)
+    inner = counts.shape[-1]
+    k1 = counts.shape[-2]
+    width = out.shape[-1]
+    for a in range(flat.size):
+        cls = (a // inner) % k1
+        if cls < k1 - 1:
+            o = (((a // (inner * k1)) * (k1 - 1) + cls) * inner + a % inner) * width
+            out_flat[o + col_count] += np.float64(flat[a] & _LOW)
+            out_flat[o + col_other] += np.float64(flat[a] >> 32)
+        flat[a] = 0
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _add_sums(sums, out, col):
+    """Add the float sums of ``sums`` (..., K + 1, bins), the scratch class dropped, into column
+    ``col`` of ``out`` (..., K, bins, C)."""
+    flat = sums.reshape(sums.size)
+    out_flat = out.reshape(out.size)
+    inner = sums.shape[-1]
+    k1 = sums.shape[-2]
+    width = out.shape[-1]
+    for a in range(flat.size):
+        cls = (a // inner) % k1
+        if cls < k1 - 1:
+            out_flat[(((a // (inner * k1)) * (k1 - 1) + cls) * inner + a % inner) * width + col] += flat[a]
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _flush_counts(counts, top, scalars):
+    """Move the packed counts of the (LANES, S, K + 1, bins) top table into ``top`` (count and
+    correct columns) and n, correct and wrong (from the first bin count) into ``scalars``."""
     n = 0
     correct = 0
     for lane in range(counts.shape[0]):
-        for s in range(counts.shape[1]):
-            for k in range(K):
-                for b in range(counts.shape[3]):
-                    v = counts[lane, s, k, b]
-                    top[lane, s, k, b, 0] += np.float64(v & _LOW)
-                    top[lane, s, k, b, 2] += np.float64(v >> 32)
-                    if s == 0:
-                        n += v & _LOW
-                        correct += v >> 32
-                    counts[lane, s, k, b] = 0
+        for k in range(counts.shape[2] - 1):
+            for b in range(counts.shape[3]):
+                n += counts[lane, 0, k, b] & _LOW
+                correct += counts[lane, 0, k, b] >> 32
+    _flush_packed(counts, top, 0, 2)
     scalars[S_N] += np.float64(n)
     scalars[S_CORRECT] += np.float64(correct)
     scalars[S_WRONG] += np.float64(n - correct)
@@ -227,14 +257,10 @@ def _accumulate_top_short(mode, args, K):
                 s_wrong_conf += wrong[r]
         since_flush += nr
         if since_flush >= _FLUSH_ROWS:
-            _flush_counts(counts, top, K, scalars)
+            _flush_counts(counts, top, scalars)
             since_flush = 0
-    _flush_counts(counts, top, K, scalars)
-    for lane in range(LANES):
-        for s in range(n_specs):
-            for k in range(K):
-                for b in range(n_bins):
-                    top[lane, s, k, b, 1] += sums[lane, s, k, b]
+    _flush_counts(counts, top, scalars)
+    _add_sums(sums, top, 1)
     scalars[S_WRONG_CONF] += s_wrong_conf
 
 
