@@ -237,3 +237,39 @@ def test_short_rows_report_the_first_bad_row_of_a_later_block(from_logits):
     values[600] = np.inf  # masked: never read
     with pytest.raises(ValueError, match=r"`probs.* at position 610\b"):
         calibkit.ece(values, labels, from_logits=from_logits)
+
+
+@pytest.mark.parametrize("n_fuzzy", [2, 3, 4, 7, 10, 15, 16, 100])
+def test_fuzzy_windows_add_what_the_row_by_row_adder_adds_to_the_bit(n_fuzzy):
+    # Short rows take their fuzzy memberships in a vector loop (two bins a variant, zeros
+    # added where the row-by-row code skips): every sum must be the same, at the ends of every
+    # support and plateau (and an ulp or two either side), where a membership is 0, tiny or 1.
+    from calibkit.metrics._kernels import short
+    from calibkit.metrics._kernels.accumulate import _authors_corners
+
+    rng = np.random.default_rng(n_fuzzy)
+    quarters = np.arange(4 * n_fuzzy + 1)
+    edges = np.concatenate([quarters / (4 * n_fuzzy), (quarters / 4) * (1 / n_fuzzy), (quarters / 4 + 1.25) / n_fuzzy])
+    near = [edges]
+    for direction in (2.0, -1.0):
+        step = edges
+        for _ in range(2):
+            step = np.nextafter(step, direction)
+            near.append(step)
+    # memberships whose product with 1000 may land on a half (the ties of round(mu, 3))
+    corners = _authors_corners(n_fuzzy)
+    halves = (np.arange(0, 1000, 7) + 0.5) / 1000
+    ties = (corners[:, :1] + halves * (corners[:, 1:2] - corners[:, :1])).ravel()
+    conf = np.concatenate([*near, ties, rng.random(2000), rng.random(500).astype(np.float32), [0.0, 1.0]])
+    conf = conf[(conf >= 0) & (conf <= 1)]
+    n, k = conf.size, 4
+    klass = rng.integers(0, k + 1, n)  # k: a masked or bad row
+    packed = (1 + (rng.integers(0, 2, n) << 32)) * (klass < k)
+    conf = np.where(klass < k, conf, 0.0)
+    expected, got = np.zeros((4, n_fuzzy, 6)), np.zeros((4, n_fuzzy, 6))
+    short._fuzzy_rows(conf, klass, packed, 0, n, k, n_fuzzy, corners, expected)
+    buffers = [np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)] + [np.empty(n) for _ in range(4)]
+    short._fuzzy_windows(conf, klass, 0, n, k, n_fuzzy, *buffers)
+    short._scatter_fuzzy(n, conf, packed, *buffers, got.reshape(-1))
+    np.testing.assert_array_equal(got.view(np.int64), expected.view(np.int64))
+    assert (expected[..., 3] > 0).sum() > n_fuzzy and (expected[..., 0] > 0).all()

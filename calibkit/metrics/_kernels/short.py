@@ -6,8 +6,8 @@ for a whole report). Here each block goes through loops of one job each (:data:`
 
 1. rows into probabilities, with the checks, top label and confidence (one loop, compiled
    apart: :func:`.top._short_rows`, shared with the top-label pass);
-2. logs, Brier and ECD terms, bins and ACE buckets, each a flat loop (the fuzzy memberships row
-   by row: :func:`_fuzzy_rows` says why);
+2. logs, Brier and ECD terms, bins, ACE buckets and fuzzy memberships (two bins a variant,
+   :func:`_fuzzy_windows`), each a flat loop;
 3. the scatter into the histograms: counts, which are integers, packed two to an int64 (order
    free), and the float sums in row order within each lane, as :func:`.accumulate._accumulate`
    adds them, so that every sum is the same to the bit (the golden set checks it).
@@ -108,12 +108,131 @@ def _top_cells(conf, klass, b0, nr, K, top_bins, n_bins, cell, stride):
             cell[s * stride + r] = ((lane * n_specs + s) * (K + 1) + klass[r]) * n_bins + b
 
 
+@nb.njit(cache=CACHE, inline="always")
+def _paper_gap(c, m, n_fuzzy, w):
+    """How far inside bin ``m``'s support ``c`` lies, ``min(c - (t0 - w/4), (t1 + w/4) - c)``:
+    :func:`.accumulate._add_fuzzy`'s membership is ``min(gap / (w/2), 1)``, non-zero where the
+    gap is positive (a correctly rounded division keeps the order, so the minimum of the two
+    quotients is the quotient of the minimum: one division in place of two). -1 outside the bins."""
+    t0 = m * w
+    t1 = (m + 1) * w
+    gap = min(c - (t0 - 0.25 * w), (t1 + 0.25 * w) - c)
+    return gap if (m >= 0) & (m < n_fuzzy) else -1.0
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _authors_mu(c, m, n_fuzzy):
+    """The authors' rounded membership of ``c`` in bin ``m`` (0 outside the bins), as
+    :func:`.accumulate._add_fuzzy` takes it: their corners (:func:`.accumulate._authors_corners`,
+    the same arithmetic), ``skfuzzy.trapmf`` and ``round(mu, 3)`` as selects, not branches, and
+    one division for the ramp ``c`` is on."""
+    part = 1.0 / n_fuzzy
+    t0 = m * part
+    t1 = 1.0 if m == n_fuzzy - 1 else (m + 1) * part
+    mid = (t0 + t1) / 2
+    b = (t0 + mid) / 2
+    cc = (mid + t1) / 2
+    a = 2 * t0 - b
+    d = 2 * t1 - cc
+    up = c <= b
+    ramp = ((a < c) & (c < b)) if up else ((cc < c) & (c < d))
+    edge = c == b if up else c == cc
+    mu = ((c - a) / (b - a) if up else (d - c) / (d - cc)) if ramp else (1.0 if edge else 0.0)
+    mu = mu if up | (c >= cc) else 1.0
+    p = mu * 1000.0  # .accumulate._round3, its tie branch as a select
+    r = np.rint(p)
+    h = 134217729.0 * mu
+    hi = h - (h - mu)
+    err = (hi * 1000.0 - p) + (mu - hi) * 1000.0
+    tie = abs(p - r) == 0.5
+    r = (p + 0.5) if tie & (err > 0.0) else ((p - 0.5) if tie & (err < 0.0) else r)
+    mu = r / 1000.0
+    return mu if (m >= 0) & (m < n_fuzzy) else 0.0
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _window(first, u, v, n_fuzzy):
+    """Bins ``first`` and ``first + 1`` with values ``u``, ``v`` as a window of two bins inside
+    ``[0, n_fuzzy)``: moved right at bin -1 (``u`` is then 0), left at the last bin (``v`` 0)."""
+    if first < 0:
+        return 0, v, 0.0
+    if first >= n_fuzzy - 1:
+        return n_fuzzy - 2, 0.0, u
+    return first, u, v
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _fuzzy_windows(conf, klass, b0, nr, K, n_fuzzy, cell_p, cell_a, u_p, v_p, u_a, v_a):
+    """Per row, the two adjacent bins that hold its non-zero memberships in each FCE variant
+    (``cell_p``, the paper's, and ``cell_a``, the authors': flat offsets in the (LANES, Mf, 6)
+    table) and its memberships there (``u_p``, ``v_p``; ``u_a``, ``v_a``), in a loop across rows
+    (one array a stream: offsets into one array, at a stride known only at run time, kept LLVM
+    from vectorising it, 4x slower): the memberships of
+    :func:`.accumulate._add_fuzzy`, the same values, with selects in place of its branches.
+    Adding the zeros it skips leaves every sum the same to the bit (sums of non-negative values
+    plus +0). A value is non-zero in at most two adjacent bins (supports 1.5 bins wide): the
+    paper's memberships are the first two non-zero of its 4 candidates ``lo .. lo + 3``; the
+    authors' are those of ``lo + 1`` and ``lo + 2``, as theirs are rounded to 0.001 and ``lo``
+    and ``lo + 3`` are within ulps of their support's ends or outside (the tests try the edges)."""
+    w = 1.0 / n_fuzzy
+    half = 0.5 * w
+    for r in range(nr):
+        ok = klass[r] < K
+        c = conf[r] if ok else 0.0
+        lo = np.int64(math.floor(c * n_fuzzy - 1.25))
+        base = ((b0 + r) & (LANES - 1)) * n_fuzzy * 6
+        g0 = _paper_gap(c, lo, n_fuzzy, w)
+        g1 = _paper_gap(c, lo + 1, n_fuzzy, w)
+        g2 = _paper_gap(c, lo + 2, n_fuzzy, w)
+        g3 = _paper_gap(c, lo + 3, n_fuzzy, w)
+        first = lo + (0 if g0 > 0.0 else (1 if g1 > 0.0 else (2 if g2 > 0.0 else 3)))
+        gu = g0 if g0 > 0.0 else (g1 if g1 > 0.0 else (g2 if g2 > 0.0 else g3))
+        gv = g1 if g0 > 0.0 else (g2 if g1 > 0.0 else (g3 if g2 > 0.0 else -1.0))
+        u = min(gu / half, 1.0) if gu > 0.0 else 0.0
+        v = min(gv / half, 1.0) if gv > 0.0 else 0.0
+        m, u, v = _window(first, u, v, n_fuzzy)
+        u = u if ok else 0.0
+        v = v if ok else 0.0
+        cell_p[r] = base + m * 6
+        u_p[r], v_p[r] = u, v
+        m, u, v = _window(lo + 1, _authors_mu(c, lo + 1, n_fuzzy), _authors_mu(c, lo + 2, n_fuzzy), n_fuzzy)
+        u = u if ok else 0.0
+        v = v if ok else 0.0
+        cell_a[r] = base + m * 6 + 3
+        u_a[r], v_a[r] = u, v
+
+
+@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
+def _scatter_fuzzy(nr, conf, packed, cell_p, cell_a, u_p, v_p, u_a, v_a, fuzzy):
+    """Each row's two windows of fuzzy memberships (:func:`_fuzzy_windows`) into ``fuzzy``
+    (flat): membership, times correct, times confidence (the authors': times correct times
+    confidence), as :func:`.accumulate._add_fuzzy` forms them."""
+    for r in range(nr):
+        c = conf[r]
+        a = np.float64(packed[r] >> 32)
+        p = cell_p[r]
+        q = cell_a[r]
+        u = u_p[r]
+        v = v_p[r]
+        fuzzy[p] += u
+        fuzzy[p + 1] += u * a
+        fuzzy[p + 2] += u * c
+        fuzzy[p + 6] += v
+        fuzzy[p + 7] += v * a
+        fuzzy[p + 8] += v * c
+        u = u_a[r]
+        v = v_a[r]
+        fuzzy[q] += u
+        fuzzy[q + 1] += u * a
+        fuzzy[q + 2] += u * a * c
+        fuzzy[q + 6] += v
+        fuzzy[q + 7] += v * a
+        fuzzy[q + 8] += v * a * c
+
+
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _fuzzy_rows(conf, klass, packed, b0, nr, K, n_fuzzy, corners, fuzzy):
-    """The fuzzy memberships of a block's rows into ``fuzzy`` (LANES, Mf, 6), as
-    :func:`.accumulate._accumulate` adds them, row by row: only the non-zero ones (1 to 3 of
-    the 4 bins tried), behind branches, beat a vector loop that computed all 4 and added zeros
-    (which spent more on the adds than this on the branches: 0.49 against 0.19 s at 10M x 4)."""
+    """:func:`.accumulate._add_fuzzy` row by row: for a single fuzzy bin, which has no window of two."""
     for r in range(nr):
         if klass[r] < K:
             _add_fuzzy(fuzzy, (b0 + r) & (LANES - 1), conf[r], np.float64(packed[r] >> 32), n_fuzzy, corners)
@@ -236,6 +355,9 @@ def _accumulate_short(mode, args, K):
     brier, ecd, log_py = np.zeros(R), np.zeros(R), np.zeros(R)
     klass, ys, packed = np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64)
     top_cell = np.empty(n_specs * R, dtype=np.int64)
+    fz_p, fz_a = np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64)
+    fz_up, fz_vp, fz_ua, fz_va = np.empty(R), np.empty(R), np.empty(R), np.empty(R)
+    fuzzy_flat = fuzzy.reshape(fuzzy.size)
     index, entry_packed = np.zeros(R * K, dtype=np.int64), np.empty(R * K, dtype=np.int64)
     cw_cell, ace_cell = np.zeros(R * K, dtype=np.int64), np.zeros(R * K, dtype=np.int64)
     sums = (0.0, 0.0, 0.0, 0.0)
@@ -255,7 +377,10 @@ def _accumulate_short(mode, args, K):
                 _logit_logs(xf, b0, nr, K, row_top, row_log, log_eps, L)
             _row_terms(P, L, nr, K, klass, ys, brier, ecd, log_py)
         _top_cells(conf, klass, b0, nr, K, top_bins, n_bins, top_cell, R)
-        if do_fuzzy:
+        if do_fuzzy and n_fuzzy >= 2:
+            _fuzzy_windows(conf, klass, b0, nr, K, n_fuzzy, fz_p, fz_a, fz_up, fz_vp, fz_ua, fz_va)
+            _scatter_fuzzy(nr, conf, packed, fz_p, fz_a, fz_up, fz_vp, fz_ua, fz_va, fuzzy_flat)
+        elif do_fuzzy:
             _fuzzy_rows(conf, klass, packed, b0, nr, K, n_fuzzy, corners, fuzzy)
         if do_cw or do_ace:
             _entry_packed(ys, nr, K, entry_packed)
