@@ -301,17 +301,18 @@ def _scatter_entries(n, cells, packed, P, counts, sums):
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _row_sums(nr, wrong, brier, log_py, ecd, do_rows, sums):
-    """The scalar sums, in row order: confidence of the wrong, and with ``do_rows`` Brier, NLL, ECD."""
+    """The scalar sums, in row order: confidence of the wrong, and with ``do_rows`` Brier, NLL,
+    ECD (four chains of adds in one loop, which overlap: four loops ran 2.5x longer)."""
     s_wrong_conf, s_brier, s_nll, s_ecd = sums
-    for r in range(nr):
-        s_wrong_conf += wrong[r]
     if do_rows:
         for r in range(nr):
+            s_wrong_conf += wrong[r]
             s_brier += brier[r]
-        for r in range(nr):
             s_nll -= log_py[r]
-        for r in range(nr):
             s_ecd += ecd[r]
+    else:
+        for r in range(nr):
+            s_wrong_conf += wrong[r]
     return s_wrong_conf, s_brier, s_nll, s_ecd
 
 
