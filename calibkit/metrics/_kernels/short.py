@@ -26,7 +26,6 @@ import numpy as np
 from calibkit._fastmath import MIN_NORMAL, bits_of_float, log_into
 from calibkit._numba_cache import CACHE
 from calibkit.metrics._kernels.accumulate import _add_fuzzy, _authors_corners
-from calibkit.metrics._kernels.bins import _equal_width_bins
 from calibkit.metrics._kernels.constants import (
     ACE_OFFSET,
     BLOCK_ENTRIES,
@@ -239,33 +238,31 @@ def _fuzzy_rows(conf, klass, packed, b0, nr, K, n_fuzzy, corners, fuzzy):
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
-def _entry_packed(ys, nr, K, out):
-    """``1 + [k = y] * 2**32`` per entry: the count and the outcome of a class-wise or ACE cell."""
+def _entry_rows(klass, ys, b0, nr, K, packed, table_row):
+    """Per entry of a block: ``packed``, ``1 + [k = y] * 2**32`` (the count and outcome of a
+    class-wise or ACE cell), and its row in the (LANES, K + 1, ...) tables of entries (class
+    ``K``, the scratch one, for masked and bad rows): what :func:`_entry_cells` needs of the
+    entry's row, spread to its entries (that loop, reading them by row, ran scalar)."""
     for r in range(nr):
+        y = ys[r]
+        base = ((b0 + r) & (LANES - 1)) * (K + 1)
+        ok = klass[r] < K
         for k in range(K):
-            out[r * K + k] = 1 + (np.int64(k == ys[r]) << 32)
+            packed[r * K + k] = 1 + (np.int64(k == y) << 32)
+            table_row[r * K + k] = base + (k if ok else K)
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
-def _classwise_cells(index, klass, b0, nr, K, n_cw, cells):
-    """Per entry, its flat cell in the (LANES, K + 1, Mc) class-wise tables from its bin
-    ``index`` (:func:`.bins._equal_width_bins`; the scratch class for masked and bad rows)."""
-    for r in range(nr):
-        lane = (b0 + r) & (LANES - 1)
-        ok = klass[r] < K
-        for k in range(K):
-            cells[r * K + k] = (lane * (K + 1) + (k if ok else K)) * n_cw + min(max(index[r * K + k], 0), n_cw - 1)
-
-
-@nb.njit(cache=CACHE, nogil=True, error_model="numpy")
-def _ace_cells(P, klass, b0, nr, K, n_ace, cells):
-    """Per entry, its flat cell in the (LANES, K + 1, B) ACE tables (bucket as :func:`.bins._ace_bucket`)."""
-    for r in range(nr):
-        lane = (b0 + r) & (LANES - 1)
-        ok = klass[r] < K
-        for k in range(K):
-            bucket = min(max((bits_of_float(P[r * K + k]) >> 48) - ACE_OFFSET, 0), n_ace - 1)
-            cells[r * K + k] = (lane * (K + 1) + (k if ok else K)) * n_ace + bucket
+def _entry_cells(P, table_row, n, n_cw, n_ace, cw_cells, ace_cells):
+    """Per entry, its flat cells in the (LANES, K + 1, Mc) class-wise tables (bin as
+    :func:`.bins._bin_index`) and the (LANES, K + 1, B) ACE tables (bucket as
+    :func:`.bins._ace_bucket`), in one vector loop."""
+    for e in range(n):
+        p = P[e]
+        b = min(max(np.int64(math.ceil((p * n_cw) * EDGE_SHRINK)) - 1, 0), n_cw - 1)
+        bucket = min(max((bits_of_float(p) >> 48) - ACE_OFFSET, 0), n_ace - 1)
+        cw_cells[e] = table_row[e] * n_cw + b
+        ace_cells[e] = table_row[e] * n_ace + bucket
 
 
 # The scatters: one simple loop a table, each compiled apart (one loop over every table, inlined
@@ -283,11 +280,15 @@ def _scatter_top(nr, n_specs, stride, cells, packed, conf, counts, sums):
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
-def _scatter_ecd(nr, n_specs, stride, cells, ecd, sums):
-    """Each row's ECD term into its top cell of every bin count."""
+def _scatter_top_ecd(nr, n_specs, stride, cells, packed, conf, ecd, counts, sums, ecd_sums):
+    """:func:`_scatter_top` and each row's ECD term into the same cells, in one loop (the
+    three tables share the cell index)."""
     for r in range(nr):
         for s in range(n_specs):
-            sums[cells[s * stride + r]] += ecd[r]
+            c = cells[s * stride + r]
+            counts[c] += packed[r]
+            sums[c] += conf[r]
+            ecd_sums[c] += ecd[r]
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
@@ -359,7 +360,8 @@ def _accumulate_short(mode, args, K):
     fz_p, fz_a = np.empty(R, dtype=np.int64), np.empty(R, dtype=np.int64)
     fz_up, fz_vp, fz_ua, fz_va = np.empty(R), np.empty(R), np.empty(R), np.empty(R)
     fuzzy_flat = fuzzy.reshape(fuzzy.size)
-    index, entry_packed = np.zeros(R * K, dtype=np.int64), np.empty(R * K, dtype=np.int64)
+    entry_packed = np.empty(R * K, dtype=np.int64)
+    table_row = np.empty(R * K, dtype=np.int64)
     cw_cell, ace_cell = np.zeros(R * K, dtype=np.int64), np.zeros(R * K, dtype=np.int64)
     sums = (0.0, 0.0, 0.0, 0.0)
     log_eps = math.log(eps)
@@ -384,15 +386,12 @@ def _accumulate_short(mode, args, K):
         elif do_fuzzy:
             _fuzzy_rows(conf, klass, packed, b0, nr, K, n_fuzzy, corners, fuzzy)
         if do_cw or do_ace:
-            _entry_packed(ys, nr, K, entry_packed)
-        if do_cw:
-            _equal_width_bins(P, index, nr * K, n_cw)
-            _classwise_cells(index, klass, b0, nr, K, n_cw, cw_cell)
-        if do_ace:
-            _ace_cells(P, klass, b0, nr, K, n_ace, ace_cell)
-        _scatter_top(nr, n_specs, R, top_cell, packed, conf, top_counts_flat, top_conf_flat)
+            _entry_rows(klass, ys, b0, nr, K, entry_packed, table_row)
+            _entry_cells(P, table_row, nr * K, n_cw, n_ace, cw_cell, ace_cell)
         if do_rows:
-            _scatter_ecd(nr, n_specs, R, top_cell, ecd, top_ecd_flat)
+            _scatter_top_ecd(nr, n_specs, R, top_cell, packed, conf, ecd, top_counts_flat, top_conf_flat, top_ecd_flat)
+        else:
+            _scatter_top(nr, n_specs, R, top_cell, packed, conf, top_counts_flat, top_conf_flat)
         sums = _row_sums(nr, wrong, brier, log_py, ecd, do_rows, sums)
         if do_cw:
             _scatter_entries(nr * K, cw_cell, entry_packed, P, cw_counts_flat, cw_sums_flat)
