@@ -4,8 +4,9 @@
 every histogram in turn: on rows of 4 classes its code was scalar throughout (about 80 ns a row
 for a whole report). Here each block goes through loops of one job each (:data:`SHORT_KERNELS`):
 
-1. rows into probabilities, with the checks, top label and confidence (one loop, compiled
-   apart: :func:`.top._short_rows`, shared with the top-label pass);
+1. rows into probabilities, with the checks, top label and confidence (compiled apart:
+   :func:`.top._short_rows`, shared with the top-label pass, for probabilities; logit rows
+   take their exps in one flat loop over the block, :func:`_rows_logits`);
 2. logs, Brier and ECD terms, bins, ACE buckets and fuzzy memberships (two bins a variant,
    :func:`_fuzzy_windows`), each a flat loop;
 3. the scatter into the histograms: counts, which are integers, packed two to an int64 (order
@@ -23,7 +24,7 @@ import math
 import numba as nb
 import numpy as np
 
-from calibkit._fastmath import MIN_NORMAL, bits_of_float, log_into
+from calibkit._fastmath import MIN_NORMAL, bits_of_float, exp_into, log_into
 from calibkit._numba_cache import CACHE
 from calibkit.metrics._kernels.accumulate import _add_fuzzy, _authors_corners
 from calibkit.metrics._kernels.constants import (
@@ -44,22 +45,53 @@ from calibkit.metrics._kernels.top import (
     _flush_counts,
     _flush_packed,
     _record_first_error,
+    _row_outputs,
     _short_rows,
 )
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
-def _rows_probs(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum):
-    return _short_rows(
-        MODE_PROBS, True, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, P, ys, row_top, row_sum
-    )
+def _rows_probs(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong):
+    return _short_rows(MODE_PROBS, True, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, P, ys)
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
-def _rows_logits(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum):
-    return _short_rows(
-        MODE_LOGITS, True, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, P, ys, row_top, row_sum
-    )
+def _rows_logits(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum, Z, preds):
+    """:func:`.top._short_rows` for logit rows, keeping the rows, with the exps of the block in
+    one flat vector loop (in the loop over a row's K, a run-time count, they ran scalar):
+    the same maximum, exps, sums in order and outputs, to the bit."""
+    b0 = max(b0, 0)
+    for r in range(nr):
+        o = (b0 + r) * K
+        top = np.float64(xf[o])
+        pred = 0
+        bad = False
+        for k in range(K):
+            v = np.float64(xf[o + k])
+            bad |= (v - v) != 0.0  # NaN or inf
+            above = v > top
+            top = v if above else top
+            pred = k if above else pred
+        top = 0.0 if bad else top
+        for k in range(K):
+            Z[r * K + k] = np.float64(xf[o + k]) - top
+        row_top[r] = top
+        preds[r] = pred + (K if bad else 0)
+    exp_into(Z, P, nr * K)
+    flagged = 0
+    for r in range(nr):
+        total = 0.0
+        for k in range(K):
+            total += P[r * K + k]
+        c = 1.0 / total
+        for k in range(K):  # .rows._normalise_rows: times the inverse
+            P[r * K + k] = P[r * K + k] * c
+        row_sum[r] = total
+        bad = preds[r] >= K
+        pred = preds[r] - (K if bad else 0)
+        y = np.int64(labels[b0 + r])
+        flagged += _row_outputs(True, r, y, K, ignore_index, bad, pred, c, conf, klass, ys, packed, wrong)
+    return flagged
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
@@ -365,11 +397,17 @@ def _accumulate_short(mode, args, K):
     cw_cell, ace_cell = np.zeros(R * K, dtype=np.int64), np.zeros(R * K, dtype=np.int64)
     sums = (0.0, 0.0, 0.0, 0.0)
     log_eps = math.log(eps)
-    rows = _rows_probs if mode == MODE_PROBS else _rows_logits
+    Z, preds = np.empty(R * K if mode == MODE_LOGITS else 0), np.empty(R, dtype=np.int64)
     since_flush = 0
     for b0 in range(start, stop, R):
         nr = min(R, stop - b0)
-        if rows(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum) > 0:
+        if mode == MODE_PROBS:
+            flagged = _rows_probs(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong)
+        else:
+            flagged = _rows_logits(
+                xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum, Z, preds
+            )
+        if flagged > 0:
             _record_first_error(mode, x, labels, b0, b0 + nr, K, ignore_index, args.errors)
             return
         if do_rows:

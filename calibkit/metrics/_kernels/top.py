@@ -51,13 +51,14 @@ _LOW = np.int64(0xFFFFFFFF)
 
 
 @nb.njit(cache=CACHE, inline="always")
-def _short_rows(mode, keep_rows, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, P, ys, tops, sums):
+def _short_rows(mode, keep_rows, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, P, ys):
     """The loop over rows ``[b0, b0 + nr)`` of a flat input: each row's confidence ``conf``, the
     class of its histogram row ``klass`` (the true label; ``K``, a scratch row, for masked and
     bad rows), ``packed`` (``1 + correct * 2**32``, 0 for those) and ``wrong`` (its confidence
-    when wrong, else 0); with ``keep_rows`` (a compile-time constant) also the probabilities
-    ``P`` (row r at ``r * K``) as :func:`.rows._fill_block` builds them, a valid label ``ys``
-    (0 for masked and bad rows) and, for logits, each row's maximum and softmax sum. Returns how
+    when wrong, else 0); with ``keep_rows`` (a compile-time constant; rows of probabilities
+    only: logit rows keep theirs in :func:`.short._rows_logits`) also the probabilities ``P``
+    (row r at ``r * K``) as :func:`.rows._fill_block` builds them and a valid label ``ys`` (0
+    for masked and bad rows). Returns how
     many unmasked rows are bad (label outside [0, K), or values that fail the checks of
     :func:`.rows._probs_row` / :func:`.rows._short_logit_rows`). Top label and confidence as
     theirs, to the bit."""
@@ -88,46 +89,42 @@ def _short_rows(mode, keep_rows, xf, labels, b0, nr, K, ignore_index, conf, klas
             top = 0.0 if bad else top
             total = 0.0
             for k in range(K):
-                e = exp_strict(np.float64(xf[o + k]) - top)
-                if keep_rows:
-                    P[r * K + k] = e
-                total += e
+                total += exp_strict(np.float64(xf[o + k]) - top)
             c = 1.0 / total
-            if keep_rows:
-                for k in range(K):  # .rows._normalise_rows: times the inverse
-                    P[r * K + k] = P[r * K + k] * c
-                tops[r] = top
-                sums[r] = total
         y = np.int64(labels[b0 + r])
-        keep = y != ignore_index
-        bad_row = keep & ((np.uint64(y) >= np.uint64(K)) | bad)
-        ok = keep & ~bad_row
-        c = c if ok else 0.0  # a masked row may hold NaN: never binned, never summed
-        correct = np.int64(pred == y)
-        conf[r] = c
-        klass[r] = y if ok else K
-        if keep_rows:
-            ys[r] = y if ok else 0
-        packed[r] = (1 + (correct << 32)) if ok else 0
-        wrong[r] = (1.0 - correct) * c
-        flagged += np.int64(bad_row)
+        flagged += _row_outputs(keep_rows, r, y, K, ignore_index, bad, pred, c, conf, klass, ys, packed, wrong)
     return flagged
+
+
+@nb.njit(cache=CACHE, inline="always")
+def _row_outputs(keep_rows, r, y, K, ignore_index, bad, pred, c, conf, klass, ys, packed, wrong):
+    """Row ``r``'s outputs of :func:`_short_rows` from its label ``y``, whether its values
+    failed the checks, its top label and confidence ``c`` (``ys`` with ``keep_rows`` only);
+    returns 1 for a bad unmasked row."""
+    keep = y != ignore_index
+    bad_row = keep & ((np.uint64(y) >= np.uint64(K)) | bad)
+    ok = keep & ~bad_row
+    c = c if ok else 0.0  # a masked row may hold NaN: never binned, never summed
+    correct = np.int64(pred == y)
+    conf[r] = c
+    klass[r] = y if ok else K
+    if keep_rows:
+        ys[r] = y if ok else 0
+    packed[r] = (1 + (correct << 32)) if ok else 0
+    wrong[r] = (1.0 - correct) * c
+    return np.int64(bad_row)
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _short_probs_rows(xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong):
-    return _short_rows(
-        MODE_PROBS, False, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, conf, klass, conf, conf
-    )
+    return _short_rows(MODE_PROBS, False, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, conf, klass)
 
 
 # Compiled apart, not inlined into the kernel: there, among its other arrays, LLVM did not
 # vectorise the loop with the exp (6x slower measured at K = 4).
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
 def _short_logits_rows(xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong):
-    return _short_rows(
-        MODE_LOGITS, False, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, conf, klass, conf, conf
-    )
+    return _short_rows(MODE_LOGITS, False, xf, labels, b0, nr, K, ignore_index, conf, klass, packed, wrong, conf, klass)
 
 
 @nb.njit(cache=CACHE)
