@@ -106,6 +106,8 @@ MODULES = [
     Module("calibkit/metrics/_kernels/rows.py", (*NEW_METRICS,)),
     Module("calibkit/metrics/_kernels/accumulate.py", (*NEW_METRICS,)),
     Module("calibkit/metrics/_kernels/ace.py", (*NEW_METRICS,)),
+    Module("calibkit/metrics/_kernels/top.py", (*NEW_METRICS,)),
+    Module("calibkit/metrics/_kernels/short.py", (*NEW_METRICS,)),
     Module("calibkit/calibrators/_kernels.py", (*NEW_CALIBRATORS,)),
     Module("calibkit/calibrators/temperature.py", (*NEW_CALIBRATORS, *FIT_CHECKS)),
     Module("calibkit/calibrators/baselines.py", (*NEW_CALIBRATORS, *FIT_CHECKS)),

@@ -291,7 +291,10 @@ def _entry_cells(P, table_row, n, n_cw, n_ace, cw_cells, ace_cells):
     :func:`.bins._ace_bucket`), in one vector loop."""
     for e in range(n):
         p = P[e]
-        b = min(max(np.int64(math.ceil((p * n_cw) * EDGE_SHRINK)) - 1, 0), n_cw - 1)
+        # masked rows may hold NaN or inf (their cells are the scratch class's): a float-to-int
+        # conversion of those is undefined, so they are binned as 0
+        q = p if (p >= 0.0) & (p <= 1.0) else 0.0
+        b = min(max(np.int64(math.ceil((q * n_cw) * EDGE_SHRINK)) - 1, 0), n_cw - 1)
         bucket = min(max((bits_of_float(p) >> 48) - ACE_OFFSET, 0), n_ace - 1)
         cw_cells[e] = table_row[e] * n_cw + b
         ace_cells[e] = table_row[e] * n_ace + bucket
