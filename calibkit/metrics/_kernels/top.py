@@ -155,19 +155,25 @@ def _record_first_error(mode, x, labels, b0, b1, K, ignore_index, errors):
 
 
 @nb.njit(cache=CACHE, inline="always")
+def _caller_cell(a, inner, k1, width):
+    """Where entry ``a`` of a flat (..., K + 1, bins) table of the kernel's own goes in the
+    caller's flat (..., K, bins, C) table (times ``width`` = C), or -1 for the scratch class."""
+    cls = (a // inner) % k1
+    if cls == k1 - 1:
+        return -1
+    return (((a // (inner * k1)) * (k1 - 1) + cls) * inner + a % inner) * width
+
+
+@nb.njit(cache=CACHE, inline="always")
 def _flush_packed(counts, out, col_count, col_other):
     """Add the packed counts of ``counts`` (..., K + 1, bins), the scratch class dropped, into
     columns ``col_count`` (low half) and ``col_other`` (high half) of ``out`` (..., K, bins, C),
     and clear them."""
     flat = counts.reshape(counts.size)
     out_flat = out.reshape(out.size)
-    inner = counts.shape[-1]
-    k1 = counts.shape[-2]
-    width = out.shape[-1]
     for a in range(flat.size):
-        cls = (a // inner) % k1
-        if cls < k1 - 1:
-            o = (((a // (inner * k1)) * (k1 - 1) + cls) * inner + a % inner) * width
+        o = _caller_cell(a, counts.shape[-1], counts.shape[-2], out.shape[-1])
+        if o >= 0:
             out_flat[o + col_count] += np.float64(flat[a] & _LOW)
             out_flat[o + col_other] += np.float64(flat[a] >> 32)
         flat[a] = 0
@@ -179,13 +185,10 @@ def _add_sums(sums, out, col):
     ``col`` of ``out`` (..., K, bins, C)."""
     flat = sums.reshape(sums.size)
     out_flat = out.reshape(out.size)
-    inner = sums.shape[-1]
-    k1 = sums.shape[-2]
-    width = out.shape[-1]
     for a in range(flat.size):
-        cls = (a // inner) % k1
-        if cls < k1 - 1:
-            out_flat[(((a // (inner * k1)) * (k1 - 1) + cls) * inner + a % inner) * width + col] += flat[a]
+        o = _caller_cell(a, sums.shape[-1], sums.shape[-2], out.shape[-1])
+        if o >= 0:
+            out_flat[o + col] += flat[a]
 
 
 @nb.njit(cache=CACHE, inline="always")
