@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from calibkit._fastmath import bits_of_float, exp_into, exp_strict, float_from_bits
+from calibkit._fastmath import bits_of_float, exp_strict, float_from_bits
 from calibkit._numba_cache import CACHE
 from calibkit.metrics._kernels.bins import _ace_bucket, _ace_buckets, _bin_index
 from calibkit.metrics._kernels.constants import (
@@ -20,7 +20,7 @@ from calibkit.metrics._kernels.constants import (
     MODE_LOGITS,
     MODE_PROBS,
 )
-from calibkit.metrics._kernels.rows import _fill_block
+from calibkit.metrics._kernels.rows import _fill_block, _short_logit_rows
 
 
 @nb.njit(cache=CACHE, inline="always")
@@ -142,29 +142,20 @@ def _gather_ace(mode, args):
 
 
 @nb.njit(cache=CACHE, inline="always")
-def _short_gather_rows(mode, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale):
+def _short_gather_rows(
+    mode, x, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale, tops, preds
+):
     """The loops of :func:`_gather_short` over rows ``[b0, b0 + nr)``: each probability into
     ``P`` (built as the first pass built it: the value as given, or ``exp(z - max)`` times the
-    inverse of the row's sum, the sum in order; the exps in one flat vector loop over the
-    block, ``Z`` and ``scale`` its buffers: an exp per entry in the loop over a row's K, a
-    run-time count, ran scalar, twice, 4x slower), and the slot of its ACE bucket into
+    inverse of the row's sum, the sum in order, by the first pass's own builder of short logit
+    rows, :func:`.rows._short_logit_rows`: the exps in one flat vector loop over the block;
+    ``Z``, ``scale``, ``tops`` and ``preds`` its buffers), and the slot of its ACE bucket into
     ``slots`` (-1: none, or a masked row); returns how many values have a slot."""
     b0 = max(b0, 0)
-    if mode == MODE_LOGITS:
+    if mode == MODE_LOGITS:  # the rows were checked by the first pass: no bad unmasked row here
+        _short_logit_rows(x, labels, b0, nr, K, ignore_index, Z, P, preds, tops, scale)
         for r in range(nr):
-            o = (b0 + r) * K
-            top = np.float64(xf[o])
-            for k in range(K):
-                v = np.float64(xf[o + k])
-                top = v if v > top else top
-            for k in range(K):
-                Z[r * K + k] = np.float64(xf[o + k]) - top
-        exp_into(Z, P, nr * K)
-        for r in range(nr):
-            total = 0.0
-            for k in range(K):
-                total += P[r * K + k]
-            scale[r] = 1.0 / total
+            scale[r] = 1.0 / scale[r]
     hits = 0
     for r in range(nr):
         o = (b0 + r) * K
@@ -183,14 +174,16 @@ def _short_gather_rows(mode, xf, labels, b0, nr, K, ignore_index, P, slots, slot
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
-def _short_gather_probs(xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale):
-    return _short_gather_rows(MODE_PROBS, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale)
+def _short_gather_probs(x, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale, tops, preds):
+    return _short_gather_rows(
+        MODE_PROBS, x, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale, tops, preds
+    )
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
-def _short_gather_logits(xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale):
+def _short_gather_logits(x, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale, tops, preds):
     return _short_gather_rows(
-        MODE_LOGITS, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale
+        MODE_LOGITS, x, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale, tops, preds
     )
 
 
@@ -211,10 +204,11 @@ def _gather_short(mode, args, K):
     slots = np.empty(rows_per_block * K, dtype=np.int32)
     hits = np.empty(rows_per_block * K + 1, dtype=np.int64)
     Z, scale = np.empty(rows_per_block * K if mode == MODE_LOGITS else 0), np.empty(rows_per_block)
+    tops, preds = np.empty(rows_per_block), np.empty(rows_per_block, dtype=np.int64)
     rows = _short_gather_probs if mode == MODE_PROBS else _short_gather_logits
     for b0 in range(start, stop, rows_per_block):
         nr = min(rows_per_block, stop - b0)
-        if rows(xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale) == 0:
+        if rows(x, xf, labels, b0, nr, K, ignore_index, P, slots, slot_flat, n_buckets, Z, scale, tops, preds) == 0:
             continue
         h = 0
         for e in range(nr * K):  # the entries to copy, listed without a branch (see _gather_row)

@@ -6,7 +6,7 @@ for a whole report). Here each block goes through loops of one job each (:data:`
 
 1. rows into probabilities, with the checks, top label and confidence (compiled apart:
    :func:`.top._short_rows`, shared with the top-label pass, for probabilities; logit rows
-   take their exps in one flat loop over the block, :func:`_rows_logits`);
+   take their exps in one flat loop over the block, :func:`.rows._short_logit_rows`);
 2. logs, Brier and ECD terms, bins, ACE buckets and fuzzy memberships (two bins a variant,
    :func:`_fuzzy_windows`), each a flat loop;
 3. the scatter into the histograms: counts, which are integers, packed two to an int64 (order
@@ -24,7 +24,7 @@ import math
 import numba as nb
 import numpy as np
 
-from calibkit._fastmath import MIN_NORMAL, bits_of_float, exp_into, log_into
+from calibkit._fastmath import MIN_NORMAL, bits_of_float, log_into
 from calibkit._numba_cache import CACHE
 from calibkit.metrics._kernels.accumulate import _add_fuzzy, _authors_corners
 from calibkit.metrics._kernels.constants import (
@@ -39,6 +39,7 @@ from calibkit.metrics._kernels.constants import (
     S_NLL,
     S_WRONG_CONF,
 )
+from calibkit.metrics._kernels.rows import _short_logit_rows
 from calibkit.metrics._kernels.top import (
     _FLUSH_ROWS,
     _add_sums,
@@ -56,41 +57,21 @@ def _rows_probs(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed,
 
 
 @nb.njit(cache=CACHE, nogil=True, error_model="numpy")
-def _rows_logits(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum, Z, preds):
-    """:func:`.top._short_rows` for logit rows, keeping the rows, with the exps of the block in
-    one flat vector loop (in the loop over a row's K, a run-time count, they ran scalar):
-    the same maximum, exps, sums in order and outputs, to the bit."""
-    b0 = max(b0, 0)
-    for r in range(nr):
-        o = (b0 + r) * K
-        top = np.float64(xf[o])
-        pred = 0
-        bad = False
-        for k in range(K):
-            v = np.float64(xf[o + k])
-            bad |= (v - v) != 0.0  # NaN or inf
-            above = v > top
-            top = v if above else top
-            pred = k if above else pred
-        top = 0.0 if bad else top
-        for k in range(K):
-            Z[r * K + k] = np.float64(xf[o + k]) - top
-        row_top[r] = top
-        preds[r] = pred + (K if bad else 0)
-    exp_into(Z, P, nr * K)
+def _rows_logits(x, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum, Z, preds):
+    """:func:`.top._short_rows` for logit rows, keeping the rows: maximum, top label and the
+    exps of the block in one flat vector loop by :func:`.rows._short_logit_rows` (the long-row
+    kernel's builder of short rows; in the loop over a row's K, a run-time count, the exps ran
+    scalar), then the normalised rows and the outputs. Returns 1 at a bad unmasked row (the
+    caller finds it and its kind), else how many rows have a label outside [0, K)."""
+    if _short_logit_rows(x, labels, b0, nr, K, ignore_index, Z, P, preds, row_top, row_sum) >= 0:
+        return 1
     flagged = 0
     for r in range(nr):
-        total = 0.0
-        for k in range(K):
-            total += P[r * K + k]
-        c = 1.0 / total
+        c = 1.0 / row_sum[r]
         for k in range(K):  # .rows._normalise_rows: times the inverse
             P[r * K + k] = P[r * K + k] * c
-        row_sum[r] = total
-        bad = preds[r] >= K
-        pred = preds[r] - (K if bad else 0)
         y = np.int64(labels[b0 + r])
-        flagged += _row_outputs(True, r, y, K, ignore_index, bad, pred, c, conf, klass, ys, packed, wrong)
+        flagged += _row_outputs(True, r, y, K, ignore_index, False, preds[r], c, conf, klass, ys, packed, wrong)
     return flagged
 
 
@@ -408,7 +389,7 @@ def _accumulate_short(mode, args, K):
             flagged = _rows_probs(xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong)
         else:
             flagged = _rows_logits(
-                xf, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum, Z, preds
+                x, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed, wrong, row_top, row_sum, Z, preds
             )
         if flagged > 0:
             _record_first_error(mode, x, labels, b0, b0 + nr, K, ignore_index, args.errors)
