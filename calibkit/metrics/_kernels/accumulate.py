@@ -65,54 +65,52 @@ def _round3(x):
     ``rint(x * 1000)`` alone errs when the product rounds onto a half-integer (``0.5825`` is a
     little above 0.5825 but ``0.5825 * 1000 == 582.5``): the product's exact rounding error,
     Dekker's two-product with ``1000`` needing no split, says which side the exact value is on.
+    Selects, not branches, so that the short rows' vector loop (``.short._fuzzy_windows``) takes
+    it as it is (``x`` is a membership in [0, 1]: the split cannot overflow).
     """
     p = x * 1000.0
     r = np.rint(p)
-    if abs(p - r) == 0.5:
-        c = 134217729.0 * x  # 2**27 + 1: splits x into two 26-bit halves
-        hi = c - (c - x)
-        err = (hi * 1000.0 - p) + (x - hi) * 1000.0  # x * 1000 - p, exactly
-        if err > 0.0:
-            r = p + 0.5
-        elif err < 0.0:
-            r = p - 0.5
+    h = 134217729.0 * x  # 2**27 + 1: splits x into two 26-bit halves
+    hi = h - (h - x)
+    err = (hi * 1000.0 - p) + (x - hi) * 1000.0  # x * 1000 - p, exactly
+    tie = abs(p - r) == 0.5
+    r = (p + 0.5) if tie & (err > 0.0) else ((p - 0.5) if tie & (err < 0.0) else r)
     return r / 1000.0
 
 
-@nb.njit(cache=CACHE)
-def _authors_corners(n_bins):
-    """The fuzzy-binning authors' trapezoid corners ``a, b, c, d`` of each of ``n_bins`` bins,
+@nb.njit(cache=CACHE, inline="always")
+def _authors_bin(m, n_bins):
+    """The trapezoid corners ``a, b, c, d`` of the fuzzy-binning authors' bin ``m`` of ``n_bins``,
     with their arithmetic (``fuzzy_binning`` in bihani-g/fce ``paper_demo/calibration_metrics.py``):
     ticks ``i * (1 / M)`` and a last tick of exactly 1.0, so that memberships match theirs bit
     for bit (the paper variant's formula differs from theirs in the last bits)."""
     part = 1.0 / n_bins
+    t0 = m * part
+    t1 = 1.0 if m == n_bins - 1 else (m + 1) * part
+    mid = (t0 + t1) / 2
+    b = (t0 + mid) / 2
+    c = (mid + t1) / 2
+    return 2 * t0 - b, b, c, 2 * t1 - c
+
+
+@nb.njit(cache=CACHE)
+def _authors_corners(n_bins):
+    """The corners of every one of the authors' ``n_bins`` bins (:func:`_authors_bin`), a (M, 4) table."""
     corners = np.empty((n_bins, 4))
     for m in range(n_bins):
-        t0 = m * part
-        t1 = 1.0 if m == n_bins - 1 else (m + 1) * part
-        mid = (t0 + t1) / 2
-        b = (t0 + mid) / 2
-        c = (mid + t1) / 2
-        corners[m, 0] = 2 * t0 - b
-        corners[m, 1] = b
-        corners[m, 2] = c
-        corners[m, 3] = 2 * t1 - c
+        corners[m, 0], corners[m, 1], corners[m, 2], corners[m, 3] = _authors_bin(m, n_bins)
     return corners
 
 
 @nb.njit(cache=CACHE, inline="always")
 def _authors_membership(x, a, b, c, d):
-    """``skfuzzy.trapmf(x, [a, b, c, d])`` for one float64 value, branch for branch (its ramps
-    are open intervals; exactly ``b`` or ``c`` is 1)."""
-    if x <= b:
-        if a < x < b:
-            return (x - a) / (b - a)
-        return 1.0 if x == b else 0.0
-    if x >= c:
-        if c < x < d:
-            return (d - x) / (d - c)
-        return 1.0 if x == c else 0.0
-    return 1.0
+    """``skfuzzy.trapmf(x, [a, b, c, d])`` for one float64 value, its branches as selects (its
+    ramps are open intervals; exactly ``b`` or ``c`` is 1), one division for the ramp ``x`` is on."""
+    up = x <= b
+    ramp = ((a < x) & (x < b)) if up else ((c < x) & (x < d))
+    edge = (x == b) if up else (x == c)
+    mu = ((x - a) / (b - a) if up else (d - x) / (d - c)) if ramp else (1.0 if edge else 0.0)
+    return mu if up | (x >= c) else 1.0
 
 
 @nb.njit(cache=CACHE, inline="always")

@@ -26,7 +26,13 @@ import numpy as np
 
 from calibkit._fastmath import MIN_NORMAL, bits_of_float, log_into
 from calibkit._numba_cache import CACHE
-from calibkit.metrics._kernels.accumulate import _add_fuzzy, _authors_corners
+from calibkit.metrics._kernels.accumulate import (
+    _add_fuzzy,
+    _authors_bin,
+    _authors_corners,
+    _authors_membership,
+    _round3,
+)
 from calibkit.metrics._kernels.constants import (
     ACE_OFFSET,
     BLOCK_ENTRIES,
@@ -135,30 +141,9 @@ def _paper_gap(c, m, n_fuzzy, w):
 @nb.njit(cache=CACHE, inline="always")
 def _authors_mu(c, m, n_fuzzy):
     """The authors' rounded membership of ``c`` in bin ``m`` (0 outside the bins), as
-    :func:`.accumulate._add_fuzzy` takes it: their corners (:func:`.accumulate._authors_corners`,
-    the same arithmetic), ``skfuzzy.trapmf`` and ``round(mu, 3)`` as selects, not branches, and
-    one division for the ramp ``c`` is on."""
-    part = 1.0 / n_fuzzy
-    t0 = m * part
-    t1 = 1.0 if m == n_fuzzy - 1 else (m + 1) * part
-    mid = (t0 + t1) / 2
-    b = (t0 + mid) / 2
-    cc = (mid + t1) / 2
-    a = 2 * t0 - b
-    d = 2 * t1 - cc
-    up = c <= b
-    ramp = ((a < c) & (c < b)) if up else ((cc < c) & (c < d))
-    edge = c == b if up else c == cc
-    mu = ((c - a) / (b - a) if up else (d - c) / (d - cc)) if ramp else (1.0 if edge else 0.0)
-    mu = mu if up | (c >= cc) else 1.0
-    p = mu * 1000.0  # .accumulate._round3, its tie branch as a select
-    r = np.rint(p)
-    h = 134217729.0 * mu
-    hi = h - (h - mu)
-    err = (hi * 1000.0 - p) + (mu - hi) * 1000.0
-    tie = abs(p - r) == 0.5
-    r = (p + 0.5) if tie & (err > 0.0) else ((p - 0.5) if tie & (err < 0.0) else r)
-    mu = r / 1000.0
+    :func:`.accumulate._add_fuzzy` takes it, from the same functions (all selects)."""
+    a, b, cc, d = _authors_bin(m, n_fuzzy)
+    mu = _round3(_authors_membership(c, a, b, cc, d))
     return mu if (m >= 0) & (m < n_fuzzy) else 0.0
 
 
