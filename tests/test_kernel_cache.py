@@ -1,4 +1,5 @@
-"""numba's cache must not serve a kernel compiled from an older version of a file it calls.
+"""numba's cache must not serve a kernel compiled from an older version of a file it calls,
+nor one that computes other bits than the kernel compiled in the process.
 
 numba stamps a cached kernel with its own source file only; calibkit stamps every kernel with
 all kernel sources (calibkit._numba_cache.sources_stamp), so an edit of ``_fastmath.py`` (or an
@@ -11,6 +12,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import calibkit
 from calibkit import _numba_cache
@@ -57,3 +60,50 @@ def test_an_edit_of_a_called_file_recompiles_the_kernels_of_other_files(tmp_path
     fastmath.write_text(fastmath.read_text() + "\n# an edit\n")
     assert run(site, cache) == (0, 1)  # rows.py is unchanged, but the cached copy is stale
     assert run(site, cache) == (1, 0)
+
+
+REPRODUCE = """
+import numpy as np
+import calibkit
+from calibkit.calibrators import TemperatureScaling
+from calibkit.metrics import _kernels
+from calibkit.metrics.backends import set_backend
+set_backend("numba")
+rng = np.random.default_rng(2026)
+out = []
+for k, n in ((4, 3000), (20, 1500), (66, 400)):  # the inputs of benchmarks/golden.py
+    z = rng.normal(size=(n, k)) * 2.5
+    y = rng.integers(0, k, n)
+    if k == 4:
+        continue
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    for x, kw in ((z, {"from_logits": True}), (p, {})):
+        for dtype in (np.float32, np.float64):
+            out += [f(x.astype(dtype), y, **kw) for f in (calibkit.ecd, calibkit.brier, calibkit.nll)]
+    fit = np.argmax(z / 1.7 + np.random.default_rng(k).gumbel(size=z.shape), axis=1)
+    out += [TemperatureScaling().fit(z.astype(dtype), fit).temperature_ for dtype in (np.float32, np.float64)]
+stats = _kernels.ACCUMULATE[_kernels.MODE_LOGITS].stats
+print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()), *(float(v).hex() for v in out))
+"""
+
+
+@pytest.mark.slow  # two processes that compile or load every kernel they call: about 35 s
+def test_a_process_that_compiles_and_one_that_loads_the_cache_agree_to_the_bit(tmp_path):
+    # A sum reassociated by fast-math was vectorised differently in the two (the ECD of float32
+    # logits of 66 classes differed in the last bit); every reduction must keep its order.
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "calibkit", ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    environment.update(PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-c", REPRODUCE], capture_output=True, text=True, env=environment, cwd=site, check=False
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append(proc.stdout.split())
+    (hits, misses, *compiled), (hits_after, misses_after, *loaded) = runs
+    assert (int(hits), int(misses_after)) == (0, 0) and int(misses) > 0 and int(hits_after) > 0
+    assert len(compiled) == 2 * (12 + 2)
+    assert compiled == loaded

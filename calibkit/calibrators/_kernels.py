@@ -31,9 +31,11 @@ O_WEIGHT, O_LOSS, O_GRAD, O_HESS, O_NONFINITE, O_SLOPE0 = range(6)
 N_OUT = 6
 
 
-# Reassociating a row's three sums (a few ulp of change) lets them run several lanes at a
-# time instead of paying one add latency per class; a separate function keeps the flag local.
-@nb.njit(cache=CACHE, nogil=True, fastmath={"reassoc", "nsz"})
+# A row's three sums in class order. Reassociated (several lanes at a time), they were faster,
+# but LLVM may vectorise such a sum differently in a process that compiles the kernel and in one
+# that loads it from the cache (it did for the metrics' row entropy: ECD differed in the last
+# bit), and a fitted temperature must not depend on the state of the cache.
+@nb.njit(cache=CACHE, nogil=True)
 def _moments(e, d, n):
     s0 = 0.0
     s1 = 0.0
