@@ -38,21 +38,32 @@ def test_every_file_with_a_compiled_kernel_is_in_the_stamp():
     assert {str(p.relative_to(PACKAGE.resolve())) for p in jitted} <= stamped
 
 
-def run(site: Path, cache: Path) -> tuple[int, int]:
+def copy_package(tmp_path: Path) -> Path:
+    """A copy of the package without compiled files: the site its scripts run from."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "calibkit", ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    return site
+
+
+def run_script(script: str, site: Path, cache: Path) -> list[str]:
+    """Run ``script`` in a new process on the copy at ``site`` with the compile cache ``cache``: its output's words."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
     environment.update(PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=str(cache))
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=environment, cwd=site, check=False
+        [sys.executable, "-c", script], capture_output=True, text=True, env=environment, cwd=site, check=False
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    path, value, hits, misses = proc.stdout.split()
+    return proc.stdout.split()
+
+
+def run(site: Path, cache: Path) -> tuple[int, int]:
+    path, value, hits, misses = run_script(SCRIPT, site, cache)
     assert path.startswith(str(site)) and float(value) == 0.25
     return int(hits), int(misses)
 
 
 def test_an_edit_of_a_called_file_recompiles_the_kernels_of_other_files(tmp_path):
-    site = tmp_path / "site"
-    shutil.copytree(PACKAGE, site / "calibkit", ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    site = copy_package(tmp_path)
     cache = tmp_path / "cache"
     assert run(site, cache) == (0, 1)  # compiled
     assert run(site, cache) == (1, 0)  # loaded from the cache
@@ -92,18 +103,9 @@ print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()), *(float(
 def test_a_process_that_compiles_and_one_that_loads_the_cache_agree_to_the_bit(tmp_path):
     # A sum reassociated by fast-math was vectorised differently in the two (the ECD of float32
     # logits of 66 classes differed in the last bit); every reduction must keep its order.
-    site = tmp_path / "site"
-    shutil.copytree(PACKAGE, site / "calibkit", ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
-    environment.update(PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    runs = []
-    for _ in range(2):
-        proc = subprocess.run(
-            [sys.executable, "-c", REPRODUCE], capture_output=True, text=True, env=environment, cwd=site, check=False
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        runs.append(proc.stdout.split())
-    (hits, misses, *compiled), (hits_after, misses_after, *loaded) = runs
+    site = copy_package(tmp_path)
+    hits, misses, *compiled = run_script(REPRODUCE, site, tmp_path / "cache")
+    hits_after, misses_after, *loaded = run_script(REPRODUCE, site, tmp_path / "cache")
     assert (int(hits), int(misses_after)) == (0, 0) and int(misses) > 0 and int(hits_after) > 0
     assert len(compiled) == 2 * (12 + 2)
     assert compiled == loaded

@@ -20,7 +20,7 @@ from calibkit.metrics._kernels.constants import (
     MODE_LOGITS,
     MODE_PROBS,
 )
-from calibkit.metrics._kernels.rows import _fill_block, _short_logit_rows
+from calibkit.metrics._kernels.rows import _fill_block, _normalise_rows, _short_logit_rows
 
 
 @nb.njit(cache=CACHE, inline="always")
@@ -154,17 +154,13 @@ def _short_gather_rows(
     b0 = max(b0, 0)
     if mode == MODE_LOGITS:  # the rows were checked by the first pass: no bad unmasked row here
         _short_logit_rows(x, labels, b0, nr, K, ignore_index, Z, P, preds, tops, scale)
-        for r in range(nr):
-            scale[r] = 1.0 / scale[r]
+        _normalise_rows(P, scale, scale, nr, K)  # the sums, then their inverses
     hits = 0
     for r in range(nr):
         o = (b0 + r) * K
         keep = np.int64(labels[b0 + r]) != ignore_index
         for k in range(K):
-            if mode == MODE_LOGITS:
-                p = P[r * K + k] * scale[r]
-            else:
-                p = np.float64(xf[o + k])
+            p = P[r * K + k] if mode == MODE_LOGITS else np.float64(xf[o + k])
             key = min(max((bits_of_float(p) >> 48) - ACE_OFFSET, 0), n_buckets - 1)
             slot = slot_flat[k * n_buckets + key] if keep else -1
             P[r * K + k] = p

@@ -45,7 +45,7 @@ from calibkit.metrics._kernels.constants import (
     S_NLL,
     S_WRONG_CONF,
 )
-from calibkit.metrics._kernels.rows import _short_logit_rows
+from calibkit.metrics._kernels.rows import _normalise_rows, _short_logit_rows
 from calibkit.metrics._kernels.top import (
     _FLUSH_ROWS,
     _add_sums,
@@ -71,13 +71,11 @@ def _rows_logits(x, labels, b0, nr, K, ignore_index, P, conf, klass, ys, packed,
     caller finds it and its kind), else how many rows have a label outside [0, K)."""
     if _short_logit_rows(x, labels, b0, nr, K, ignore_index, Z, P, preds, row_top, row_sum) >= 0:
         return 1
+    _normalise_rows(P, row_sum, conf, nr, K)  # conf[r] = 1 / sum: the top label's probability
     flagged = 0
     for r in range(nr):
-        c = 1.0 / row_sum[r]
-        for k in range(K):  # .rows._normalise_rows: times the inverse
-            P[r * K + k] = P[r * K + k] * c
         y = np.int64(labels[b0 + r])
-        flagged += _row_outputs(True, r, y, K, ignore_index, False, preds[r], c, conf, klass, ys, packed, wrong)
+        flagged += _row_outputs(True, r, y, K, ignore_index, False, preds[r], conf[r], conf, klass, ys, packed, wrong)
     return flagged
 
 

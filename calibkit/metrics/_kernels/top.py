@@ -58,10 +58,9 @@ def _short_rows(mode, keep_rows, xf, labels, b0, nr, K, ignore_index, conf, klas
     when wrong, else 0); with ``keep_rows`` (a compile-time constant; rows of probabilities
     only: logit rows keep theirs in :func:`.short._rows_logits`) also the probabilities ``P``
     (row r at ``r * K``) as :func:`.rows._fill_block` builds them and a valid label ``ys`` (0
-    for masked and bad rows). Returns how
-    many unmasked rows are bad (label outside [0, K), or values that fail the checks of
-    :func:`.rows._probs_row` / :func:`.rows._short_logit_rows`). Top label and confidence as
-    theirs, to the bit."""
+    for masked and bad rows). Returns how many unmasked rows are bad (label outside [0, K), or
+    values that fail the checks of :func:`.rows._probs_row` / :func:`.rows._short_logit_rows`).
+    Top label and confidence as theirs, to the bit."""
     b0 = max(b0, 0)  # a known non-negative offset: no wrap-around branch per load
     flagged = 0
     for r in range(nr):
