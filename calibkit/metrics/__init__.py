@@ -7,7 +7,12 @@ docstring gives its formula and paper.
 """
 
 from calibkit.metrics.accumulator import CalibrationAccumulator
-from calibkit.metrics.formulas import EmptyRegionWarning, MissingClassWarning, class_wise_summary
+from calibkit.metrics.formulas import (
+    EmptyRegionWarning,
+    MissingClassWarning,
+    NoWrongPredictionWarning,
+    class_wise_summary,
+)
 from calibkit.metrics.functional import (
     ace,
     aurc,
@@ -47,6 +52,7 @@ __all__ = [
     "CalibrationStatistics",
     "EmptyRegionWarning",
     "MissingClassWarning",
+    "NoWrongPredictionWarning",
     "ace",
     "aurc",
     "brier",

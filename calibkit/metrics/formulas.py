@@ -24,6 +24,36 @@ class EmptyRegionWarning(UserWarning):
     """No bin holds more than ``theta`` samples, so RBECE is undefined (NaN)."""
 
 
+class NoWrongPredictionWarning(UserWarning):
+    """Every prediction is right, so overconfidence (the mean confidence of the wrong ones) is undefined (NaN)."""
+
+
+def overconfidence_from_sums(wrong_confidence: float, wrong: float) -> float:
+    """Compute overconfidence, the mean top-label confidence of the wrong predictions.
+
+    Parameters
+    ----------
+    wrong_confidence : float
+        Sum of the confidences of the wrong predictions.
+    wrong : float
+        How many predictions are wrong.
+
+    Returns
+    -------
+    float
+        ``wrong_confidence / wrong``; NaN, with a :class:`NoWrongPredictionWarning`, when
+        ``wrong`` is 0.
+    """
+    if wrong > 0:
+        return float(wrong_confidence / wrong)
+    warnings.warn(
+        "overconfidence: every prediction is right, so there is no wrong prediction to average; returning NaN.",
+        NoWrongPredictionWarning,
+        stacklevel=3,
+    )
+    return float("nan")
+
+
 def binned_gaps(table: np.ndarray) -> dict[str, np.ndarray]:
     """Compute per-bin count, mean confidence, accuracy and signed gap ``acc - conf`` (NaN if empty).
 

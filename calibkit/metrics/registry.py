@@ -32,6 +32,7 @@ from calibkit.metrics.formulas import (
     esce_from_table,
     fce_from_table,
     mce_from_table,
+    overconfidence_from_sums,
     per_class_ece,
     rbece_from_table,
     sce_from_table,
@@ -395,11 +396,7 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(
         "overconfidence",
         "overconfidence: mean top-label confidence of the wrong predictions",
-        lambda s: (
-            s.scalar(kernels.S_WRONG_CONF) / s.scalar(kernels.S_WRONG)
-            if s.scalar(kernels.S_WRONG) > 0
-            else float("nan")
-        ),
+        lambda s: overconfidence_from_sums(s.scalar(kernels.S_WRONG_CONF), s.scalar(kernels.S_WRONG)),
         module="overconfidence",
         papers=("bihani2023",),
     ),

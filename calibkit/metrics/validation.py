@@ -105,14 +105,44 @@ def to_numpy(array: Any, name: str) -> np.ndarray:
         When ``array`` cannot be read as an array (ragged lists).
     """
     if hasattr(array, "detach") and hasattr(array, "cpu"):  # torch.Tensor, without importing torch
+        check_dense_tensor(array, name)
         tensor = array.detach().cpu()
         if str(tensor.dtype) in ("torch.bfloat16", "torch.float16"):
             tensor = tensor.float()
         return tensor.numpy()
+    if isinstance(array, np.ma.MaskedArray):
+        if np.ma.getmaskarray(array).any():  # a mask silently dropped would change the result
+            raise ValueError(
+                f"`{name}` is a masked array with masked entries, and calibkit does not read masks: drop those "
+                "rows, or give them the label `ignore_index` (e.g. `labels.filled(-100)`)"
+            )
+        return np.asarray(array.data)
     try:
         return np.asarray(array)
     except (ValueError, TypeError) as exc:  # ragged lists
         raise ValueError(f"`{name}` could not be read as an array: {exc}") from exc
+
+
+def check_dense_tensor(tensor: Any, name: str) -> None:
+    """Refuse a torch tensor that holds no readable values: sparse layouts and the meta device.
+
+    Parameters
+    ----------
+    tensor : torch.Tensor
+        The input.
+    name : str
+        Its argument name, for the error message.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``.
+    """
+    layout = str(getattr(tensor, "layout", "torch.strided"))
+    if layout != "torch.strided":
+        raise ValueError(f"`{name}` is a {layout} tensor: pass a dense one (`{name}.to_dense()`)")
+    if getattr(tensor, "is_meta", False):
+        raise ValueError(f"`{name}` is on the meta device and holds no values: pass a tensor with data")
 
 
 MAX_BINS = 1_000_000
@@ -236,10 +266,10 @@ def check_eps(value: Any) -> float:
     ValueError
         Naming ``eps``.
     """
-    eps = check_non_negative(value, "eps")
-    if not 0 < eps < 1:
-        raise ValueError(f"`eps` must lie in (0, 1), got {value!r}")
-    return eps
+    numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if not numeric or not 0 < value < 1:  # NaN fails the comparison too
+        raise ValueError(f"`eps` must be a number in (0, 1), got {value!r}")
+    return float(value)
 
 
 _INT64 = np.iinfo(np.int64)
@@ -421,6 +451,9 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
     """
     check_bool(from_logits, "from_logits")
     check_ignore_index(ignore_index)
+    for value, name in ((probs, "probs"), (labels, "labels")):
+        if hasattr(value, "detach") and hasattr(value, "layout"):  # a torch.Tensor
+            check_dense_tensor(value, name)
     device = _device_tensor(probs)
     if device is not None:  # stays where it is: the torch engine bins it there
         p = probs.detach()

@@ -260,7 +260,7 @@ def test_setting_checks_accept_their_bounds_and_refuse_just_past_them():
             v.check_non_negative(bad_value, "theta")
     assert v.check_eps(1e-12) == 1e-12
     for bad_value in (0.0, 1.0, 1.5):
-        with pytest.raises(ValueError, match="`eps` must lie in"):
+        with pytest.raises(ValueError, match=r"`eps` must be a number in \(0, 1\)"):
             v.check_eps(bad_value)
     limit = np.iinfo(np.int64)
     assert v.check_ignore_index(limit.min) == limit.min and v.check_ignore_index(limit.max) == limit.max

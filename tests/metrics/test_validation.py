@@ -1,5 +1,7 @@
 """Every bad input of SPEC.md raises ValueError naming the argument."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -86,6 +88,15 @@ def test_rbece_without_dense_bin_is_nan_with_warning():
         assert np.isnan(calibkit.rbece(GOOD, LABELS))
 
 
+def test_overconfidence_without_a_wrong_prediction_is_nan_with_warning():
+    probs = np.array([[0.9, 0.1], [0.2, 0.8]])
+    with pytest.warns(calibkit.NoWrongPredictionWarning, match="every prediction is right"):
+        assert np.isnan(calibkit.overconfidence(probs, [0, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", calibkit.NoWrongPredictionWarning)  # one wrong: defined, no warning
+        assert calibkit.overconfidence(probs, [0, 0]) == pytest.approx(0.8)
+
+
 def test_torch_tensors_and_dtypes_give_the_same_result():
     rng = np.random.default_rng(0)
     z = rng.normal(size=(500, 5))
@@ -105,3 +116,33 @@ def test_input_is_not_modified():
     probs = GOOD.copy()
     calibkit.calibration_report(probs, LABELS)
     np.testing.assert_array_equal(probs, GOOD)
+
+
+def test_a_masked_array_is_read_only_without_masked_entries():
+    # np.asarray drops a mask: the masked rows would count as data
+    expected = calibkit.ece(GOOD, LABELS)
+    unmasked = np.ma.masked_array(GOOD, mask=np.zeros(GOOD.shape, bool))
+    assert calibkit.ece(unmasked, np.ma.masked_array(LABELS, mask=False)) == expected
+    masked = unmasked.copy()
+    masked[1] = np.ma.masked
+    with pytest.raises(ValueError, match="`probs` is a masked array with masked entries"):
+        calibkit.ece(masked, LABELS)
+    with pytest.raises(ValueError, match="`labels` is a masked array with masked entries"):
+        calibkit.calibration_report(GOOD, np.ma.masked_array(LABELS, mask=[0, 1, 0]))
+
+
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+def test_sparse_and_meta_tensors_are_refused_naming_the_argument(backend):
+    from calibkit.metrics.backends import get_backend, set_backend
+
+    before = get_backend()
+    set_backend(backend)
+    try:
+        with pytest.raises(ValueError, match=r"`probs` is a torch.sparse_coo tensor"):
+            calibkit.ece(torch.tensor(GOOD).to_sparse(), LABELS)
+        with pytest.raises(ValueError, match="`probs` is on the meta device"):
+            calibkit.ece(torch.empty(3, 3, device="meta"), LABELS)
+        with pytest.raises(ValueError, match=r"`labels` is a torch.sparse_coo tensor"):
+            calibkit.ece(torch.tensor(GOOD), torch.tensor(LABELS).to_sparse())
+    finally:
+        set_backend(before)

@@ -323,7 +323,7 @@ def overconfidence(
     Returns
     -------
     float
-        OF in [0, 1]; NaN when every prediction is correct.
+        OF in [0, 1]; NaN, with a :class:`NoWrongPredictionWarning`, when every prediction is correct.
 
     Raises
     ------
