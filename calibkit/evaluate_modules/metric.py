@@ -95,6 +95,26 @@ def _json_friendly(value: Any) -> Any:
     return value
 
 
+def _check_finite(p: np.ndarray, y: np.ndarray) -> None:
+    """Refuse a batch with NaN or inf where the reference is a class (>= 0).
+
+    Compute would fail on it with every setting, and every batch added before it with it.
+    """
+    if p.dtype.kind != "f" or not p.size:
+        return
+    finite = np.isfinite(p)
+    if y.shape != p.shape and p.ndim > 1:  # a row a reference (multilabel: an entry a reference)
+        finite = finite.reshape(len(p), -1).all(axis=1)
+    bad = ~finite & (np.asarray(y) >= 0)  # Trainer pads with -100: padding may hold anything
+    if bad.any():
+        i = int(np.flatnonzero(bad.reshape(-1))[0])
+        reference = np.asarray(y).reshape(-1)[i].tolist()
+        raise ValueError(
+            f"`predictions` contains NaN or inf at position {i} of this batch (reference {reference!r}); "
+            "the batch was not added, and the batches added before it are kept"
+        )
+
+
 class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
     """``evaluate.Metric`` for calibration metrics: fast storage, sequence and token configurations.
 
@@ -272,11 +292,17 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         Raises
         ------
         ValueError
-            On a missing input or shapes that do not match.
+            On a missing input, shapes that do not match, or NaN or inf in a row whose reference
+            is a class (negative references mark padding, which may hold anything): such a batch
+            is not added, since no setting of ``compute`` could use it. Values that are only bad
+            for one reading (probabilities outside [0, 1], which logits may be) are checked at
+            ``compute``, where ``from_logits`` is known.
         """
         self._check_inputs(kwargs)
         batch = {"predictions": predictions, "references": references, **kwargs}
-        self._hold(*self._rows(batch["predictions"], batch["references"]))
+        p, y = self._rows(batch["predictions"], batch["references"])
+        _check_finite(p, y)
+        self._hold(p, y)
 
     def add(self, *, prediction: Any = None, reference: Any = None, **kwargs: Any) -> None:
         """Add one prediction and reference (one sequence for the token configuration).

@@ -103,6 +103,22 @@ def test_compute_predictions_are_not_kept_after_a_failure(modules):
     assert module.compute()["ece"] == pytest.approx(calibkit.ece(P, Y), rel=1e-12)  # only the added batch
 
 
+def test_a_batch_with_nan_is_refused_at_add_batch_and_the_earlier_ones_are_kept(modules, load):
+    """No setting of compute could use a NaN of a labelled row: stored, it made every later compute
+    fail, and the batches before it were lost for good."""
+    module = modules["ece"]
+    module.add_batch(predictions=P, references=Y)
+    with pytest.raises(ValueError, match=r"`predictions` contains NaN or inf at position 1 of this batch"):
+        module.add_batch(predictions=np.where(P == 0.8, np.inf, P), references=Y)
+    module.add_batch(predictions=np.full((2, 3), np.nan), references=[-100, -100])  # padding: anything
+    assert module.compute()["ece"] == pytest.approx(calibkit.ece(P, Y), rel=1e-12)
+    token = load("ece", "token")
+    token.add_batch(predictions=P[None], references=Y[None])
+    with pytest.raises(ValueError, match=r"position 2 of this batch \(reference 2\)"):
+        token.add(prediction=np.where(P == 0.3, np.nan, P), reference=Y)
+    assert token.compute()["ece"] == pytest.approx(calibkit.ece(P, Y), rel=1e-12)
+
+
 def test_token_configuration_refuses_ragged_sequences(load):
     module = load("ece", "token")
     with pytest.raises(ValueError, match=r"`predictions` sequence 0 has shape \(2, 2\) but `references` sequence 0"):
