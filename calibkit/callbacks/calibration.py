@@ -12,7 +12,8 @@ usable as ``metric_for_best_model``.
   evaluation set (all processes); they are read in place (no copy) in one compiled pass.
 - With ``batch_eval_metrics=True``: each (gathered) batch updates a streaming
   :class:`~calibkit.CalibrationAccumulator`, so memory is O(bins x classes); ACE is then the
-  streaming estimate with its bound.
+  streaming estimate, logged with its bound (``eval_ace_error_bound``: the exact ACE lies within
+  it of ``eval_ace``).
 - Multi-process evaluation: the Trainer gathers predictions across processes (dropping the
   samples the distributed sampler duplicated) before ``compute_metrics``, so every process
   computes the same numbers as a single process would.
@@ -417,7 +418,14 @@ class CalibrationCallback(TrainerCallback):
                 f"calibkit: calibration metrics set to NaN for this evaluation: {error}", RuntimeWarning, stacklevel=2
             )
             return self._nan_metrics(num_classes)
-        return self._safely(lambda: self._flatten(accumulator.compute()), num_classes)
+        return self._safely(lambda: self._flatten_streamed(accumulator.compute()), num_classes)
+
+    def _flatten_streamed(self, report: dict[str, Any]) -> dict[str, float]:
+        """:meth:`_flatten`, and with ACE its bound: streamed, ACE is an estimate (exact over the whole set)."""
+        out = self._flatten(report)
+        if "ace" in out and "ace_error_bound" in report:
+            out["ace_error_bound"] = float(report["ace_error_bound"])
+        return out
 
     def _keep_batch_for_fit(self, logits, labels) -> None:
         """batch_eval_metrics: copy the labelled rows of this batch while the ``max_fit_rows`` budget lasts."""

@@ -26,6 +26,7 @@ from transformers import (
 import calibkit
 from calibkit.calibrators import CalibratedModelForSequenceClassification, WeightedTemperatureScaling
 from calibkit.callbacks import CalibrationCallback
+from calibkit.callbacks.calibration import DEFAULT_METRICS
 from tests.conftest import tiny_tokenizer
 
 HERE = Path(__file__).parent
@@ -198,11 +199,17 @@ def test_batch_eval_metrics_streams_with_user_metrics_intact(tmp_path):
             return {"accuracy": 0.5}
         return {}
 
-    trainer, cb = make_trainer(tmp_path, max_steps=2, batch_eval_metrics=True, compute_metrics=streaming_accuracy)
+    callback = CalibrationCallback(metrics=(*DEFAULT_METRICS, "ace"), fit=("wts", "rd-ts"))
+    trainer, cb = make_trainer(
+        tmp_path, callback=callback, max_steps=2, batch_eval_metrics=True, compute_metrics=streaming_accuracy
+    )
     trainer.train()
     logs = eval_logs(trainer)
     assert logs[-1]["eval_accuracy"] == 0.5 and seen[-1] is True and seen.count(False) == 2  # 45 rows / 16
-    check_against_functional(trainer, logs)
+    logits, labels = check_against_functional(trainer, logs)
+    # streamed, ACE is an estimate: logged with its bound, which holds the exact value
+    exact = calibkit.ace(logits, labels, from_logits=True)
+    assert abs(logs[-1]["eval_ace"] - exact) <= logs[-1]["eval_ace_error_bound"] + 1e-12
     assert cb._accumulator is None  # reset after every evaluation
     assert len(cb.last_predictions[1]) == 45
 
