@@ -100,7 +100,9 @@ class Sums:
         return float(self.statistics.scalars[slot])
 
     def by_class(self, n_bins: int) -> np.ndarray:
-        """Return the top-label table of ``n_bins`` bins split by true label.
+        """Return the top-label table of ``n_bins`` bins split by true label, the class-wise family's.
+
+        For 1-D binary input, that of the top label of ``[1 - p, p]`` (SPEC.md).
 
         Parameters
         ----------
@@ -111,7 +113,7 @@ class Sums:
         -------
         ndarray of shape (K, n_bins, 4)
         """
-        return self.statistics.top_table(n_bins)
+        return self.statistics.top_table(n_bins, top_label=True)
 
     def top(self, n_bins: int) -> np.ndarray:
         """Return the top-label table of ``n_bins`` bins over all samples (computed once).
@@ -126,7 +128,7 @@ class Sums:
         ndarray of shape (n_bins, 4)
         """
         if n_bins not in self._tables:
-            self._tables[n_bins] = self.by_class(n_bins).sum(axis=0)
+            self._tables[n_bins] = self.statistics.top_table(n_bins).sum(axis=0)
         return self._tables[n_bins]
 
     @cached_property
@@ -146,8 +148,10 @@ class Sums:
     @cached_property
     def class_wise(self) -> dict[str, float]:
         """CECE, MSECE, WSECE and ECE variance (class-wise paper, eq 3.4-3.7)."""
-        counts = self.by_class(self.settings.n_bins)[:, :, 0].sum(axis=1)
-        return class_wise_summary(self.class_ece, counts, ece_from_table(self.top(self.settings.n_bins)))
+        table = self.by_class(self.settings.n_bins)
+        # the ECE the variance is taken around: top-label, as the ECE_k (the same table as ece's but
+        # for 1-D binary input, whose ece bins the class-1 probability)
+        return class_wise_summary(self.class_ece, table[:, :, 0].sum(axis=1), ece_from_table(table.sum(axis=0)))
 
     @cached_property
     def ace(self) -> tuple[float, float]:

@@ -42,10 +42,12 @@ class CalibrationStatistics:
         The input was 1-D binary (the class-1 probability).
     top_bins : tuple of int
         The bin counts of ``top`` (one entry per distinct bin count asked for).
-    top : ndarray (S, K, M, 4)
+    top : ndarray (S, K, M, 4), (2 S, 2, M, 4) for 1-D binary input
         Top-label equal-width bins, split by true label: count, sum of confidence, sum of
         correct, sum of per-sample ECD. Binary 1-D input bins the class-1 probability with
-        outcome ``y == 1`` instead (SPEC.md).
+        outcome ``y == 1`` instead (SPEC.md), and then also keeps, in the last S tables, those
+        of the top label of ``[1 - p, p]``, which the class-wise family reads
+        (:meth:`top_table`).
     fuzzy : ndarray (M_f, 6)
         FCE fuzzy bins: total membership, membership-weighted correct and confidence; then the
         authors' variant's sums: total membership rounded to 3 decimals, rounded-membership-weighted
@@ -114,7 +116,7 @@ class CalibrationStatistics:
             num_classes=k,
             binary=binary,
             top_bins=top_bins,
-            top=np.zeros((len(top_bins), k, max(top_bins), 4)),
+            top=np.zeros(((2 if binary else 1) * len(top_bins), k, max(top_bins), 4)),
             fuzzy=np.zeros((fuzzy_bins if "fuzzy" in has else 1, FUZZY_COLUMNS)),
             classwise=np.zeros((k if "classwise" in has else 0, classwise_bins, 3)),
             ace=np.zeros((k if "ace" in has else 0, kernels.ACE_BUCKETS if "ace" in has else 0, 3)),
@@ -196,20 +198,26 @@ class CalibrationStatistics:
             setattr(out, name, value.to(device=device if device is not None else value.device, dtype=torch.float64))
         return out
 
-    def top_table(self, n_bins: int) -> np.ndarray:
+    def top_table(self, n_bins: int, top_label: bool = False) -> np.ndarray:
         """Return the top-label sums for a bin count that was accumulated.
 
         Parameters
         ----------
         n_bins : int
             One of ``top_bins``.
+        top_label : bool, default False
+            For 1-D binary input, the table of the top label of ``[1 - p, p]`` (the class-wise
+            family's, SPEC.md) instead of the class-1 probability's. Other input has one table.
 
         Returns
         -------
         ndarray of shape (K, n_bins, 4)
             Per true class and bin: count, sum of confidence, sum of correct, sum of ECD.
         """
-        return self.top[self.top_bins.index(n_bins), :, :n_bins]
+        s = self.top_bins.index(n_bins)
+        if top_label and self.binary:
+            s += len(self.top_bins)
+        return self.top[s, :, :n_bins]
 
     @property
     def n(self) -> int:

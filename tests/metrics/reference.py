@@ -80,7 +80,10 @@ def rbece(pairs, m, theta):
 
 
 def subset_ece(rows, binary, num_classes, m):
-    pairs = top_pairs(rows, binary)
+    """ECE_k: the top-label ECE on the subset y = k. Top-label for 1-D binary input too (rows are
+    [1 - p, p]): there, the class-1 probability against y = 1 on the subset y = 0 is just the mean
+    of p, no calibration error (SPEC.md)."""
+    pairs = top_pairs(rows, False)
     out = []
     for k in range(num_classes):
         sub = [pair for pair, (_, y) in zip(pairs, rows) if y == k]

@@ -71,3 +71,36 @@ def test_binary_calibrated_synthetic_data():
     y = (rng.random(p.size) < p).astype(int)
     r = calibkit.calibration_report(p, y)
     assert r["ece"] < 0.005 and abs(r["esce"]) < 0.005 and abs(r["ecd"]) < 0.005 and r["sce"] < 0.005
+    # the class-wise family is top-label on each subset: near 0 too (it read about 0.33 when the
+    # subsets binned the class-1 probability: on y = 0 that is the mean of p, no calibration error)
+    assert max(r["subset_ece"]) < 0.005 and r["cece"] < 0.005 and r["ece_variance"] < 1e-5
+
+
+CLASS_WISE = ("subset_ece", "cece", "msece", "wsece", "ece_variance")
+
+
+@pytest.mark.parametrize("engine", ["numba", "torch"])
+@pytest.mark.parametrize("from_logits", [False, True])
+def test_binary_1d_class_wise_family_equals_that_of_the_two_column_input(engine, from_logits):
+    """SPEC: 1-D binary input bins the class-1 probability for ECE, MCE, ESCE, RBECE, FCE, but the
+    class-wise family is the top label's on each subset {y = k}, as for (N, 2) input."""
+    from calibkit.metrics.backends import use_backend
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=3000)
+    y = (rng.random(3000) < p**1.5).astype(int)
+    y[::17] = -100
+    two = np.stack([1 - p, p], axis=1)
+    x = np.log(p / (1 - p)) if from_logits else p
+    x2 = np.stack([np.zeros_like(p), x], axis=1) if from_logits else two  # softmax([0, z]) = [1 - s, s]
+    with use_backend(engine):
+        one_d = calibkit.calibration_report(x, y, from_logits=from_logits)
+        two_d = calibkit.calibration_report(x2, y, from_logits=from_logits)
+        acc = calibkit.CalibrationAccumulator(CLASS_WISE, from_logits=from_logits)
+        for part in np.array_split(np.arange(3000), 3):
+            acc.update(x[part], y[part])
+        streamed = acc.compute()
+    for name in CLASS_WISE:
+        np.testing.assert_allclose(one_d[name], two_d[name], rtol=1e-9, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(streamed[name], one_d[name], rtol=1e-12, atol=1e-15, err_msg=name)
+    assert one_d["ece"] != pytest.approx(two_d["ece"])  # ece keeps the class-1 convention

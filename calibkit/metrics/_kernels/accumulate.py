@@ -154,7 +154,8 @@ class AccumulateArgs(NamedTuple):
     Every histogram has a leading axis of ``LANES`` copies, summed by the caller.
     top       (LANES, S, K, Mmax, 4): per bin count of ``top_bins[s]``, split by true label:
               count, sum confidence, sum correct, sum ECD term (``do_rows`` only).
-              Binary input bins the positive-class probability with outcome ``y == 1``.
+              Binary input bins the positive-class probability with outcome ``y == 1``, and
+              the top label of ``[1 - p, p]`` in S more tables (LANES, 2 S, 2, Mmax, 4).
     fuzzy     (LANES, Mf, 6): FCE membership, membership * correct, membership * confidence;
               then, for the authors' variant, the same with their membership (their corners,
               :func:`_authors_membership`) rounded as their ``round(mu, 3)`` (:func:`_round3`), and
@@ -317,6 +318,13 @@ def _accumulate(mode, args):
                 top[lane, s, y, b, 1] += c_top
                 top[lane, s, y, b, 2] += a_top
                 top[lane, s, y, b, 3] += ecd_i
+            if binary:  # and the top label's tables, after those of the class-1 probability
+                for s in range(n_specs):
+                    b = _bin_index(conf, top_bins[s])
+                    top[lane, n_specs + s, y, b, 0] += 1.0
+                    top[lane, n_specs + s, y, b, 1] += conf
+                    top[lane, n_specs + s, y, b, 2] += correct
+                    top[lane, n_specs + s, y, b, 3] += ecd_i
             if do_fuzzy:
                 _add_fuzzy(fuzzy, lane, c_top, a_top, n_fuzzy, authors_corners)
             if do_classwise and not do_ace:

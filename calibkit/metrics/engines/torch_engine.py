@@ -414,6 +414,9 @@ def statistics_torch(
         for s, n_bins in enumerate(specs):
             flat = (s * num_classes + y) * m_max + _bin_index(torch, c_top, n_bins)
             _add_cells(torch, top.view(-1, 4), flat, (c_top, a_top, ecd if want_logs else None))
+            if binary:  # and the top label's tables, after those of the class-1 probability
+                flat = ((len(specs) + s) * num_classes + y) * m_max + _bin_index(torch, conf, n_bins)
+                _add_cells(torch, top.view(-1, 4), flat, (conf, correct, ecd if want_logs else None))
         if "fuzzy" in groups:
             _fuzzy_sums(torch, c_top, a_top, fuzzy.shape[0], fuzzy)
         if "classwise" in groups:
