@@ -117,6 +117,21 @@ def labelled_rows(logits: Any, labels: Any, ignore_index: int = -100) -> tuple[n
     return z, y
 
 
+def _as_sequences(probs: np.ndarray, labels: Any, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """Put the labelled rows ``probs`` (of :func:`labelled_rows`) back in their sequences.
+
+    With ``labels`` of shape ``(N, L)`` the rows go back to their ``(N, L, K)`` places, so that
+    the bootstrap resamples sequences (masked places hold zeros, never read); otherwise the rows
+    stay as they are.
+    """
+    y = np.asarray(labels)
+    if y.ndim != 2:
+        return probs, y.reshape(-1)[y.reshape(-1) != ignore_index]
+    out = np.zeros((*y.shape, probs.shape[-1]), dtype=probs.dtype)
+    out[y != ignore_index] = probs
+    return out, y
+
+
 def macro_f1(probs: np.ndarray, labels: np.ndarray) -> float:
     """Compute the macro F1 of the argmax over the classes that occur in the labels or the predictions.
 
@@ -234,7 +249,9 @@ def compare_calibrators(
         out.per_class[method] = np.asarray(report["subset_ece"], dtype=np.float64)
         out.statistics[method] = plot_stats.statistics
         if bootstrap:
-            ci = bootstrap_intervals(probs, y_test, n_boot=bootstrap, seed=seed, settings=settings)
+            ci = bootstrap_intervals(
+                *_as_sequences(probs, test_labels, ignore_index), n_boot=bootstrap, seed=seed, settings=settings
+            )
             out.intervals[method] = ci["intervals"]
             out.class_intervals[method] = ci["subset_ece"]
     calibrated = [m for m in out.rows if m != "uncalibrated"]

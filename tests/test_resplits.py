@@ -192,3 +192,19 @@ def test_small_classes_are_listed_not_drawn(tmp_path):
     support = comparison.statistics["uncalibrated"].top_table(15)[:, :, 0].sum(axis=1)
     line = small_classes_line(comparison, [2], support)
     assert line.startswith(f"Fewer than {MIN_PANEL_SUPPORT} test samples") and "c (n=10, ECE" in line
+
+
+def test_compare_calibrators_bootstraps_token_logits_by_sequence():
+    """The single split's bootstrap intervals resample sentences, as the re-splits do (tokens of a
+    sentence are not independent): they equal bootstrap_intervals on the (N, L, K) input."""
+    from calibkit.metrics.bootstrap import bootstrap_intervals
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(60, 12, 3)) * 3
+    y = rng.integers(0, 3, (60, 12))
+    y[:, 9:] = -100
+    comparison = compare_calibrators(z[:30], y[:30], z[30:], y[30:], methods=("uncalibrated",), bootstrap=40, seed=2)
+    expected = bootstrap_intervals(z[30:], y[30:], from_logits=True, n_boot=40, seed=2, theta=40)
+    assert expected["n_blocks"] == 30
+    for name, (low, high) in comparison.intervals["uncalibrated"].items():
+        np.testing.assert_allclose((low, high), expected["intervals"][name], rtol=1e-9, atol=1e-12, err_msg=name)

@@ -9,8 +9,11 @@ same formulas as :func:`calibkit.calibration_report` on those sums.
 
 With ``G`` equal to the number of rows this is the Poisson bootstrap of single samples; with
 fewer blocks (large data, or many classes, to bound memory) it resamples random groups of
-rows, which are i.i.d. units too. ACE intervals use the histogram ACE of the accumulator
-(its error bound is in ``ace_error_bound``), since quantiles move with every replicate.
+rows, which are i.i.d. units too. Token input ``(N, L, K)`` is resampled by sequence: the tokens
+of a sentence are not independent (one confident mistake repeats along it), and resampling
+tokens gave intervals several times too narrow; a block is then one or more whole sequences.
+ACE intervals use the histogram ACE of the accumulator (its error bound is in
+``ace_error_bound``), since quantiles move with every replicate.
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ def bootstrap_intervals(
         Seed of the block permutation and of the Poisson weights.
     max_blocks : int, default 4000
         Upper bound on the resampled blocks (rows are single blocks when there are fewer).
+        Token input ``(N, L, K)`` is resampled by sequence: a block holds whole sequences (a
+        sequence is its own block when there are at most ``max_blocks``).
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage, settings
         As in :func:`calibkit.calibration_report` (``fce_variant="authors"``: FCE as the
         fuzzy-binning authors' code computes it, see :func:`calibkit.fce`).
@@ -90,7 +95,8 @@ def bootstrap_intervals(
     -------
     dict
         ``{"intervals": {metric: (low, high)}, "subset_ece": (low_per_class, high_per_class),
-        "n_boot", "n_blocks", "confidence"}``. With ``multilabel=True``: ``"intervals"`` holds
+        "n_boot", "n_blocks", "confidence"}`` (``n_blocks``: the resampled units, rows or for
+        token input sequences, or groups of them). With ``multilabel=True``: ``"intervals"`` holds
         ``{"macro": {metric: (low, high)}, "weighted": ..., "micro": ...}`` and the class-wise
         summaries over labels (``"cece": (low, high)``, ...), ``"per_label"`` ``{metric: (low,
         high)}`` of arrays ``(K,)``; rows are resampled, every label of a row together.
@@ -151,16 +157,19 @@ def _block_statistics(
     Returns the stacked fields, ``(blocks, ...)`` each, and empty statistics of the same shape.
     """
     rows = prep.values.shape[0]
+    # the unit of resampling: a row, or for token input (N, L, K) a sequence of L rows
+    unit = prep.original_shape[1] if len(prep.original_shape) == 3 else 1
+    units = rows // unit if unit else 0
     binary = prep.mode >= kernels.MODE_BINARY_PROBS
     probe = CalibrationStatistics.zeros(
         prep.num_classes, binary, sums.top_bins, sums.fuzzy_bins, sums.classwise_bins, sums.groups
     )
     block_bytes = sum(getattr(probe, name).nbytes for name in ADDITIVE_FIELDS)
-    blocks = max(1, min(rows, max_blocks, _BLOCK_MEMORY // block_bytes))
-    if blocks < rows:  # random blocks: permute the rows once (a copy), then cut
-        order = rng.permutation(rows)
+    blocks = max(1, min(units, max_blocks, _BLOCK_MEMORY // block_bytes))
+    if blocks < units:  # random blocks: permute the units once (a copy), then cut
+        order = (rng.permutation(units)[:, None] * unit + np.arange(unit)).reshape(-1)
         prep = PreparedInput(prep.values[order], prep.labels[order], prep.mode, prep.num_classes, prep.original_shape)
-    edges = np.linspace(0, rows, blocks + 1).astype(np.int64)
+    edges = np.linspace(0, units, blocks + 1).astype(np.int64) * unit
     parts = fill_statistics(
         prep,
         sums,

@@ -49,6 +49,30 @@ def test_token_input_and_blocks():
     assert low < report["brier"] < high
 
 
+def test_token_input_is_resampled_by_sequence():
+    """A sequence is the unit: its tokens repeat one confident mistake or one right answer, and
+    resampling tokens made the interval several times too narrow. The brute force repeats whole
+    sequences with the same Poisson weights."""
+    rng = np.random.default_rng(0)
+    sequences, length = 30, 20
+    conf = np.repeat(rng.uniform(0.5, 1, sequences), length).reshape(sequences, length)
+    right = np.repeat(rng.random(sequences) < 0.5, length).reshape(sequences, length)
+    probs = np.stack([conf, 1 - conf], axis=-1)
+    labels = np.where(right, 0, 1)
+    labels[:, -3:] = -100  # padding
+    ci = bootstrap_intervals(probs, labels, n_boot=60, seed=3, confidence=0.9)
+    assert ci["n_blocks"] == sequences
+    weights = np.random.default_rng(3).poisson(1.0, size=(60, sequences))
+    values = []
+    for w in weights:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            values.append(calibkit.ece(np.repeat(probs, w, axis=0), np.repeat(labels, w, axis=0)))
+    np.testing.assert_allclose(ci["intervals"]["ece"], np.nanpercentile(values, [5, 95]), rtol=1e-9)
+    blocks = bootstrap_intervals(probs, labels, n_boot=60, max_blocks=7)
+    assert blocks["n_blocks"] == 7
+
+
 def test_coverage_on_calibrated_data():
     """Labels drawn from the probabilities: ESCE's truth is 0, Brier's is E[1 - sum p^2]; 90% intervals."""
     rng = np.random.default_rng(0)
