@@ -563,6 +563,12 @@ def raise_input_error(prep: PreparedInput, errors: np.ndarray, ignore_index: int
     if kind == kernels.ERR_RANGE:
         raise InputError("`probs` has a value outside [0, 1] at ", i, position, f": {shown}{hint}")
     total = float(np.sum(row, dtype=np.float64))
+    if abs(total - 1.0) < 0.05:  # probabilities, rounded: a softmax read as logits would be wrong
+        hint = (
+            "; these look like probabilities rounded to a low precision (a bfloat16 or float16 softmax "
+            "misses 1 by up to about 0.4%): compute the softmax in float32, or pass the logits with "
+            "from_logits=True"
+        )
     raise InputError(
         f"`probs` rows must sum to 1 (tolerance {kernels.ROW_SUM_TOLERANCE}); the row at ",
         i,

@@ -146,3 +146,11 @@ def test_sparse_and_meta_tensors_are_refused_naming_the_argument(backend):
             calibkit.ece(torch.tensor(GOOD), torch.tensor(LABELS).to_sparse())
     finally:
         set_backend(before)
+
+
+def test_rounded_probabilities_are_not_told_to_pass_from_logits_alone():
+    # bfloat16 softmax rows miss 1 by up to ~0.4%: read as logits they would give a wrong number
+    # with no error, so the message says what they are
+    probs = torch.tensor([[0.9, 0.1], [0.3, 0.7]]).to(torch.bfloat16)
+    with pytest.raises(ValueError, match=r"sums to 0\.998.*rounded to a low precision.*softmax in float32"):
+        calibkit.ece(probs, [0, 1])
