@@ -104,6 +104,11 @@ def logits_rows(logits: Any, name: str = "logits") -> tuple[np.ndarray, tuple[in
         raise ValueError(f"`{name}` must be a float array, got dtype {z.dtype}")
     if z.dtype not in (np.float32, np.float64):
         z = z.astype(np.float64)
+    if z.ndim == 1:  # the metrics take 1-D binary input; a calibrator fits the model's class logits
+        raise ValueError(
+            f"`{name}` must have shape (N, K) or (N, L, K), got {tuple(z.shape)}: for a binary model with one logit "
+            "z, pass np.stack([np.zeros_like(z), z], axis=-1) (its softmax is [1 - sigmoid(z), sigmoid(z)])"
+        )
     if z.ndim not in (2, 3):
         raise ValueError(f"`{name}` must have shape (N, K) or (N, L, K), got {tuple(z.shape)}")
     if z.shape[-1] < 2:
