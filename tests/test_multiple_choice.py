@@ -453,7 +453,7 @@ def test_lighteval_token_score_is_its_acc_norm_token(tmp_path):
                 tokens[j] = tokens[j] if j == row["doc"]["gold_index"] else tokens[j] * 1000
     spoiled = tmp_path / source.name
     pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(source)), spoiled)
-    with pytest.raises(ValueError, match="disagrees with the file's `acc_norm_token`"):
+    with pytest.raises(ValueError, match=r"the file's `acc_norm_token` is 1(\.0)?, but its log-likelihoods pick"):
         read_choices(spoiled)
     flat = read_choices(LAYOUTS["flat (0.8-0.10)"] / "details")  # 0.8-0.10 kept no tokens
     with pytest.raises(ValueError, match="score='tokens' needs each choice's length in tokens"):
@@ -485,7 +485,7 @@ def test_lighteval_documented_column_names_and_bad_questions(tmp_path):
         r["metric"]["acc"] = 1 - r["metric"]["acc"]
 
     question = rows[4]["doc"]["id"]
-    for change, message in ((nan_score, "not finite"), (wrong_acc, "disagrees with the file's `acc`")):
+    for change, message in ((nan_score, "not finite"), (wrong_acc, "the file's `acc` is .*, but its log-likelihoods")):
         with pytest.raises(ValueError, match=rf"question {question}: .*{message}"):
             read_choices(spoiled(change))
     with pytest.raises(ValueError, match=r"`gold_index` None is not one index"):
@@ -493,6 +493,31 @@ def test_lighteval_documented_column_names_and_bad_questions(tmp_path):
     pq.write_table(pa.table({"x": [1]}), tmp_path / "details_u_2026-01-01T00-00-00.000001.parquet")
     with pytest.raises(ValueError, match="is no lm-evaluation-harness samples file, lighteval details file"):
         read_choices(tmp_path / "details_u_2026-01-01T00-00-00.000001.parquet")
+
+
+@pytest.mark.parametrize("layout", ["flat", "nested"])
+def test_lighteval_acc_norm_of_the_no_space_normalisation_is_read(tmp_path, layout):
+    """lighteval logs LogProbCharNorm(ignore_first_space=True) (agieval and many suites) as
+    `acc_norm` too: one character less where a choice starts with a space. Here the two
+    normalisations pick different choices; the file's acc_norm (no space) picks the gold."""
+    ll, choices, gold = [-2.0, -3.5], [" ab", " abcd"], 1  # with the space: -0.667, -0.7; without: -1, -0.875
+    row = (
+        {"example": "Q?", "choices": choices, "gold_index": [gold], "predictions": [[v, 0.0] for v in ll],
+         "metrics": {"acc": 0, "acc_norm": 1}}
+        if layout == "flat"
+        else {"doc": {"query": "Q?", "choices": choices, "gold_index": gold, "id": "0"},
+              "model_response": {"logprobs": ll}, "metric": {"acc": 0, "acc_norm": 1}}
+    )  # fmt: skip
+    file = tmp_path / "details_lighteval|agieval:sat-math|0_2024-05-01T12-00-00.000001.parquet"
+    pq.write_table(pa.Table.from_pylist([row]), file)
+    assert read_choices(file).gold.tolist() == [1]
+    row["metrics" if layout == "flat" else "metric"]["acc_norm"] = 0  # but both normalisations pick the gold:
+    row["predictions" if layout == "flat" else "model_response"] = (
+        [[-3.0, 0.0], [-3.5, 0.0]] if layout == "flat" else {"logprobs": [-3.0, -3.5]}
+    )  # -1 and -0.875 with the space, -1.5 and -1.17 without
+    pq.write_table(pa.Table.from_pylist([row]), file)
+    with pytest.raises(ValueError, match=r"`acc_norm` is 0, but its log-likelihoods pick choice 1 for the gold 1"):
+        read_choices(file)
 
 
 def test_logs_are_told_by_their_content_not_their_names(tmp_path):

@@ -14,9 +14,11 @@ Two layouts, both read (tests/data/lighteval holds files written by lighteval's 
 
 lighteval's ``acc_norm`` divides by the choice's length in characters as stored, the leading
 space included, so ``score="chars"`` does the same here and is checked against the file's
-``acc_norm``; ``score="tokens"`` divides by the choice's tokens (``output_tokens``, 0.11+), checked
-against ``acc_norm_token``; ``score="bytes"`` divides by its UTF-8 bytes (lighteval has no such metric). A
-question with several gold choices is refused (calibration needs one).
+``acc_norm`` (lighteval's no-space variant, one character less where a choice starts with a
+space, is logged under the same name: the file's ``acc_norm`` may agree with either);
+``score="tokens"`` divides by the choice's tokens (``output_tokens``, 0.11+), checked against
+``acc_norm_token``; ``score="bytes"`` divides by its UTF-8 bytes (lighteval has no such
+metric). A question with several gold choices is refused (calibration needs one).
 """
 
 from __future__ import annotations
@@ -143,12 +145,21 @@ def _choice_data(questions: list[tuple], task: str, file: Path) -> ChoiceData:
         chars = np.array([len(c) for c in choices], dtype=np.float64)  # as lighteval's acc_norm counts
         nbytes = np.array([len(c.encode("utf-8")) for c in choices], dtype=np.float64)
         counts = np.full(n, np.nan) if tokens is None or len(tokens) != n else np.asarray(tokens, dtype=np.float64)
-        checks = [("acc", ll), ("acc_norm", ll / chars)]
-        checks += [] if np.isnan(counts).any() else [("acc_norm_token", ll / counts)]
-        for name, scores in checks:
-            right = int(np.argmax(scores)) == golds[0]
-            if metric.get(name) is not None and right != (float(metric[name]) == 1.0):
-                raise ValueError(f"{where}: the gold {golds[0]} disagrees with the file's `{name}` {metric[name]}")
+        # lighteval logs both of its character normalisations as `acc_norm`: the length as stored,
+        # and (ignore_first_space, used by the agieval tasks and many suites) one less where the
+        # choice starts with a space; the file's value must agree with one of them
+        nospace = np.maximum(chars - np.array([c.startswith(" ") for c in choices]), 1.0)
+        checks = [("acc", (ll,)), ("acc_norm", (ll / chars, ll / nospace))]
+        checks += [] if np.isnan(counts).any() else [("acc_norm_token", (ll / counts,))]
+        for name, variants in checks:
+            if metric.get(name) is None:
+                continue
+            picks = [int(np.argmax(scores)) for scores in variants]
+            if all((pick == golds[0]) != (float(metric[name]) == 1.0) for pick in picks):
+                raise ValueError(
+                    f"{where}: the file's `{name}` is {metric[name]}, but its log-likelihoods pick choice "
+                    f"{' or '.join(map(str, dict.fromkeys(picks)))} for the gold {golds[0]}"
+                )
         table[0, i, :n], table[1, i, :n], table[2, i, :n], table[3, i, :n] = ll, chars, nbytes, counts
         gold[i] = golds[0]
     q = len(questions)
