@@ -364,6 +364,31 @@ def test_temperature_scaling_over_the_choices_finds_the_temperature_and_helps(tm
     assert "t" in few["skipped"] and not few["tasks"]
 
 
+def test_a_task_without_a_temperature_is_skipped_and_the_others_reported():
+    """A model at or below chance on one task (common on MMLU subtasks for small models): the fit
+    fails there; it stopped the whole run (exit 2, no table for any task)."""
+    from calibkit.multiple_choice import choice_temperature_scaling, format_choice_table, format_ts_table
+
+    data = tempered_questions(n=120)
+    wrong = data.select(~np.isnan(data.loglik).any(1))  # questions of 4 choices
+    wrong = ChoiceData(  # the gold: always the worst choice
+        np.array(["below_chance"] * len(wrong.gold), dtype=object), wrong.doc_id, wrong.loglik,
+        wrong.loglik.argmin(1), None, None, wrong.source,
+    )  # fmt: skip
+    both = ChoiceData(
+        *(np.concatenate([getattr(data, f), getattr(wrong, f)]) for f in ("task", "doc_id", "loglik", "gold")),
+        None, None, np.concatenate([data.source, wrong.source]),
+    )  # fmt: skip
+    result = choice_temperature_scaling(both, resplits=4)
+    assert list(result["tasks"]) == ["t"] and "no temperature can be fitted" in result["skipped"]["below_chance"]
+    table = format_ts_table(result)
+    assert table.splitlines()[3].count("|") == table.splitlines()[0].count("|")  # the skipped row, full width
+    assert table.endswith(result["skipped"]["below_chance"])
+    report = multiple_choice_report(both, metrics="ece")  # a string names one metric, as in calibration_report
+    assert "ece" in report["pooled"] and "cece" not in report["pooled"]
+    assert "| questions | accuracy | ece | aurc | selective_accuracy |" in format_choice_table(report)
+
+
 def test_the_cli_calibrates_per_task(tmp_path, capsys):
     data = tempered_questions(n=120)
     rows = [

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics.registry import METRICS, ON_REQUEST, OVER_CLASSES, TABLE_METRICS
+from calibkit.metrics.registry import ON_REQUEST, OVER_CLASSES, TABLE_METRICS, metric_names
 from calibkit.multiple_choice.data import ChoiceData, check_score, choice_logits, choice_probabilities
 
 TOP_LABEL = tuple(m for m in TABLE_METRICS if m not in OVER_CLASSES and m != "macro_f1")
@@ -26,7 +26,7 @@ def _one_report(data: ChoiceData, score: str, settings: dict[str, Any]) -> dict[
     counts = data.n_choices
     fixed = int(counts.min()) == int(counts.max())
     # HELM's view too: AURC and the accuracy when answering only the most confident questions
-    metrics = (*(METRICS if settings["metrics"] is None else settings["metrics"]), *ON_REQUEST)
+    metrics = (*metric_names(settings["metrics"]), *ON_REQUEST)  # a string names one metric
     report = calibkit.calibration_report(
         probs, data.gold, **{**settings, "metrics": tuple(dict.fromkeys(metrics))}, coverage=SELECTIVE_COVERAGE
     )
@@ -124,13 +124,15 @@ def format_choice_table(report: dict[str, Any]) -> str:
             return "-"
         return str(value) if isinstance(value, int) else f"{value:.4f}"
 
-    lines = ["| task | choices | " + " | ".join(TABLE_COLUMNS) + " |", "|---" * (len(TABLE_COLUMNS) + 2) + "|"]
+    # the columns the report holds (metrics=[...] computes fewer)
+    columns = [c for c in TABLE_COLUMNS if c in report["pooled"]]
+    lines = ["| task | choices | " + " | ".join(columns) + " |", "|---" * (len(columns) + 2) + "|"]
     rows = [*report["tasks"].items(), ("(pooled)", report["pooled"])]
     for task, r in rows:
         choices = (
             "-".join(str(c) for c in (r["choices"][0], r["choices"][-1])) if len(r["choices"]) > 1 else r["choices"][0]
         )
-        lines.append(f"| {task} | {choices} | " + " | ".join(cell(r[c]) for c in TABLE_COLUMNS) + " |")
+        lines.append(f"| {task} | {choices} | " + " | ".join(cell(r[c]) for c in columns) + " |")
     return "\n".join(lines)
 
 
@@ -171,7 +173,8 @@ def choice_temperature_scaling(
         ``verdict`` says whether TS improves the metric in at least 95% of the re-splits
         (``holds``), worsens it in 95% (``does not hold``), neither (``inconclusive``), or never
         changes it (``unchanged``: accuracy, as TS keeps each question's best choice).
-        A task of fewer than 20 questions is left out with a reason under ``"skipped"``.
+        A task of fewer than 20 questions, or one on which no temperature can be fitted (the
+        model answers it at or below chance), is left out with a reason under ``"skipped"``.
     """
     from calibkit.calibrators import TemperatureScaling
     from calibkit.claims import _verdict
@@ -185,13 +188,18 @@ def choice_temperature_scaling(
         if len(y) < 20:
             out["skipped"][task] = f"{len(y)} questions: too few to fit on one half and evaluate on the other"
             continue
+        try:  # a task the model answers at or below chance has no temperature: skip it, not the run
+            temperature = float(TemperatureScaling().fit(z, y).temperature_)
+        except ValueError as exc:
+            out["skipped"][task] = f"no temperature can be fitted on it ({exc})"
+            continue
         half = len(y) // 2
         rs = resplit_comparison(
             z[:half], y[:half], z[half:], y[half:], resplits=resplits, methods=("uncalibrated", "ts"),
             n_bins=n_bins, theta=theta, seed=seed,
         )  # fmt: skip
         entry: dict[str, Any] = {"questions": int(len(y))}
-        entry["temperature"] = float(TemperatureScaling().fit(z, y).temperature_)
+        entry["temperature"] = temperature
         for metric in TS_METRICS:
             paired = rs.paired("ts", "uncalibrated", metric)
             unchanged = paired["better"] == 0 and paired["worse"] == 0  # accuracy: TS keeps the argmax
@@ -236,6 +244,7 @@ def format_ts_table(result: dict[str, Any]) -> str:
                 f"{m['verdict']} ({100 * share:.0f}% of {m['paired']['n']})",
             ]
         lines.append("| " + " | ".join(cells) + " |")
-    for task, why in result["skipped"].items():
-        lines.append(f"| {task} | " + " | ".join(["-"] * (len(head) - 2)) + f" |\n\n{task}: {why}")
-    return "\n".join(lines)
+    for task in result["skipped"]:
+        lines.append(f"| {task} | " + " | ".join(["-"] * (len(head) - 1)) + " |")
+    notes = [f"{task}: {why}" for task, why in result["skipped"].items()]  # after the table, which they would cut
+    return "\n".join(lines + ([""] + notes if notes else []))
