@@ -246,8 +246,8 @@ def _jsonl_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
     import pyarrow.json as pj
 
     try:
-        if file.stat().st_size == 0:
-            raise ValueError("the file is empty")
+        if file.stat().st_size == 0:  # no row, as an empty Parquet or npz shard (distributed writers leave them)
+            return
         options = pj.ReadOptions(block_size=min(batch_bytes, 2**30))
         reader = pj.open_json(file, read_options=options)
         schema = _floats_for_ints(reader.schema)

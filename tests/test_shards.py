@@ -255,11 +255,12 @@ def test_token_shards_in_every_format(tmp_path):
         for row in table.slice(120).to_pylist():
             fh.write(json.dumps(row) + "\n")
     np.savez(tmp_path / "c.npz", logits=z[200:], labels=y[200:])  # (N, L, K) with -100 padding
+    (tmp_path / "d.jsonl").write_bytes(b"")  # an empty JSON Lines shard holds no row, as an empty Parquet one
     values = np.concatenate([flat_z, z[200:].reshape(-1, 5)])
     labels = np.concatenate([flat_y, y[200:].reshape(-1)])
     expected = calibkit.calibration_report(values, labels, from_logits=True)
     got = stream_report(str(tmp_path), batch_bytes=4000, max_samples=50, progress=False)
-    assert got["shards"] == 3
+    assert got["shards"] == 4
     assert_same_report(got, expected)
 
 
