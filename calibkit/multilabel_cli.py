@@ -42,6 +42,12 @@ def format_multilabel_table(report: dict[str, Any], intervals: dict[str, Any] | 
     lines.append("")
     summaries = [key for key, value in report.items() if isinstance(value, float)]
     lines.append("Over the labels' ECEs: " + ", ".join(f"{key} {_cell(report[key])}" for key in summaries))
+    if "ace_error_bound" in report:  # streamed: each ACE an estimate within its bound
+        bound = report["ace_error_bound"]
+        lines.append(
+            f"ACE, streamed: within {_cell(bound['macro'])} of the exact value (macro), "
+            f"{_cell(bound['micro'])} (micro), per label up to {_cell(np.nanmax(bound['per_label']))}"
+        )
     lines.append(f"Label decisions counted: {report['n']}")
     return "\n".join(lines)
 

@@ -52,7 +52,8 @@ class CalibrationAccumulator:
     multilabel : bool, optional
         Multi-label batches (default False): ``(N, K)`` label probabilities (logits: a sigmoid
         each) with multi-hot ``(N, K)`` labels; the sums are kept per label, and ``compute()``
-        returns :func:`calibkit.multilabel_report`'s dict (ACE per label within its bound).
+        returns :func:`calibkit.multilabel_report`'s dict (ACE per label within its bound, which
+        ``"ace_error_bound"`` gives).
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage
         The fields of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's defaults;
         ``from_logits=None`` is False). One given with ``settings`` is a ``ValueError`` naming both.

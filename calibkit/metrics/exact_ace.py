@@ -193,6 +193,12 @@ class ExactACE:
             raise ValueError(f"`accumulator` must be a CalibrationAccumulator, got {type(accumulator).__name__}")
         if "ace" not in accumulator.metrics:
             raise ValueError("`accumulator` does not compute ACE: nothing to make exact")
+        if accumulator.settings.multilabel:  # its statistics are one per label
+            raise ValueError(
+                "`accumulator` is multi-label: ExactACE makes single-label ACE exact; the multi-label "
+                "report gives each label's ACE with its bound (ace_error_bound), and "
+                "calibkit.calibration_report(..., multilabel=True) the exact values"
+            )
         stats = accumulator.statistics
         if stats is None or stats.n == 0:
             raise ValueError("`accumulator` has no data: update it with every batch first")

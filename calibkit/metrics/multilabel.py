@@ -192,10 +192,12 @@ def report_from_label_statistics(
     Returns
     -------
     dict
-        As :func:`calibkit.multilabel_report`.
+        As :func:`calibkit.multilabel_report`; with ACE, ``"ace_error_bound"``: ``{"per_label":
+        (K,), "macro", "weighted", "micro"}``, how far each streamed ACE may be from the exact one.
     """
     binary = tuple(dict.fromkeys(names + ("ece",)))  # the per-label ECEs feed CECE over labels
     per_label = {m: np.full(len(stats), np.nan) for m in binary}
+    bound = np.full(len(stats), np.nan)  # ACE per label: a streaming estimate within this
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a label's one-sided data (no positive) is normal here, not news
         for j, s in enumerate(stats):
@@ -203,10 +205,18 @@ def report_from_label_statistics(
                 report = report_from_statistics(s, binary, settings)
                 for m in binary:
                     per_label[m][j] = report[m]
+                bound[j] = report.get("ace_error_bound", np.nan)
     micro = report_from_statistics(sum_statistics(stats), binary, settings)
     support = np.array([s.top[0, :, :, 2].sum() for s in stats]).round().astype(np.int64)
     out = summarise_labels(per_label, micro, support, names)
     out["n"] = int(sum(s.n for s in stats))
+    if "ace" in names:  # an average of values each within its bound is within the average of the bounds
+        out["ace_error_bound"] = {
+            "per_label": bound,
+            "macro": _weighted(bound, np.ones(bound.size)),
+            "weighted": _weighted(bound, support),
+            "micro": float(micro["ace_error_bound"]),
+        }
     return out
 
 
