@@ -412,6 +412,23 @@ def _check_model_head(model, loading: dict[str, Any], args: argparse.Namespace) 
         )
 
 
+def _by_sentence(logits: np.ndarray, labels: np.ndarray, counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Put the labelled tokens (``collect_logits``' rows, in sentence order) back in their sentences.
+
+    Returns ``(S, L, K)`` logits and ``(S, L)`` labels, -100 where a sentence is shorter;
+    sentences with no labelled token are left out.
+    """
+    counts = np.asarray([c for c in counts if c], dtype=np.int64)
+    if counts.sum() != len(labels):  # the collected tokens are exactly the labelled ones, in order
+        raise ValueError(f"--dataset: {len(labels)} labelled tokens collected, {counts.sum()} expected")
+    width = int(counts.max()) if counts.size else 0
+    inside = np.arange(width)[None, :] < counts[:, None]  # row-major order: the tokens in sentence order
+    out_logits = np.zeros((len(counts), width, logits.shape[-1]), dtype=logits.dtype)
+    out_labels = np.full((len(counts), width), -100, dtype=labels.dtype)
+    out_logits[inside], out_labels[inside] = logits, labels
+    return out_logits, out_labels
+
+
 def cmd_report_model(args: argparse.Namespace) -> int:
     """Run the calibrators' comparison for a model on a dataset split (halves: calibration / evaluation)."""
     if not (args.model and args.dataset):
@@ -478,10 +495,13 @@ def cmd_report_model(args: argparse.Namespace) -> int:
 
     table = datasets.Dataset.from_dict({**{k: encoded[k] for k in encoded.keys()}, "labels": rows})
     logits, labels = collect_logits(model, table, batch_size=args.batch_size, data_collator=collator)
+    if args.task == "token":  # sentences, not tokens, are split and resampled: their tokens are not independent
+        logits, labels = _by_sentence(logits, labels, [int((np.asarray(r) != -100).sum()) for r in rows])
     order = np.random.default_rng(args.seed).permutation(len(labels))
     half = len(order) // 2
     if half == 0:
-        raise ValueError("--dataset: need at least 2 labelled predictions (one to calibrate, one to evaluate)")
+        unit = "sentences" if args.task == "token" else "labelled predictions"
+        raise ValueError(f"--dataset: need at least 2 {unit} (one to calibrate, one to evaluate)")
     names = [str(model.config.id2label.get(k, k)) for k in range(num_labels)]
     comparison = compare_calibrators(
         logits[order[:half]], labels[order[:half]], logits[order[half:]], labels[order[half:]],

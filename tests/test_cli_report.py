@@ -75,6 +75,37 @@ def test_report_on_a_model_and_a_dataset(tmp_path, capsys, task):
     assert table[0].startswith("method,accuracy,macro_f1,ece")
 
 
+def test_a_token_model_is_split_and_resampled_by_sentence(tmp_path, capsys, monkeypatch):
+    """The tokens of a sentence go together to one half, and the bootstrap resamples sentences:
+    compare_calibrators and the re-splits get (S, L, K) logits, as the guide says (they got each
+    half's tokens flattened, which split sentences and made the intervals several times too narrow)."""
+    import calibkit.comparison
+
+    model, data = save_tiny(tmp_path, "token")
+    seen = []
+    real = calibkit.comparison.compare_calibrators
+
+    def spy(*arrays, **kwargs):
+        seen.append([np.shape(a) for a in arrays])
+        return real(*arrays, **kwargs)
+
+    monkeypatch.setattr(calibkit.comparison, "compare_calibrators", spy)
+    argv = ["report", "--model", str(model), "--dataset", str(data), "--task", "token", "--theta", "5"]
+    assert main([*argv, "--bootstrap", "20", "--resplits", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    val, y_val, test, y_test = seen[0]
+    assert len(val) == 3 and val[:2] == y_val and test[:2] == y_test and val[0] + test[0] == 240  # sentences
+    assert report["resplits"]["unit"] == "sequences"  # the re-splits move whole sentences too
+    labelled = sum(len(w) for w in load_words(data))  # first sub-token of every word
+    assert report["n_validation"] + report["n_test"] == labelled
+
+
+def load_words(folder):
+    from datasets import load_from_disk
+
+    return load_from_disk(str(folder))["test"]["text"]
+
+
 def test_report_table_text_and_bootstrap(tmp_path, capsys):
     model, data = save_tiny(tmp_path, "sequence")
     assert main(["report", "--model", str(model), "--dataset", str(data), "--bootstrap", "30", "--theta", "5"]) == 0
