@@ -470,9 +470,12 @@ class _CalibratedModel(PreTrainedModel):
 
         Returns
         -------
-        transformers.utils.ModelOutput
-            The base model's output type, with calibrated ``logits`` (and ``loss``).
+        transformers.utils.ModelOutput or tuple
+            The base model's output type, with calibrated ``logits`` (and ``loss``, first); with
+            ``return_dict=False`` (or a config that says so) its tuple, as the base model gives.
         """
+        return_dict = kwargs.pop("return_dict", None)
+        return_dict = getattr(self.config, "return_dict", True) if return_dict is None else return_dict
         kwargs["return_dict"] = True
         output = self.model(*args, **kwargs)
         logits = self.calibration_head(output.logits)
@@ -490,7 +493,10 @@ class _CalibratedModel(PreTrainedModel):
             output.loss = nn.functional.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]).float(), _loss_labels(labels, logits), ignore_index=-100
             )
-        return output
+        # rebuilt in the output type's field order: a loss set afterwards came after the logits in
+        # to_tuple() and output[0], where every transformers head puts it first
+        output = type(output)(**{name: output[name] for name in ("loss", *output.keys()) if name in output})
+        return output if return_dict else output.to_tuple()
 
 
 def _loss_labels(labels, logits: torch.Tensor) -> torch.Tensor:

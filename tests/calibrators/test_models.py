@@ -132,6 +132,15 @@ def test_loss_is_the_calibrated_cross_entropy():
     out = model(**batch, labels=labels)
     expected = torch.nn.functional.cross_entropy(logits_of(base, batch) / 2.0, labels)
     assert out.loss.item() == pytest.approx(float(expected), rel=1e-5)
+    # the loss first, as every transformers head: `loss, logits = model(..., return_dict=False)`
+    # got them swapped (the loss was set after the logits, and return_dict=False was ignored)
+    assert list(out.keys())[:2] == ["loss", "logits"] and out[0] is out.loss
+    with torch.no_grad():
+        as_tuple = model(**batch, labels=labels, return_dict=False)
+        base_tuple = base(**batch, labels=labels, return_dict=False)
+    assert isinstance(as_tuple, tuple) and len(as_tuple) == len(base_tuple)
+    loss, logits = as_tuple
+    assert loss.ndim == 0 and torch.allclose(logits, base_tuple[1] / 2.0)
 
 
 LOAD_WITHOUT_CALIBKIT = textwrap.dedent(
