@@ -78,7 +78,8 @@ class CalibrationCallback(TrainerCallback):
         Also log each class's subset ECE as ``eval_ece_class_<label name>`` (names from
         ``model.config.id2label``).
     fit : iterable of str, default ("wts", "rd-ts")
-        Calibrators fitted at the end of training on the last evaluation's logits; each gives a
+        Calibrators fitted at the end of training on the last evaluation's logits (those of the
+        best checkpoint with ``load_best_model_at_end``, collected again); each gives a
         calibrated model saved to ``<output_dir>/calibrated-<method>/`` (and pushed to the
         Hub with the model when ``args.push_to_hub`` is set). ``()`` fits nothing.
     max_fit_rows : int, default 2_000_000
@@ -482,6 +483,7 @@ class CalibrationCallback(TrainerCallback):
                 "calibkit: CalibrationCallback was not attached (call cb.attach(trainer)); nothing fitted", stacklevel=2
             )
             return
+        self._logits_of_the_loaded_model(args, state)
         if self.last_predictions is None:
             warnings.warn(f"calibkit: no calibrator fitted: {self._no_fit_reason}", RuntimeWarning, stacklevel=2)
             return
@@ -505,6 +507,33 @@ class CalibrationCallback(TrainerCallback):
                 self._save(method, calibrated, args)
         if logs:
             self.trainer.log(logs)
+
+    def _logits_of_the_loaded_model(self, args, state) -> None:
+        """With ``load_best_model_at_end``, make the kept logits those of the model now loaded.
+
+        The Trainer reloads the best checkpoint before ``on_train_end``; when that is not the last
+        evaluation's model, its logits are collected again (``trainer.predict`` on the evaluation
+        set, the last one of a dict), so that the temperature fitted and the weights saved belong
+        together (they came from two models, silently).
+        """
+        if not (args.load_best_model_at_end and state.best_model_checkpoint) or self.last_predictions is None:
+            return
+        match = re.search(r"checkpoint-(\d+)$", str(state.best_model_checkpoint).rstrip("/\\"))
+        evaluated = [entry["step"] for entry in state.log_history if any(k.startswith("eval_") for k in entry)]
+        if match and evaluated and int(match.group(1)) == evaluated[-1]:
+            return  # the best model is the last evaluated one
+        self.last_predictions = None
+        if self.user_preprocess is not None:  # predict() hands over the user's output, not logits
+            self._no_fit_reason = (
+                "the best checkpoint was loaded at the end, and its logits cannot be collected again past "
+                "your preprocess_logits_for_metrics"
+            )
+            return
+        dataset = self.trainer.eval_dataset
+        if isinstance(dataset, dict):
+            dataset = list(dataset.values())[-1]
+        self._no_fit_reason = "the best checkpoint's logits could not be collected"
+        self.trainer.predict(dataset)  # compute_metrics keeps the logits of the model now loaded
 
     def _fit_one(self, method: str, model, logits, labels):
         from calibkit.calibrators.calibrated import CALIBRATORS, calibrate, make_calibrator

@@ -159,9 +159,8 @@ def test_sequence_every_evaluation_logs_the_metrics_to_tensorboard_and_fits(tmp_
     tags = events.Tags()["scalars"]
     assert {"eval/cece", "eval/rbece", "eval/ece_class_LABEL_0", "eval/accuracy"} <= set(tags)
     assert [e.step for e in events.Scalars("eval/cece")] == [2, 4, 6]
-    # Calibrated models are saved, reload, and equal a direct fit on the last evaluation's logits.
-    # (load_best_model_at_end reloads the best checkpoint after the last evaluation: predict on the
-    # logits the callback kept, which are those of the last evaluation.)
+    # Calibrated models are saved, reload, and equal a direct fit on the kept logits (those of the
+    # model load_best_model_at_end reloaded: test_the_best_checkpoint_is_calibrated_on_its_own_logits).
     logits, labels = cb.last_predictions
     direct = WeightedTemperatureScaling().fit(logits, labels)
     folder = tmp_path / "out" / "calibrated-wts"
@@ -172,6 +171,30 @@ def test_sequence_every_evaluation_logs_the_metrics_to_tensorboard_and_fits(tmp_
     fit_log = [e for e in trainer.state.log_history if "calibration/wts/temperature" in e][0]
     assert fit_log["calibration/wts/temperature"] == pytest.approx(direct.temperature_, rel=1e-9)
     assert "calibration/rd-ts/slope" in fit_log and "calibration/wts/after_ece" in fit_log
+
+
+def test_the_best_checkpoint_is_calibrated_on_its_own_logits(tmp_path):
+    """load_best_model_at_end reloads the best checkpoint before on_train_end: the calibrators must
+    be fitted on that model's logits (they were fitted on the last evaluation's, another model's,
+    and the saved folder paired the best weights with that temperature)."""
+    calls = []
+
+    def first_is_best(eval_pred):  # the first evaluation scores best: the best checkpoint is not the last
+        calls.append(1)
+        return {"order": -float(len(calls))}
+
+    trainer, cb = make_trainer(
+        tmp_path, compute_metrics=first_is_best, save_strategy="steps", save_steps=2,
+        metric_for_best_model="order", greater_is_better=True, load_best_model_at_end=True,
+    )  # fmt: skip
+    trainer.train()
+    assert trainer.state.best_model_checkpoint.endswith("checkpoint-2") and eval_logs(trainer)[-1]["step"] == 6
+    logits, labels = cb.last_predictions
+    loaded = trainer.predict(trainer.eval_dataset)  # the model now in the trainer: the best one
+    np.testing.assert_allclose(logits, loaded.predictions, rtol=1e-6, atol=1e-6)
+    reloaded = CalibratedModelForSequenceClassification.from_pretrained(tmp_path / "out" / "calibrated-wts")
+    direct = WeightedTemperatureScaling().fit(loaded.predictions, loaded.label_ids)
+    assert reloaded.config.calibration["temperature"] == pytest.approx(direct.temperature_, rel=1e-6)
 
 
 def test_values_equal_the_functional_core_sequence(tmp_path):
