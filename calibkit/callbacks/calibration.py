@@ -67,6 +67,25 @@ def _label_key(name: Any) -> str:
     return re.sub(r"[^\w.\-]+", "_", str(name)).strip("_") or "class"
 
 
+def _concat_batches(batches: Any, pad: float) -> np.ndarray:
+    """Concatenate per-batch arrays (``eval_do_concat_batches=False``).
+
+    Token batches of different lengths are padded with ``pad`` (labels: -100, so the padding is
+    never read).
+    """
+    if not isinstance(batches, (list, tuple)):
+        return batches
+    arrays = [np.asarray(b) for b in batches]
+    if not arrays:
+        return np.zeros((0,))
+    if arrays[0].ndim >= 2 and len({a.shape[1] for a in arrays}) > 1:  # tokens: pad to the longest
+        width = max(a.shape[1] for a in arrays)
+        arrays = [
+            np.pad(a, [(0, 0), (0, width - a.shape[1])] + [(0, 0)] * (a.ndim - 2), constant_values=pad) for a in arrays
+        ]
+    return np.concatenate(arrays)
+
+
 class CalibrationCallback(TrainerCallback):
     """Calibration metrics at every evaluation; fitted calibrators and calibrated models at the end.
 
@@ -305,18 +324,33 @@ class CalibrationCallback(TrainerCallback):
 
     def _split(self, eval_pred):
         """Return what the user's compute_metrics should see, the raw logits and the labels."""
+        logits, labels, user = self._split_batches(eval_pred)
+        if getattr(getattr(self.trainer, "args", None), "eval_do_concat_batches", True) is False:
+            # lists of per-batch arrays: the whole set is their concatenation (tokens padded)
+            logits, labels = _concat_batches(logits, 0.0), _concat_batches(labels, -100)
+        return user, logits, labels
+
+    def _split_batches(self, eval_pred):
+        """:meth:`_split`, batches as the Trainer hands them over: the logits, the labels, the user's view."""
         predictions = eval_pred.predictions
+        batches = getattr(getattr(self.trainer, "args", None), "eval_do_concat_batches", True) is False
         if self.user_preprocess is not None:
-            user_predictions, logits = predictions
+            if batches:  # per batch, the (user's output, logits) pair of our preprocess wrapper
+                user_predictions, logits = [b[0] for b in predictions], [b[1] for b in predictions]
+            else:
+                user_predictions, logits = predictions
             from transformers import EvalPrediction
 
             fields = {"predictions": user_predictions, "label_ids": eval_pred.label_ids}
             for extra in ("inputs", "losses"):
                 if getattr(eval_pred, extra, None) is not None:
                     fields[extra] = getattr(eval_pred, extra)
-            return EvalPrediction(**fields), logits, eval_pred.label_ids
-        logits = predictions[0] if isinstance(predictions, (tuple, list)) else predictions
-        return eval_pred, logits, eval_pred.label_ids
+            return logits, eval_pred.label_ids, EvalPrediction(**fields)
+        if batches:  # a list of batches, each the model's output: its logits, or a tuple led by them
+            logits = [batch[0] if isinstance(batch, (tuple, list)) else batch for batch in predictions]
+        else:
+            logits = predictions[0] if isinstance(predictions, (tuple, list)) else predictions
+        return logits, eval_pred.label_ids, eval_pred
 
     def _safely(self, fn: Callable[[], dict[str, float]], num_classes: int | None) -> dict[str, float]:
         try:

@@ -197,6 +197,24 @@ def test_the_best_checkpoint_is_calibrated_on_its_own_logits(tmp_path):
     assert reloaded.config.calibration["temperature"] == pytest.approx(direct.temperature_, rel=1e-6)
 
 
+@pytest.mark.parametrize("task", ["sequence", "token"])
+def test_eval_do_concat_batches_false_is_read_as_the_whole_set(tmp_path, task):
+    """The Trainer then hands over lists of per-batch arrays (45 rows in batches of 16): the
+    callback took the first batch as the logits (NaN metrics) and its fit stopped training."""
+    from calibkit.callbacks.calibration import _concat_batches
+
+    trainer, cb = make_trainer(
+        tmp_path, task=task, max_steps=2, eval_do_concat_batches=False, per_device_eval_batch_size=16,
+        compute_metrics=None,
+    )  # fmt: skip
+    trainer.train()
+    out = trainer.predict(trainer.eval_dataset)
+    logits, labels = _concat_batches(out.predictions, 0.0), _concat_batches(out.label_ids, -100)
+    assert len(out.predictions) == 3 and len(logits) == 45
+    assert eval_logs(trainer)[-1]["eval_ece"] == pytest.approx(calibkit.ece(logits, labels, from_logits=True))
+    assert (tmp_path / "out" / "calibrated-wts" / "config.json").exists()
+
+
 def test_values_equal_the_functional_core_sequence(tmp_path):
     trainer, _ = make_trainer(tmp_path, max_steps=2)
     trainer.train()
