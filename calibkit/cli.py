@@ -190,6 +190,24 @@ def writable_folder(location: str) -> Path:
     return folder
 
 
+def _refuse_unused_options(args: argparse.Namespace, choices: bool, shards: bool) -> None:
+    """Refuse an option the input cannot use, rather than ignore it.
+
+    ``--calibrate`` on a file of logits gave the plain table, with no notice that nothing was
+    calibrated.
+    """
+    unused = []
+    if not choices and args.calibrate:
+        unused.append("--calibrate (multiple-choice logs; for a classifier use --model and --dataset)")
+    if not choices and args.score != "loglik":
+        unused.append("--score (multiple-choice logs)")
+    if not shards and args.approximate_ace:
+        unused.append("--approximate-ace (shards)")
+    if unused:
+        source = "--model" if args.model else args.predictions or "the embedded example"
+        raise ValueError(f"{', '.join(unused)}: not used with {source}")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Run ``calibkit report``: metrics of saved predictions, of shards, or the comparison for a model."""
     _check_report_options(args)
@@ -200,13 +218,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         return multilabel_cli.run(args)
     if args.model or args.dataset:
+        _refuse_unused_options(args, choices=False, shards=False)
         return cmd_report_model(args)
     from calibkit.multiple_choice import is_choice_location
     from calibkit.shards import is_shard_location
 
-    if args.predictions and is_choice_location(args.predictions):
+    choices = bool(args.predictions) and is_choice_location(args.predictions)
+    shards = not choices and bool(args.predictions) and is_shard_location(args.predictions)
+    _refuse_unused_options(args, choices, shards)
+    if choices:
         return cmd_report_choices(args)
-    if args.predictions and is_shard_location(args.predictions):
+    if shards:
         return cmd_report_shards(args)
     from calibkit.metrics import calibration_report
     from calibkit.metrics.bootstrap import bootstrap_intervals

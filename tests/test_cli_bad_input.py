@@ -258,6 +258,19 @@ def test_out_of_range_options(tmp_path, capsys, options, expected):
     assert_one_line_error(capsys, expected, "--predictions", good_npz(tmp_path / "p.npz"), *options)
 
 
+@pytest.mark.parametrize(
+    "option, expected",
+    [
+        (["--calibrate"], "--calibrate (multiple-choice logs; for a classifier use --model and --dataset): not used"),
+        (["--score", "chars"], "--score (multiple-choice logs): not used"),
+        (["--approximate-ace"], "--approximate-ace (shards): not used"),
+    ],
+)
+def test_an_option_the_input_cannot_use_is_refused_not_ignored(tmp_path, capsys, option, expected):
+    # --calibrate on a file of logits printed the plain table: nothing calibrated, and no notice
+    assert_one_line_error(capsys, expected, "--predictions", good_npz(tmp_path / "p.npz"), *option)
+
+
 def test_output_that_cannot_be_written(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
