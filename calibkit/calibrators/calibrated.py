@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any
 
 import numpy as np
@@ -186,7 +187,7 @@ def collect_logits(
         if not candidates:
             raise ValueError(f"`dataset` has no label column {label_column!r}; columns: {dataset.column_names}")
         label_column = candidates[0]
-    forward_names = set(model.forward.__code__.co_varnames) | {"input_ids", "attention_mask", "token_type_ids"}
+    forward_names = set(inspect.signature(model.forward).parameters) | {"input_ids", "attention_mask", "token_type_ids"}
     keep = [c for c in dataset.column_names if c in forward_names or c == label_column]
     data = dataset.select_columns(keep)
     if label_column != "labels":

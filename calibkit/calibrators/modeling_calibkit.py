@@ -27,6 +27,8 @@ Calibration maps (SPEC.md, "Calibrators"), applied to the base model's logits ``
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import os
 
@@ -397,6 +399,31 @@ def model_card(config: CalibratedConfig) -> str:
     return "\n".join(lines)
 
 
+class _ForwardWithTheBaseInputs:
+    """``forward``, bound with the base model's signature (and ``labels``).
+
+    The calibrated forward takes the base model's inputs as ``*args, **kwargs``; tools that read a
+    model's inputs from its forward's signature saw none: ``Trainer`` (``remove_unused_columns``,
+    its default) dropped ``input_ids`` and ``attention_mask``, and ``trainer.predict`` on a
+    calibrated model failed.
+    """
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return objtype._calibrated_forward
+        bound = functools.partial(objtype._calibrated_forward, obj)
+        bound.__doc__ = objtype._calibrated_forward.__doc__
+        try:
+            base = inspect.signature(obj.model.forward)
+        except (AttributeError, TypeError, ValueError):  # no base model yet, or no signature to read
+            return bound
+        parameters = list(base.parameters.values())
+        if "labels" not in base.parameters:
+            parameters.append(inspect.Parameter("labels", inspect.Parameter.KEYWORD_ONLY, default=None))
+        bound.__signature__ = base.replace(parameters=sorted(parameters, key=lambda p: p.kind))
+        return bound
+
+
 class _CalibratedModel(PreTrainedModel):
     config_class = CalibratedConfig
     base_model_prefix = "calibrated"
@@ -456,7 +483,7 @@ class _CalibratedModel(PreTrainedModel):
         """
         return self.model.get_input_embeddings()
 
-    def forward(self, *args, labels: torch.Tensor | None = None, **kwargs):
+    def _calibrated_forward(self, *args, labels: torch.Tensor | None = None, **kwargs):
         """Run the base model and replace its ``logits`` by calibrated ones (and the loss, if labels).
 
         Parameters
@@ -497,6 +524,8 @@ class _CalibratedModel(PreTrainedModel):
         # to_tuple() and output[0], where every transformers head puts it first
         output = type(output)(**{name: output[name] for name in ("loss", *output.keys()) if name in output})
         return output if return_dict else output.to_tuple()
+
+    forward = _ForwardWithTheBaseInputs()
 
 
 def _loss_labels(labels, logits: torch.Tensor) -> torch.Tensor:

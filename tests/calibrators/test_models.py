@@ -143,6 +143,26 @@ def test_loss_is_the_calibrated_cross_entropy():
     assert loss.ndim == 0 and torch.allclose(logits, base_tuple[1] / 2.0)
 
 
+def test_trainer_runs_a_calibrated_model_with_its_default_arguments(tmp_path):
+    """Trainer keeps the dataset columns the model's forward names (remove_unused_columns, on by
+    default): the calibrated forward shows the base model's inputs, so input_ids and the mask are
+    kept (they were dropped: 'You must specify exactly one of input_ids or inputs_embeds')."""
+    import inspect
+
+    from datasets import Dataset
+    from transformers import Trainer, TrainingArguments
+
+    base = tiny()
+    model = calibrate(base, TemperatureScaling.from_temperature(2.0, NUM_LABELS))
+    assert {"input_ids", "attention_mask", "labels"} <= set(inspect.signature(model.forward).parameters)
+    batch = inputs()
+    rows = {name: value.tolist() for name, value in batch.items()}
+    data = Dataset.from_dict({**rows, "labels": [i % NUM_LABELS for i in range(24)], "text": ["unused"] * 24})
+    args = TrainingArguments(str(tmp_path / "out"), report_to=[], use_cpu=True, per_device_eval_batch_size=8)
+    out = Trainer(model=model, args=args).predict(data)
+    np.testing.assert_allclose(out.predictions, logits_of(base, batch).numpy() / 2.0, rtol=1e-5, atol=1e-6)
+
+
 LOAD_WITHOUT_CALIBKIT = textwrap.dedent(
     """
     import sys, importlib.abc
