@@ -215,6 +215,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.model or args.dataset:
             raise ValueError("--multilabel reads saved predictions (--predictions); with --model it is not available")
         from calibkit import multilabel_cli
+        from calibkit.shards import is_shard_location
+
+        _refuse_unused_options(args, False, bool(args.predictions) and is_shard_location(args.predictions))
 
         return multilabel_cli.run(args)
     if args.model or args.dataset:

@@ -127,9 +127,10 @@ def _as_sequences(probs: np.ndarray, labels: Any, ignore_index: int) -> tuple[np
     y = np.asarray(labels)
     if y.ndim != 2:
         return probs, y.reshape(-1)[y.reshape(-1) != ignore_index]
+    kept = y != ignore_index
     out = np.zeros((*y.shape, probs.shape[-1]), dtype=probs.dtype)
-    out[y != ignore_index] = probs
-    return out, y
+    out[kept] = probs
+    return out, np.where(kept, y, -100)  # the masked places as the settings' (default) ignore_index
 
 
 def macro_f1(probs: np.ndarray, labels: np.ndarray) -> float:

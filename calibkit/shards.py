@@ -510,8 +510,8 @@ def stream_report(
                     wanted, from_logits=batch.from_logits, **settings
                 )
             batch.update(accumulators[batch.from_logits])
-    acc = next(iter(accumulators.values()))
-    stats = acc.statistics
+    acc = next(iter(accumulators.values()), None)
+    stats = None if acc is None else acc.statistics  # None: no shard held a row
     if isinstance(stats, list):  # multi-label: one statistics per label
         stats = None if sum(s.n for s in stats) == 0 else stats[0]
     if stats is None or (not multilabel and stats.n == 0):

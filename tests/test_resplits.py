@@ -208,3 +208,8 @@ def test_compare_calibrators_bootstraps_token_logits_by_sequence():
     assert expected["n_blocks"] == 30
     for name, (low, high) in comparison.intervals["uncalibrated"].items():
         np.testing.assert_allclose((low, high), expected["intervals"][name], rtol=1e-9, atol=1e-12, err_msg=name)
+    other = np.where(y == -100, -1, y)  # another ignore_index: the same intervals
+    again = compare_calibrators(
+        z[:30], other[:30], z[30:], other[30:], methods=("uncalibrated",), bootstrap=40, seed=2, ignore_index=-1
+    )
+    assert again.intervals["uncalibrated"] == comparison.intervals["uncalibrated"]

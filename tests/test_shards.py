@@ -262,6 +262,10 @@ def test_token_shards_in_every_format(tmp_path):
     got = stream_report(str(tmp_path), batch_bytes=4000, max_samples=50, progress=False)
     assert got["shards"] == 4
     assert_same_report(got, expected)
+    (tmp_path.parent / f"{tmp_path.name}-empty").mkdir()
+    (tmp_path.parent / f"{tmp_path.name}-empty" / "only.jsonl").write_bytes(b"")
+    with pytest.raises(ValueError, match="no labelled prediction \\(empty shards"):  # a StopIteration before
+        stream_report(str(tmp_path.parent / f"{tmp_path.name}-empty"), progress=False)
 
 
 def test_probabilities_with_a_shard_of_only_padding(tmp_path):

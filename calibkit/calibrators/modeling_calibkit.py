@@ -413,14 +413,18 @@ class _ForwardWithTheBaseInputs:
             return objtype._calibrated_forward
         bound = functools.partial(objtype._calibrated_forward, obj)
         bound.__doc__ = objtype._calibrated_forward.__doc__
-        try:
-            base = inspect.signature(obj.model.forward)
-        except (AttributeError, TypeError, ValueError):  # no base model yet, or no signature to read
-            return bound
-        parameters = list(base.parameters.values())
-        if "labels" not in base.parameters:
-            parameters.append(inspect.Parameter("labels", inspect.Parameter.KEYWORD_ONLY, default=None))
-        bound.__signature__ = base.replace(parameters=sorted(parameters, key=lambda p: p.kind))
+        signature = obj.__dict__.get("_forward_signature")  # read once a model: a lookup per forward call
+        if signature is None:
+            try:
+                base = inspect.signature(obj.model.forward)
+            except (AttributeError, TypeError, ValueError):  # no base model yet, or no signature to read
+                return bound
+            parameters = list(base.parameters.values())
+            if "labels" not in base.parameters:
+                parameters.append(inspect.Parameter("labels", inspect.Parameter.KEYWORD_ONLY, default=None))
+            signature = base.replace(parameters=sorted(parameters, key=lambda p: p.kind))
+            obj.__dict__["_forward_signature"] = signature
+        bound.__signature__ = signature
         return bound
 
 
@@ -506,7 +510,7 @@ class _CalibratedModel(PreTrainedModel):
         kwargs["return_dict"] = True
         output = self.model(*args, **kwargs)
         logits = self.calibration_head(output.logits)
-        output.logits = logits
+        output["logits"] = logits  # item assignment: transformers 4.x set only the attribute for a new key
         if labels is not None and self.config.problem_type == MULTI_LABEL:  # a sigmoid per label
             if not isinstance(labels, torch.Tensor) or tuple(labels.shape) != tuple(logits.shape):
                 raise ValueError(f"`labels` must be multi-hot of the logits' shape {tuple(logits.shape)}")
@@ -515,9 +519,9 @@ class _CalibratedModel(PreTrainedModel):
             loss = nn.functional.binary_cross_entropy_with_logits(
                 logits.float(), target.clamp(0, 1), weight=counted, reduction="sum"
             )
-            output.loss = loss / counted.sum().clamp_min(1.0)
+            output["loss"] = loss / counted.sum().clamp_min(1.0)
         elif labels is not None:  # the loss of the calibrated scores, not the base model's
-            output.loss = nn.functional.cross_entropy(
+            output["loss"] = nn.functional.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]).float(), _loss_labels(labels, logits), ignore_index=-100
             )
         # rebuilt in the output type's field order: a loss set afterwards came after the logits in

@@ -322,18 +322,26 @@ class CalibrationCallback(TrainerCallback):
             out.update({f"ece_class_{c}": float(v) for c, v in zip(self._class_names(len(per_class)), per_class)})
         return out
 
-    def _split(self, eval_pred):
+    def _split(self, eval_pred, compute_result: bool | None = None):
         """Return what the user's compute_metrics should see, the raw logits and the labels."""
-        logits, labels, user = self._split_batches(eval_pred)
-        if getattr(getattr(self.trainer, "args", None), "eval_do_concat_batches", True) is False:
+        batches = compute_result is None and self._batch_lists()
+        logits, labels, user = self._split_batches(eval_pred, batches)
+        if batches:
             # lists of per-batch arrays: the whole set is their concatenation (tokens padded)
             logits, labels = _concat_batches(logits, 0.0), _concat_batches(labels, -100)
         return user, logits, labels
 
-    def _split_batches(self, eval_pred):
+    def _batch_lists(self) -> bool:
+        """Tell whether the Trainer hands a whole set over as lists of per-batch arrays.
+
+        So it does with ``eval_do_concat_batches=False``; with ``batch_eval_metrics`` each call
+        is one batch anyway.
+        """
+        return getattr(getattr(self.trainer, "args", None), "eval_do_concat_batches", True) is False
+
+    def _split_batches(self, eval_pred, batches: bool):
         """:meth:`_split`, batches as the Trainer hands them over: the logits, the labels, the user's view."""
         predictions = eval_pred.predictions
-        batches = getattr(getattr(self.trainer, "args", None), "eval_do_concat_batches", True) is False
         if self.user_preprocess is not None:
             if batches:  # per batch, the (user's output, logits) pair of our preprocess wrapper
                 user_predictions, logits = [b[0] for b in predictions], [b[1] for b in predictions]
@@ -384,7 +392,7 @@ class CalibrationCallback(TrainerCallback):
         """
         if self.user_preprocess is not None and not self._evaluating:  # predict(): no raw logits here
             return self._user_metrics(eval_pred, compute_result)
-        user_pred, logits, labels = self._split(eval_pred)
+        user_pred, logits, labels = self._split(eval_pred, compute_result)
         user = self._user_metrics(user_pred, compute_result)
         num_classes = int(logits.shape[-1]) if getattr(logits, "ndim", 0) >= 2 else None
         if compute_result is None:  # the whole (gathered) evaluation set at once
@@ -458,8 +466,12 @@ class CalibrationCallback(TrainerCallback):
     def _flatten_streamed(self, report: dict[str, Any]) -> dict[str, float]:
         """:meth:`_flatten`, and with ACE its bound: streamed, ACE is an estimate (exact over the whole set)."""
         out = self._flatten(report)
-        if "ace" in out and "ace_error_bound" in report:
-            out["ace_error_bound"] = float(report["ace_error_bound"])
+        bound = report.get("ace_error_bound")
+        if isinstance(bound, dict):  # multi-label: the bounds of the macro (logged as eval_ace) and micro ACE
+            if "ace" in out:
+                out["ace_error_bound"], out["ace_error_bound_micro"] = float(bound["macro"]), float(bound["micro"])
+        elif "ace" in out and bound is not None:
+            out["ace_error_bound"] = float(bound)
         return out
 
     def _keep_batch_for_fit(self, logits, labels) -> None:
@@ -567,7 +579,11 @@ class CalibrationCallback(TrainerCallback):
         if isinstance(dataset, dict):
             dataset = list(dataset.values())[-1]
         self._no_fit_reason = "the best checkpoint's logits could not be collected"
-        self.trainer.predict(dataset)  # compute_metrics keeps the logits of the model now loaded
+        try:  # compute_metrics keeps the logits of the model now loaded
+            self.trainer.predict(dataset)
+        except (ValueError, RuntimeError) as exc:  # nothing stops training: the fits are skipped, with the reason
+            self.last_predictions = None
+            self._no_fit_reason = f"the best checkpoint's logits could not be collected ({exc})"
 
     def _fit_one(self, method: str, model, logits, labels):
         from calibkit.calibrators.calibrated import CALIBRATORS, calibrate, make_calibrator

@@ -198,14 +198,15 @@ def test_the_best_checkpoint_is_calibrated_on_its_own_logits(tmp_path):
 
 
 @pytest.mark.parametrize("task", ["sequence", "token"])
-def test_eval_do_concat_batches_false_is_read_as_the_whole_set(tmp_path, task):
+@pytest.mark.parametrize("streamed", [False, True])
+def test_eval_do_concat_batches_false_is_read_as_the_whole_set(tmp_path, task, streamed):
     """The Trainer then hands over lists of per-batch arrays (45 rows in batches of 16): the
     callback took the first batch as the logits (NaN metrics) and its fit stopped training."""
     from calibkit.callbacks.calibration import _concat_batches
 
     trainer, cb = make_trainer(
         tmp_path, task=task, max_steps=2, eval_do_concat_batches=False, per_device_eval_batch_size=16,
-        compute_metrics=None,
+        compute_metrics=None, batch_eval_metrics=streamed,  # streamed: each call one batch, as always
     )  # fmt: skip
     trainer.train()
     out = trainer.predict(trainer.eval_dataset)
@@ -417,7 +418,7 @@ def make_multilabel_trainer(tmp_path, callback, **overrides):
 
 @pytest.mark.parametrize("batch_eval_metrics", [False, True])
 def test_multilabel_model_logs_label_metrics_and_fits_the_multilabel_scalings(tmp_path, batch_eval_metrics):
-    callback = CalibrationCallback(metrics=("ece", "cece", "brier"), fit=("wts", "ts", "rd-ts"))
+    callback = CalibrationCallback(metrics=("ece", "cece", "brier", "ace"), fit=("wts", "ts", "rd-ts"))
     trainer = make_multilabel_trainer(tmp_path, callback, batch_eval_metrics=batch_eval_metrics)
     assert callback.settings.multilabel  # found from the model's problem_type
     with pytest.warns(RuntimeWarning, match="rd-ts could not be fitted: rd-ts has no multi-label form"):
@@ -429,6 +430,9 @@ def test_multilabel_model_logs_label_metrics_and_fits_the_multilabel_scalings(tm
         assert logs[f"eval_{name}"] == pytest.approx(want["macro"][name], abs=1e-6)
         assert logs[f"eval_{name}_micro"] == pytest.approx(want["micro"][name], abs=1e-6)
     assert logs["eval_cece"] == pytest.approx(want["cece"], abs=1e-6)
+    if batch_eval_metrics:  # streamed ACE: within the logged bounds (macro, and micro)
+        assert abs(logs["eval_ace"] - want["macro"]["ace"]) <= logs["eval_ace_error_bound"] + 1e-12
+        assert abs(logs["eval_ace_micro"] - want["micro"]["ace"]) <= logs["eval_ace_error_bound_micro"] + 1e-12
     for k in range(NUM_LABELS):
         assert logs[f"eval_ece_label_LABEL_{k}"] == pytest.approx(want["per_label"]["ece"][k], abs=1e-6)
     assert sorted(callback.calibrated_dirs) == ["ts", "wts"]

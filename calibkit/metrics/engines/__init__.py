@@ -18,6 +18,7 @@ rebuild the very probabilities the kernels binned.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,7 +165,7 @@ def fill_statistics(
         engine = choose_engine(prep, sums, ignore_index=ignore_index, exact_ace_ranges=exact_ace_ranges, ranges=ranges)
     partials = None
     if engine == "torch":
-        with auto.torch_call(_kind(prep, sums, exact_ace_ranges), prep.values.size):
+        with auto.torch_call(_kind(prep, sums, exact_ace_ranges), math.prod(prep.values.shape)):  # numpy or torch
             spans = ranges if ranges is not None else [(0, prep.values.shape[0])]
             parts = [
                 statistics_torch(prep, sums, ignore_index=ignore_index, start=a, stop=b, keep_on_device=keep_on_device)

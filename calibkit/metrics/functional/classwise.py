@@ -270,7 +270,9 @@ def ece_variance(
 ) -> float:
     """Compute the variance of the per-class ECEs around the overall ECE (class-wise paper [1]_, eq 3.7).
 
-    ``sum_k (ECE_k - ECE)^2 / K`` over the ``K`` classes present.
+    ``sum_k (ECE_k - ECE)^2 / K`` over the ``K`` classes present, ECE the top-label one (for 1-D
+    binary input that of ``[1 - p, p]``, as the ``ECE_k``; :func:`calibkit.ece` bins the class-1
+    probability there, SPEC.md).
 
     Parameters
     ----------
