@@ -154,3 +154,17 @@ def test_rounded_probabilities_are_not_told_to_pass_from_logits_alone():
     probs = torch.tensor([[0.9, 0.1], [0.3, 0.7]]).to(torch.bfloat16)
     with pytest.raises(ValueError, match=r"sums to 0\.998.*rounded to a low precision.*softmax in float32"):
         calibkit.ece(probs, [0, 1])
+
+
+@pytest.mark.parametrize("backend", ["torch", "auto"])
+def test_a_tensor_kept_where_it_lives_goes_through_the_torch_engine(monkeypatch, backend):
+    """CUDA tensors stay on their device for the torch engine; CI has no GPU, so a CPU tensor plays
+    one here. The engine read the tensor's ``.size`` (a method on tensors) as its entry count and
+    every CUDA call raised a TypeError, unseen without a GPU."""
+    import calibkit.metrics.validation as validation
+    from calibkit.metrics.backends import use_backend
+
+    monkeypatch.setattr(validation, "on_device", lambda array: isinstance(array, torch.Tensor))
+    probs = torch.tensor(GOOD)
+    with use_backend(backend):
+        assert calibkit.ece(probs, torch.tensor(LABELS)) == pytest.approx(calibkit.ece(GOOD, LABELS), abs=1e-12)

@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import hashlib
 import importlib.util
+import math
 import queue
 import sys
 import threading
@@ -229,11 +230,12 @@ def engine(prep: Any, key: tuple, warm: Callable[[], Any]) -> str:
         with _LOCK:
             _READY.add(key)
         return "numba"
-    if prep.values.size > COLD_TORCH_MAX_ENTRIES:
+    entries = math.prod(prep.values.shape)  # numpy or torch (on a tensor, .size is a method)
+    if entries > COLD_TORCH_MAX_ENTRIES:
         return "numba"  # compiling pays for itself on this much data
     _schedule(key, warm)
     remaining = _compile_remaining(key)
-    if remaining is not None and remaining <= _torch_estimate(key, prep.values.size) + _TORCH_SPENT.get(key, 0.0):
+    if remaining is not None and remaining <= _torch_estimate(key, entries) + _TORCH_SPENT.get(key, 0.0):
         # The compile ends sooner than this call would on torch, or this kind has already spent
         # as long on torch as the compile still needs (the ski-rental rule: a loop of calls
         # then pays at most about twice the compile, never a torch call per iteration).
