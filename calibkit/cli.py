@@ -467,12 +467,13 @@ def _by_sentence(logits: np.ndarray, labels: np.ndarray, counts: list[int]) -> t
     counts = np.asarray([c for c in counts if c], dtype=np.int64)
     if counts.sum() != len(labels):  # the collected tokens are exactly the labelled ones, in order
         raise ValueError(f"--dataset: {len(labels)} labelled tokens collected, {counts.sum()} expected")
+    from calibkit.comparison import _as_sequences
+
     width = int(counts.max()) if counts.size else 0
     inside = np.arange(width)[None, :] < counts[:, None]  # row-major order: the tokens in sentence order
-    out_logits = np.zeros((len(counts), width, logits.shape[-1]), dtype=logits.dtype)
-    out_labels = np.full((len(counts), width), -100, dtype=labels.dtype)
-    out_logits[inside], out_labels[inside] = logits, labels
-    return out_logits, out_labels
+    padded = np.full((len(counts), width), -100, dtype=labels.dtype)
+    padded[inside] = labels
+    return _as_sequences(logits, padded, -100)  # the rows into their places, as compare_calibrators puts them
 
 
 def cmd_report_model(args: argparse.Namespace) -> int:
