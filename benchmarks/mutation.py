@@ -17,7 +17,7 @@ the timeouts and the bookkeeping itself.
 Safety: the mutants are written only into throw-away copies of the repository in a temporary
 folder (one per worker, made from ``git ls-files``), never into the checkout; after every mutant
 the file is written back with its original bytes *and* modification time, so numba's cache (stamped
-with the kernel sources' mtimes and sizes, ``calibkit/_numba_cache.py``) stays valid.
+with the kernel sources' mtimes and sizes, ``calibkit/_numba/cache.py``) stays valid.
 
 Kernels: a cold compile of the kernels takes about two minutes, so a mutant of a kernel module
 (``calibkit/metrics/_kernels/*.py``, ``calibkit/calibrators/_kernels.py``) is run with

@@ -2,7 +2,7 @@
 
 numba's pure-Python mode cannot run ``@intrinsic`` or ``@overload`` functions; this plugin, loaded
 with ``-p mutation_nojit`` before calibkit is imported, gives the two bit casts of
-``calibkit._fastmath`` and the one overload of ``calibkit.metrics._kernels.rows`` Python bodies.
+``calibkit._numba.fastmath`` and the one overload of ``calibkit.metrics._kernels.rows`` Python bodies.
 It does nothing unless ``NUMBA_DISABLE_JIT=1``.
 """
 

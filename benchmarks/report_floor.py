@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import interleaved_times  # noqa: E402
 
-from calibkit._fastmath import log_into  # noqa: E402
+from calibkit._numba.fastmath import log_into  # noqa: E402
 from calibkit.metrics._kernels.constants import LANES, LONG_ROW  # noqa: E402
 from metrics import make, parse_shape  # noqa: E402
 

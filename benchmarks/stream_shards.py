@@ -1,4 +1,4 @@
-"""Streaming shards (``calibkit report --predictions DIR``) and ``calibkit.dask``: peak memory
+"""Streaming shards (``calibkit report --predictions DIR``) and ``calibkit.io.dask``: peak memory
 and time against the one-shot report on the same data held in memory.
 
     python benchmarks/stream_shards.py --rows 250000000          # 4 GB of float32 predictions
@@ -8,7 +8,7 @@ Writes float32 probabilities (K = 4 by default) as Parquet shards, then runs, ea
 process: the CLI on a 1,000-row shard (the baseline: interpreter, libraries, compiled kernels), the
 CLI on all shards (streaming, exact ACE), and ``calibkit.calibration_report`` on the same data
 loaded into memory (timed without the loading). Peak resident memory is the child process's
-``ru_maxrss``. With ``--dask``, ``calibkit.dask.calibration_report`` on the Parquet glob with a
+``ru_maxrss``. With ``--dask``, ``calibkit.io.dask.calibration_report`` on the Parquet glob with a
 ``LocalCluster`` of 2 worker processes (its time includes starting the cluster's work, not the
 cluster). Prints a Markdown table and checks that every number agrees to 1e-12.
 """
@@ -115,7 +115,7 @@ def main() -> None:
     if args.dask:
         code = (
             "import json, time, distributed\n"
-            "from calibkit.dask import calibration_report\n"
+            "from calibkit.io.dask import calibration_report\n"
             "cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)\n"
             "client = distributed.Client(cluster)\n"
             f"start = time.perf_counter(); r = calibration_report({str(folder / 'all' / '*.parquet')!r})\n"
@@ -123,7 +123,7 @@ def main() -> None:
             "client.close(); cluster.close(); print(json.dumps(r))\n"
         )
         dask_report, _, dask_peak = child(code)
-        label = f"calibkit.dask, 2 workers, {dask_report['partitions']} partitions, {dask_report['passes']} passes"
+        label = f"calibkit.io.dask, 2 workers, {dask_report['partitions']} partitions, {dask_report['passes']} passes"
         rows.append((label, dask_report["seconds"], dask_peak, "largest process: client or worker"))
         for key in FLOATS:
             assert abs(dask_report[key] - stream[key]) <= 1e-12 * max(1, abs(stream[key])), key

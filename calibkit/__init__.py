@@ -7,10 +7,13 @@ stays fast.
 
 from typing import Any
 
+from calibkit import _moved
 from calibkit._version import __version__
 from calibkit.evaluate_modules import evaluate_module_path, install_evaluate_modules
 from calibkit.metrics import *  # noqa: F403 - the functional API is the package's face
 from calibkit.metrics import __all__ as _metrics_all
+
+_moved.install()  # the 0.1 module paths (calibkit.shards, calibkit.plots, ...) still import, with a warning
 
 _LAZY = {
     "calibrators": "calibkit.calibrators",

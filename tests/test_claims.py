@@ -5,8 +5,8 @@ logits whose miscalibration is known by construction."""
 import numpy as np
 import pytest
 
-from calibkit.claims import CATALOGUE, MIN_COUNTED_BINS, verdicts, what_this_means
-from calibkit.resplits import resplit_comparison
+from calibkit.verdicts.claims import CATALOGUE, MIN_COUNTED_BINS, verdicts, what_this_means
+from calibkit.verdicts.resplits import resplit_comparison
 from tests.test_resplits import fake
 
 

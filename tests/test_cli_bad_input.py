@@ -196,7 +196,7 @@ def test_damaged_npz_files(tmp_path, capsys):
 
 
 def test_npz_larger_than_memory_says_how_much_it_needs(tmp_path, capsys, monkeypatch):
-    import calibkit.prediction_files as files
+    import calibkit.io.prediction_files as files
 
     monkeypatch.setattr(files, "available_memory", lambda: 1000)
     path = good_npz(tmp_path / "good.npz", n=200)
@@ -375,12 +375,12 @@ def test_a_text_value_in_a_csv_column_is_named_with_its_row(tmp_path, capsys):
 def test_demo_options_are_checked_before_the_model_is_loaded(tmp_path, capsys, monkeypatch, options, expected):
     """They failed with a traceback, or after the whole training run, or (--epochs -1) reported on
     an untrained model with exit 0."""
-    import calibkit.demo
+    import calibkit.demos
 
     def no_training(*args, **kwargs):
         raise AssertionError("the demo ran before its options were checked")
 
-    monkeypatch.setattr(calibkit.demo, "run_demo", no_training)
+    monkeypatch.setattr(calibkit.demos, "run_demo", no_training)
     capsys.readouterr()
     assert main(["demo", "--output", str(tmp_path / "out"), *options]) == 2
     err = capsys.readouterr().err

@@ -79,17 +79,17 @@ def test_a_token_model_is_split_and_resampled_by_sentence(tmp_path, capsys, monk
     """The tokens of a sentence go together to one half, and the bootstrap resamples sentences:
     compare_calibrators and the re-splits get (S, L, K) logits, as the guide says (they got each
     half's tokens flattened, which split sentences and made the intervals several times too narrow)."""
-    import calibkit.comparison
+    import calibkit.verdicts.comparison
 
     model, data = save_tiny(tmp_path, "token")
     seen = []
-    real = calibkit.comparison.compare_calibrators
+    real = calibkit.verdicts.comparison.compare_calibrators
 
     def spy(*arrays, **kwargs):
         seen.append([np.shape(a) for a in arrays])
         return real(*arrays, **kwargs)
 
-    monkeypatch.setattr(calibkit.comparison, "compare_calibrators", spy)
+    monkeypatch.setattr(calibkit.verdicts.comparison, "compare_calibrators", spy)
     argv = ["report", "--model", str(model), "--dataset", str(data), "--task", "token", "--theta", "5"]
     assert main([*argv, "--bootstrap", "20", "--resplits", "2", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -1,4 +1,4 @@
-"""calibkit.dask on a distributed.LocalCluster with 2 worker processes (loopback only): the
+"""calibkit.io.dask on a distributed.LocalCluster with 2 worker processes (loopback only): the
 one-shot numbers, whatever the partitioning, with uneven, padding-only and empty partitions."""
 
 import numpy as np
@@ -14,7 +14,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 import calibkit  # noqa: E402
-from calibkit.dask import calibration_report  # noqa: E402
+from calibkit.io.dask import calibration_report  # noqa: E402
 
 FLOATS = ("ece", "mce", "ace", "sce", "cece", "msece", "wsece", "ece_variance", "rbece", "fce")
 FLOATS += ("overconfidence", "ecd", "esce", "brier", "nll", "accuracy")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import calibkit
-from calibkit.demo_multilabel import METHODS, METRICS, _page, claims, compare, resplit_table, write_figures
+from calibkit.demos.multilabel import METHODS, METRICS, _page, claims, compare, resplit_table, write_figures
 
 
 def over_confident(n, seed):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from calibkit.demo import class_weights, weighted_loss
+from calibkit.demos import class_weights, weighted_loss
 
 
 def test_class_weights_lift_rare_classes_and_average_one():

@@ -66,7 +66,7 @@ def test_the_guide_has_python_blocks():
 @pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
 def test_guide_blocks_run_as_written(page, tmp_path):
     blocks = python_blocks(page)
-    preamble = PREAMBLE + GUIDE_PREAMBLE + (DASK if any("calibkit.dask" in b for b in blocks) else "")
+    preamble = PREAMBLE + GUIDE_PREAMBLE + (DASK if any("calibkit.io.dask" in b for b in blocks) else "")
     env = offline_env(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-c", RUNNER, json.dumps(blocks), preamble],

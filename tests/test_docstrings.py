@@ -41,13 +41,25 @@ PUBLIC_MODULES = (
     "calibkit.metrics",
     "calibkit.calibrators",
     "calibkit.callbacks",
-    "calibkit.plots",
-    "calibkit.reporting",
-    "calibkit.resplits",
-    "calibkit.shards",
-    "calibkit.dask",
-    "calibkit.prediction_files",
-    "calibkit.multiple_choice",
+    "calibkit.verdicts.plots",
+    "calibkit.verdicts.reporting",
+    "calibkit.verdicts.resplits",
+    "calibkit.io.shards",
+    "calibkit.io.dask",
+    "calibkit.io.prediction_files",
+    "calibkit.io.jsonable",
+    "calibkit.verdicts.comparison",
+    "calibkit.verdicts.claims",
+    "calibkit.verdicts.sequences",
+    "calibkit.lm.multiple_choice",
+    "calibkit.cli",
+    "calibkit.cli.common",
+    "calibkit.cli.report",
+    "calibkit.demos",
+    "calibkit.demos.data",
+    "calibkit.demos.classifier",
+    "calibkit.demos.token",
+    "calibkit.demos.sequence",
     "calibkit.metrics.statistics",
     "calibkit.metrics.registry",
     "calibkit.metrics.settings",
@@ -256,7 +268,7 @@ def test_the_walk_finds_the_public_api():
     assert "calibkit.metrics.accumulator.CalibrationAccumulator.merge" in PUBLIC
     assert "calibkit.callbacks.calibration.CalibrationCallback.attach" in PUBLIC
     assert "calibkit.calibrators.modeling_calibkit._CalibratedModel._calibrated_forward" in PUBLIC  # its forward
-    assert "calibkit.plots.ReliabilityDiagram.from_predictions" in PUBLIC
+    assert "calibkit.verdicts.plots.ReliabilityDiagram.from_predictions" in PUBLIC
     assert len(PUBLIC) > 150
 
 

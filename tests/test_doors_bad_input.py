@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import calibkit
-from calibkit.shards import stream_report
+from calibkit.io.shards import stream_report
 from tests.metrics.test_bad_input import BAD_INPUT
 
 dask = pytest.importorskip("dask")
@@ -98,7 +98,7 @@ def test_parquet_shards_say_the_file_and_row(tmp_path, probs, labels, from_logit
 
 @pytest.mark.parametrize("probs, labels, from_logits, message", CASES)
 def test_dask_partitions_say_the_partition_and_row(probs, labels, from_logits, message):
-    from calibkit.dask import calibration_report
+    from calibkit.io.dask import calibration_report
 
     n = labels.shape[0]
     values = da.from_array(np.concatenate([probs, probs]), chunks=(n,) + probs.shape[1:])
@@ -116,7 +116,7 @@ def token_input():
 
 @pytest.mark.parametrize("spoil", ["nan", "label"])
 def test_token_input_says_the_token_and_its_row(tmp_path, spoil):
-    from calibkit.dask import calibration_report
+    from calibkit.io.dask import calibration_report
 
     probs, labels = token_input()
     if spoil == "nan":

@@ -2,7 +2,7 @@
 nor one that computes other bits than the kernel compiled in the process.
 
 numba stamps a cached kernel with its own source file only; calibkit stamps every kernel with
-all kernel sources (calibkit._numba_cache.sources_stamp), so an edit of ``_fastmath.py`` (or an
+all kernel sources (calibkit._numba.cache.sources_stamp), so an edit of ``_fastmath.py`` (or an
 upgrade that changes only it) recompiles the kernels of ``metrics/_kernels/`` that inline it.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import calibkit
-from calibkit import _numba_cache
+from calibkit._numba import cache as _numba_cache
 
 PACKAGE = Path(calibkit.__file__).parent
 

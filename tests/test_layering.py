@@ -1,10 +1,9 @@
 """Import discipline, read from the source: no module reaches into another package's private
-names, and the layers import one way (metrics -> calibrators -> callback / reporting -> CLI)."""
+names, the package's rooms stand on floors that import one way (the functional core at the bottom,
+the command line on top), and so do the floors inside calibkit.metrics."""
 
 import ast
 from pathlib import Path
-
-import pytest
 
 import calibkit
 
@@ -33,7 +32,7 @@ def _imports(path: Path):
 
 def private_reaches(path: Path, package: str) -> list[str]:
     """Imports of a private name (``_x``, not ``__x__``) owned by a package that does not contain
-    the importing module: ``calibkit._numba_cache`` may be used anywhere in calibkit, and
+    the importing module: ``calibkit._numba.cache`` may be used anywhere in calibkit, and
     ``calibkit.metrics._kernels`` only inside ``calibkit.metrics``."""
     found = []
     for line, target in _imports(path):
@@ -58,31 +57,12 @@ def test_the_rule_sees_a_private_reach(tmp_path):
     assert len(private_reaches(bad, "calibkit.calibrators")) == 2
     assert private_reaches(bad, "calibkit.metrics") == []
     ok = tmp_path / "ok.py"
-    ok.write_text("from calibkit._numba_cache import CACHE\nfrom calibkit.metrics.validation import to_numpy\n")
+    ok.write_text("from calibkit._numba.cache import CACHE\nfrom calibkit.metrics.validation import to_numpy\n")
     assert private_reaches(ok, "calibkit.calibrators") == []
 
 
 def test_no_module_imports_another_packages_private_name():
     found = [hit for path, _, package in _modules() for hit in private_reaches(path, package)]
-    assert found == []
-
-
-LOWER_LAYERS_NEVER_IMPORT = {
-    "calibkit.metrics": ("calibkit.calibrators", "calibkit.callbacks", "calibkit.reporting", "calibkit.cli"),
-    "calibkit.calibrators": ("calibkit.callbacks", "calibkit.reporting", "calibkit.cli"),
-    "calibkit.plots": ("calibkit.reporting", "calibkit.cli"),
-}
-
-
-@pytest.mark.parametrize("layer", sorted(LOWER_LAYERS_NEVER_IMPORT))
-def test_layers_import_one_way(layer):
-    found = [
-        f"{name} imports {target}"
-        for path, name, _ in _modules()
-        if name == layer or name.startswith(layer + ".")
-        for _, target in _imports(path)
-        if any(target == up or target.startswith(up + ".") for up in LOWER_LAYERS_NEVER_IMPORT[layer])
-    ]
     assert found == []
 
 
@@ -269,6 +249,81 @@ def test_the_rules_see_planted_mistakes(tmp_path):
     assert any(u.startswith("calibkit.metrics.formulas") for u in ups)  # a relative import, resolved
 
 
+# --------------------------------------------------------------------------------------------
+# The package's floors: a module imports only its own floor or lower ones (CONTRIBUTING.md draws
+# them). Imports inside functions count: a lazy import is still a dependency.
+
+PACKAGE_FLOORS = (
+    ("private helpers", ("calibkit._version", "calibkit._numba", "calibkit._moved")),
+    ("the functional core", ("calibkit.metrics",)),
+    ("the evaluate modules and the package's face", ("calibkit.evaluate_modules", "calibkit")),
+    ("input formats", ("calibkit.io",)),
+    ("calibrators", ("calibkit.calibrators",)),
+    ("the Trainer callback", ("calibkit.callbacks",)),
+    ("verdicts", ("calibkit.verdicts",)),
+    ("language models", ("calibkit.lm",)),
+    ("demos", ("calibkit.demos",)),
+    ("the command line", ("calibkit.cli",)),
+)
+
+
+def package_floor_of(module: str) -> int | None:
+    best = None
+    for level, (_, prefixes) in enumerate(PACKAGE_FLOORS):
+        for prefix in prefixes:
+            # "calibkit" is the face (calibkit/__init__.py) itself, not everything under it
+            hit = module == prefix or (prefix != "calibkit" and module.startswith(prefix + "."))
+            if hit:
+                best = level
+    return best
+
+
+def package_upward_imports(graph) -> list[str]:
+    found = []
+    for source, edges in graph.items():
+        mine = package_floor_of(source)
+        if mine is None:
+            continue
+        for target, sites in edges.items():
+            theirs = package_floor_of(target)
+            if theirs is not None and theirs > mine:
+                found.append(
+                    f"{source} (floor {PACKAGE_FLOORS[mine][0]!r}) imports {target} "
+                    f"(floor {PACKAGE_FLOORS[theirs][0]!r}) at line {sites[0][0]}"
+                )
+    return found
+
+
+def test_every_calibkit_module_has_a_package_floor():
+    assert [name for name in GRAPH if package_floor_of(name) is None] == []
+
+
+def test_package_floors_import_only_downward():
+    assert package_upward_imports(GRAPH) == []
+
+
+def test_no_module_stands_loose_at_the_top_of_the_package():
+    """The top of calibkit holds rooms (subpackages); only the face and private helpers are files there."""
+    loose = sorted(p.name for p in ROOT.glob("*.py") if p.name != "__init__.py" and not p.name.startswith("_"))
+    assert loose == []
+
+
+def test_the_package_rule_sees_a_planted_upward_import(tmp_path):
+    pkg = tmp_path / "calibkit"
+    for sub in ("metrics", "io", "cli", "verdicts"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from calibkit import metrics\n")
+    (pkg / "metrics" / "core.py").write_text("def f():\n    from calibkit.cli import main\n")  # lazy, still upward
+    (pkg / "io" / "files.py").write_text("from calibkit.verdicts import plots\n")
+    (pkg / "verdicts" / "plots.py").write_text("from calibkit.io import files\nfrom calibkit.metrics import core\n")
+    (pkg / "cli" / "main.py").write_text("from calibkit.verdicts import plots\n")
+    ups = package_upward_imports(import_graph(pkg, "calibkit"))
+    assert len(ups) == 2
+    assert any(u.startswith("calibkit.metrics.core") and "calibkit.cli" in u for u in ups)
+    assert any(u.startswith("calibkit.io.files") and "calibkit.verdicts.plots" in u for u in ups)
+
+
 MAX_FILE_LINES = 700
 MAX_FUNCTION_LINES = 120
 
@@ -277,7 +332,7 @@ def _measured_files():
     """Library files whose size is held: all but the numba kernels (loops unrolled by hand for speed)."""
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith("metrics/_kernels/") or rel in ("_fastmath.py", "calibrators/_kernels.py"):
+        if rel.startswith("metrics/_kernels/") or rel in ("_numba/fastmath.py", "calibrators/_kernels.py"):
             continue
         yield rel, path
 

@@ -1,4 +1,4 @@
-"""Language models on multiple-choice benchmarks (calibkit.multiple_choice), read from the logs the
+"""Language models on multiple-choice benchmarks (calibkit.lm.multiple_choice), read from the logs the
 tools write: lm-evaluation-harness itself runs here, offline, on a tiny random causal LM with a
 tokenizer trained in the test and a local task of 3-, 4- and 5-choice questions.
 
@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from calibkit.cli import main
-from calibkit.multiple_choice import ChoiceData, choice_probabilities, multiple_choice_report, read_choices
+from calibkit.lm.multiple_choice import ChoiceData, choice_probabilities, multiple_choice_report, read_choices
 from tests.metrics import reference as ref
 
 WORDS = "alpha beta gamma delta red green blue cat dog bird one two three four five is the a of what which".split()
@@ -349,7 +349,7 @@ def tempered_questions(n=400, temperature=3.0, seed=0):
 
 
 def test_temperature_scaling_over_the_choices_finds_the_temperature_and_helps(tmp_path):
-    from calibkit.multiple_choice import choice_logits, choice_temperature_scaling
+    from calibkit.lm.multiple_choice import choice_logits, choice_temperature_scaling
 
     data = tempered_questions()
     z = choice_logits(data)
@@ -367,7 +367,7 @@ def test_temperature_scaling_over_the_choices_finds_the_temperature_and_helps(tm
 def test_a_task_without_a_temperature_is_skipped_and_the_others_reported():
     """A model at or below chance on one task (common on MMLU subtasks for small models): the fit
     fails there; it stopped the whole run (exit 2, no table for any task)."""
-    from calibkit.multiple_choice import choice_temperature_scaling, format_choice_table, format_ts_table
+    from calibkit.lm.multiple_choice import choice_temperature_scaling, format_choice_table, format_ts_table
 
     data = tempered_questions(n=120)
     wrong = data.select(~np.isnan(data.loglik).any(1))  # questions of 4 choices
@@ -546,7 +546,7 @@ def test_lighteval_acc_norm_of_the_no_space_normalisation_is_read(tmp_path, layo
 
 
 def test_logs_are_told_by_their_content_not_their_names(tmp_path):
-    from calibkit.multiple_choice import is_choice_location
+    from calibkit.lm.multiple_choice import is_choice_location
 
     harness = write_samples(tmp_path / "h", "t", [sample(0, [-1.0, -2.0], 0, acc=1.0)])
     renamed = tmp_path / "my_run.jsonl"

@@ -95,7 +95,7 @@ def test_the_readme_has_its_python_blocks():
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_block_runs_as_written(index, tmp_path):
     block = BLOCKS[index]
-    script = PREAMBLE + (DASK if "calibkit.dask" in block else "") + "\n# ---- README block ----\n" + block
+    script = PREAMBLE + (DASK if "calibkit.io.dask" in block else "") + "\n# ---- README block ----\n" + block
     env = offline_env(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600

@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pytest
 
-import calibkit.resplits as resplits_module
-from calibkit.comparison import TABLE_METRICS, compare_calibrators
-from calibkit.reporting import write_report
-from calibkit.resplits import Resplits, markdown_table, resplit_comparison, to_json, verdicts
+import calibkit.verdicts.resplits as resplits_module
+from calibkit.verdicts.comparison import TABLE_METRICS, compare_calibrators
+from calibkit.verdicts.reporting import write_report
+from calibkit.verdicts.resplits import Resplits, markdown_table, resplit_comparison, to_json, verdicts
 
 
 def token_logits(n, length, k=4, seed=0):
@@ -182,7 +182,7 @@ def test_report_files_carry_intervals_verdicts_and_figures(tmp_path):
 
 
 def test_small_classes_are_listed_not_drawn(tmp_path):
-    from calibkit.reporting import MIN_PANEL_SUPPORT, small_classes_line
+    from calibkit.verdicts.reporting import MIN_PANEL_SUPPORT, small_classes_line
 
     rng = np.random.default_rng(5)
     y = np.repeat(np.arange(3), [300, 80, 10])

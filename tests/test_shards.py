@@ -1,4 +1,4 @@
-"""Streaming shards (calibkit.shards) and the extra passes that make ACE exact (ExactACE):
+"""Streaming shards (calibkit.io.shards) and the extra passes that make ACE exact (ExactACE):
 the same numbers as one-shot calibration_report on the concatenation, whatever the sharding."""
 
 import json
@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 import calibkit
 from calibkit.cli import main
+from calibkit.io.shards import shard_files, stream_report
 from calibkit.metrics import CalibrationAccumulator
 from calibkit.metrics.exact_ace import ExactACE
-from calibkit.shards import shard_files, stream_report
 
 FLOATS = ("ece", "mce", "ace", "sce", "cece", "msece", "wsece", "ece_variance", "rbece", "fce")
 FLOATS += ("overconfidence", "ecd", "esce", "brier", "nll", "accuracy")
@@ -426,7 +426,7 @@ def test_a_jsonl_shard_with_integer_vectors_first_reads_as_the_whole_file(tmp_pa
         for i in range(3000):
             row = [1, 0, 0] if i < 2000 else values[i].tolist()
             fh.write(json.dumps({"probs": row, "labels": int(labels[i])}) + "\n")
-    whole = calibkit.calibration_report(*calibkit.prediction_files.load_predictions(tmp_path / "a.jsonl")[:2])
+    whole = calibkit.calibration_report(*calibkit.io.prediction_files.load_predictions(tmp_path / "a.jsonl")[:2])
     got = stream_report(str(tmp_path), batch_bytes=20_000, progress=False)  # many blocks, ints in the first
     assert_same_report(got, whole)
 

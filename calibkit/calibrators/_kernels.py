@@ -22,8 +22,8 @@ import math
 import numba as nb
 import numpy as np
 
-from calibkit._fastmath import exp
-from calibkit._numba_cache import CACHE
+from calibkit._numba.cache import CACHE
+from calibkit._numba.fastmath import exp
 
 # Columns of the ``out`` array of :func:`nll_derivatives`.
 # O_SLOPE0 is the gradient at beta = 0 (uniform p: mean_k z - z_y), read for free in every pass.

@@ -26,7 +26,7 @@ and cell; 64 MB by default), plus about 40 bytes per sub-range of a histogram pa
 
 Each pass's work on a batch is a :class:`PassContribution`; contributions add (histograms sum,
 gathered values concatenate), so batches, shards and workers can be processed anywhere and
-combined in any order (:mod:`calibkit.dask` does that on a cluster).
+combined in any order (:mod:`calibkit.io.dask` does that on a cluster).
 
 Usage (``read_batches`` yields the same data on every call)::
 

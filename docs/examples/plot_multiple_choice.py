@@ -5,12 +5,12 @@ Language models on multiple-choice benchmarks
 lm-evaluation-harness scores each choice of a multiple-choice question by its log-likelihood
 and reports the accuracy of the best-scored choice. The softmax of those scores over the
 choices is the model's confidence, and it can be calibrated or not like any classifier's.
-:mod:`calibkit.multiple_choice` reads the samples the harness logs (``--log_samples``) and
+:mod:`calibkit.lm.multiple_choice` reads the samples the harness logs (``--log_samples``) and
 reports every calibration metric per task and pooled, for the score you choose: the summed
 log-likelihood (the harness's ``acc``) or the log-likelihood per character (``acc_norm``). This
 example writes a small samples file in the harness's format for two synthetic tasks, reads it
-back with :func:`~calibkit.multiple_choice.read_choices`, and compares the two scores with
-:func:`~calibkit.multiple_choice.multiple_choice_report` and temperature scaling over the choices.
+back with :func:`~calibkit.lm.multiple_choice.read_choices`, and compares the two scores with
+:func:`~calibkit.lm.multiple_choice.multiple_choice_report` and temperature scaling over the choices.
 """
 
 # %%
@@ -36,7 +36,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from calibkit.multiple_choice import (
+from calibkit.lm.multiple_choice import (
     choice_probabilities,
     choice_temperature_scaling,
     format_choice_table,
@@ -44,7 +44,7 @@ from calibkit.multiple_choice import (
     multiple_choice_report,
     read_choices,
 )
-from calibkit.plots import ReliabilityDiagram
+from calibkit.verdicts.plots import ReliabilityDiagram
 
 rng = np.random.default_rng(0)
 WORDS = np.array("red green blue cat dog bird river stone cloud seven three paper light heavy old new".split())
@@ -89,7 +89,7 @@ print(sorted(p.name for p in run.iterdir()))
 # %%
 # Reading the run
 # ---------------
-# :func:`~calibkit.multiple_choice.read_choices` takes a samples file, a folder of them (a whole
+# :func:`~calibkit.lm.multiple_choice.read_choices` takes a samples file, a folder of them (a whole
 # harness run, searched recursively), a lighteval details file, or a file in calibkit's own
 # choice format (``task``, ``choice_logprobs``, ``gold`` and optionally ``choice_chars``, ...,
 # for any other tool). It returns one row per question, padded with NaN past a question's
@@ -124,7 +124,7 @@ for score in ["loglik", "chars"]:
 #
 # Temperature scaling over the choices
 # ------------------------------------
-# :func:`~calibkit.multiple_choice.choice_temperature_scaling` fits one temperature per task on
+# :func:`~calibkit.lm.multiple_choice.choice_temperature_scaling` fits one temperature per task on
 # half of its questions and evaluates it on the other half, over ``resplits`` random re-splits,
 # and says whether TS lowers ECE and NLL in at least 95% of them. The fitted temperature is above
 # 1 for an over-confident score and below 1 for an under-confident one.
@@ -137,9 +137,9 @@ for score in ["loglik", "chars"]:
 # %%
 # Reliability per score
 # ---------------------
-# :func:`~calibkit.multiple_choice.choice_probabilities` gives each question's softmax over its
+# :func:`~calibkit.lm.multiple_choice.choice_probabilities` gives each question's softmax over its
 # own choices, padded with zeros: the padding changes no top-label metric, so the diagrams of
-# :class:`calibkit.plots.ReliabilityDiagram` take them as they are.
+# :class:`calibkit.verdicts.plots.ReliabilityDiagram` take them as they are.
 fig, axes = plt.subplots(1, 2, figsize=(9, 4.2), sharey=True, layout="constrained")
 for ax, score in zip(axes, ["loglik", "chars"]):
     display = ReliabilityDiagram.from_predictions(choice_probabilities(data, score), data.gold, ax=ax, label=score)

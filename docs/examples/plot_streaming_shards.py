@@ -5,7 +5,7 @@ Streaming predictions from shards on disk
 Every calibkit metric is a function of per-bin sums that add across batches, so an evaluation
 that does not fit in memory can be read one piece at a time. This example writes a few
 prediction shards (Parquet and ``.npz``) into a temporary folder, computes every metric over
-them with :func:`calibkit.shards.stream_report` (the Python side of ``calibkit report
+them with :func:`calibkit.io.shards.stream_report` (the Python side of ``calibkit report
 --predictions 'DIR_OR_GLOB'``), and checks that the streamed report equals
 :func:`calibkit.calibration_report` on the concatenated arrays. It then shows the same idea
 inside your own evaluation loop, with a :class:`calibkit.CalibrationAccumulator`, and draws the
@@ -31,8 +31,8 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 import calibkit
-from calibkit.plots import RegionPlot, ReliabilityDiagram
-from calibkit.shards import find_shards, stream_report
+from calibkit.io.shards import find_shards, stream_report
+from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram
 
 rng = np.random.default_rng(0)
 k = 4

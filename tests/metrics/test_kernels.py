@@ -6,7 +6,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from calibkit import _fastmath as fastmath
+from calibkit._numba import fastmath
 from calibkit.metrics._kernels import rows as kernel_rows
 
 

@@ -19,7 +19,7 @@ One module a job, lowest first:
 - ``short``: the full pass of short rows, vectorised across rows;
 - ``ace``: the exact-ACE gather of the samples of cut buckets, and their resolution.
 
-The exp and log they use are calibkit's own (``calibkit._fastmath``). What the rest of
+The exp and log they use are calibkit's own (``calibkit._numba.fastmath``). What the rest of
 ``calibkit.metrics`` calls is re-exported here.
 """
 

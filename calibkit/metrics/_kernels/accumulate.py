@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from calibkit._numba_cache import CACHE
+from calibkit._numba.cache import CACHE
 from calibkit.metrics._kernels.bins import _ace_buckets, _bin_index, _equal_width_bins
 from calibkit.metrics._kernels.constants import (
     BLOCK_ENTRIES,

@@ -8,8 +8,8 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from calibkit._fastmath import bits_of_float, exp_strict, float_from_bits
-from calibkit._numba_cache import CACHE
+from calibkit._numba.cache import CACHE
+from calibkit._numba.fastmath import bits_of_float, exp_strict, float_from_bits
 from calibkit.metrics._kernels.bins import _ace_bucket, _ace_buckets, _bin_index
 from calibkit.metrics._kernels.constants import (
     ACE_OFFSET,

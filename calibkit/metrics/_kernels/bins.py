@@ -14,7 +14,7 @@ import math
 import numba as nb
 import numpy as np
 
-from calibkit._numba_cache import CACHE
+from calibkit._numba.cache import CACHE
 from calibkit.metrics._kernels.constants import ACE_BUCKETS, ACE_OFFSET, EDGE_SHRINK
 
 

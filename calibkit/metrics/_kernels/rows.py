@@ -13,7 +13,8 @@ import numpy as np
 from numba import types
 from numba.core.extending import overload
 
-from calibkit._fastmath import (
+from calibkit._numba.cache import CACHE
+from calibkit._numba.fastmath import (
     EXP_MIN,
     MIN_NORMAL,
     bits_of_float,
@@ -23,7 +24,6 @@ from calibkit._fastmath import (
     float_from_bits,
     log_into,
 )
-from calibkit._numba_cache import CACHE
 from calibkit.metrics._kernels.constants import (
     ERR_NONFINITE,
     ERR_RANGE,

@@ -24,8 +24,8 @@ import math
 import numba as nb
 import numpy as np
 
-from calibkit._fastmath import MIN_NORMAL, bits_of_float, log_into
-from calibkit._numba_cache import CACHE
+from calibkit._numba.cache import CACHE
+from calibkit._numba.fastmath import MIN_NORMAL, bits_of_float, log_into
 from calibkit.metrics._kernels.accumulate import (
     _add_fuzzy,
     _authors_bin,

@@ -23,8 +23,8 @@ import math
 import numba as nb
 import numpy as np
 
-from calibkit._fastmath import exp_strict
-from calibkit._numba_cache import CACHE
+from calibkit._numba.cache import CACHE
+from calibkit._numba.fastmath import exp_strict
 from calibkit.metrics._kernels.constants import (
     EDGE_SHRINK,
     ERR_LABEL,

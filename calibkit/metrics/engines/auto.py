@@ -25,7 +25,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from calibkit import _numba_cache
+from calibkit._numba import cache as _numba_cache
 from calibkit._version import __version__
 from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.backends import get_backend, on_device, use_backend

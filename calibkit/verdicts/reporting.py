@@ -1,9 +1,9 @@
 """The papers' comparison rendered: tables, JSON, figures and one HTML page.
 
-:func:`markdown_table` and :func:`write_csv` render a :class:`~calibkit.comparison.Comparison`
-(from :func:`calibkit.comparison.compare_calibrators`) like the papers' tables;
-:func:`write_report` writes the table, the JSON, the figures (drawn with :mod:`calibkit.plots`'
-displays) and, with re-splits (:mod:`calibkit.resplits`), their table and verdicts to a folder.
+:func:`markdown_table` and :func:`write_csv` render a :class:`~calibkit.verdicts.comparison.Comparison`
+(from :func:`calibkit.verdicts.comparison.compare_calibrators`) like the papers' tables;
+:func:`write_report` writes the table, the JSON, the figures (drawn with :mod:`calibkit.verdicts.plots`'
+displays) and, with re-splits (:mod:`calibkit.verdicts.resplits`), their table and verdicts to a folder.
 Imports go one way: comparison <- resplits <- reporting; plots knows nothing of comparisons.
 """
 
@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from calibkit import resplits as rs
-from calibkit.claims import what_this_means
-from calibkit.comparison import HIGHER_IS_BETTER, METHOD_LABELS, SIGNED, TABLE_METRICS, Comparison
-from calibkit.plots import RegionPlot, ReliabilityDiagram
-from calibkit.resplits import resplit_note
+from calibkit.verdicts import resplits as rs
+from calibkit.verdicts.claims import what_this_means
+from calibkit.verdicts.comparison import HIGHER_IS_BETTER, METHOD_LABELS, SIGNED, TABLE_METRICS, Comparison
+from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram
+from calibkit.verdicts.resplits import resplit_note
 
 __all__ = ["html_report", "markdown_table", "per_class_table", "to_json", "write_csv", "write_report"]
 
@@ -41,7 +41,7 @@ def markdown_table(comparison: Comparison) -> str:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -71,7 +71,7 @@ def per_class_table(comparison: Comparison) -> str:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -96,7 +96,7 @@ def write_csv(comparison: Comparison, path: str | Path) -> None:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
     path : str or Path
         The CSV file to write.
     """
@@ -121,7 +121,7 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -171,13 +171,13 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
     folder : str or Path
         Created if needed.
     title : str
         Heading of the Markdown and HTML pages.
     resplits : Resplits, optional
-        From :func:`calibkit.resplits.resplit_comparison`.
+        From :func:`calibkit.verdicts.resplits.resplit_comparison`.
 
     Returns
     -------
@@ -226,8 +226,18 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
     return paths
 
 
-def _markdown_to_html_table(markdown: str) -> str:
-    """Convert a pipe table (as this module writes them) to an HTML table; ``**x**`` becomes bold."""
+def markdown_to_html_table(markdown: str) -> str:
+    """Convert a pipe table (as this module writes them) to an HTML table; ``**x**`` becomes bold.
+
+    Parameters
+    ----------
+    markdown : str
+        A Markdown pipe table.
+
+    Returns
+    -------
+    str
+    """
     import html
     import re
 
@@ -250,7 +260,7 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
     title : str
         The page's title.
     paths : dict of str to Path
@@ -278,14 +288,14 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
         sections.append(f"<h2>Verdicts on the papers' claims</h2><ul id='verdicts'>{items}</ul>")
         sections.append(
             f"<h2>Over {resplits.resplits} re-splits</h2><p>{html.escape(resplit_note(resplits))}</p>"
-            f"<div id='resplit-table'>{_markdown_to_html_table(rs.markdown_table(resplits))}</div>"
+            f"<div id='resplit-table'>{markdown_to_html_table(rs.markdown_table(resplits))}</div>"
         )
     sections.append(
         f"<h2>One split</h2><p>Calibrators fitted on {comparison.n_val} validation predictions, evaluated on "
         f"{comparison.n_test} test predictions. Best calibrator by {html.escape(comparison.select)}: "
         f"<b>{html.escape(METHOD_LABELS[comparison.best])}</b>.</p>"
-        f"<div id='table'>{_markdown_to_html_table(markdown_table(comparison))}</div>"
-        f"<h2>ECE of each class</h2>{_markdown_to_html_table(per_class_table(comparison))}"
+        f"<div id='table'>{markdown_to_html_table(markdown_table(comparison))}</div>"
+        f"<h2>ECE of each class</h2>{markdown_to_html_table(per_class_table(comparison))}"
     )
     figures = [embedded_figure(path) for path in paths.values() if Path(path).suffix == ".png"]
     sections.append("<h2>Figures</h2>" + "".join(figures))
@@ -361,7 +371,7 @@ def small_classes_line(comparison: Comparison, classes: list[int], support: np.n
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
     classes : list of int
         The classes to name.
     support : ndarray of shape (K,)
@@ -378,8 +388,23 @@ def small_classes_line(comparison: Comparison, classes: list[int], support: np.n
     return f"Fewer than {MIN_PANEL_SUPPORT} test samples, no panel: " + ", ".join(parts)
 
 
-def _figure(**kwargs: Any) -> Any:
-    # A Figure object, not pyplot: writing files needs no backend, and the caller's stays as it is.
+def new_figure(**kwargs: Any) -> Any:
+    """Return a matplotlib ``Figure`` (not pyplot: writing files needs no backend, and the caller's stays).
+
+    Parameters
+    ----------
+    **kwargs
+        Passed to ``matplotlib.figure.Figure``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        When matplotlib is not installed.
+    """
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -406,14 +431,14 @@ def reliability_figure(comparison: Comparison) -> Any:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     methods = _drawn_methods(comparison)
-    fig = _figure(figsize=(4.2 * len(methods), 5))
+    fig = new_figure(figsize=(4.2 * len(methods), 5))
     axes = fig.subplots(2, len(methods), squeeze=False, gridspec_kw={"height_ratios": [3, 1]})
     for j, method in enumerate(methods):
         label = METHOD_LABELS[method]
@@ -439,7 +464,7 @@ def per_class_figure(comparison: Comparison) -> Any:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
 
     Returns
     -------
@@ -452,7 +477,7 @@ def per_class_figure(comparison: Comparison) -> Any:
     rest = [c for c in range(len(comparison.class_names)) if support[c] < MIN_PANEL_SUPPORT]
     cols = min(max(len(drawn), 1), 4)
     rows = math.ceil(max(len(drawn), 1) / cols)
-    fig = _figure(figsize=(3.6 * cols, 3.4 * rows + (0.5 if rest else 0)))
+    fig = new_figure(figsize=(3.6 * cols, 3.4 * rows + (0.5 if rest else 0)))
     grid = fig.add_gridspec(rows * 2, cols, height_ratios=[3, 1] * rows)
     for i, c in enumerate(drawn):
         r, col = divmod(i, cols)
@@ -486,14 +511,14 @@ def class_ece_figure(comparison: Comparison) -> Any:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     support = comparison.statistics["uncalibrated"].top_table(comparison.n_bins)[:, :, 0].sum(axis=1)
-    fig = _figure(figsize=(6.5, 4.2))
+    fig = new_figure(figsize=(6.5, 4.2))
     ax = fig.subplots()
     styles = {"uncalibrated": ("tab:red", "o"), "ts": ("tab:orange", "s"), "wts": ("tab:blue", "^")}
     present = support > 0
@@ -521,14 +546,14 @@ def regions_figure(comparison: Comparison) -> Any:
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     methods = _drawn_methods(comparison)
-    fig = _figure(figsize=(5 * len(methods), 3.6))
+    fig = new_figure(figsize=(5 * len(methods), 3.6))
     axes = fig.subplots(1, len(methods), squeeze=False)
     for j, method in enumerate(methods):
         rbece = comparison.rows[method].get("rbece", math.nan)
@@ -553,7 +578,7 @@ def write_figures(comparison: Comparison, folder: str | Path) -> dict[str, Path]
     Parameters
     ----------
     comparison : Comparison
-        From :func:`~calibkit.comparison.compare_calibrators`.
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
     folder : str or Path
         An existing folder.
 

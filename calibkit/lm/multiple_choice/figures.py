@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.multiple_choice.data import ChoiceData, choice_probabilities
+from calibkit.lm.multiple_choice.data import ChoiceData, choice_probabilities
 
 
 def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15) -> Any:
@@ -26,8 +26,8 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15) -> Any:
     -------
     matplotlib.figure.Figure
     """
-    from calibkit.plots import ReliabilityDiagram
-    from calibkit.reporting import _figure
+    from calibkit.verdicts.plots import ReliabilityDiagram
+    from calibkit.verdicts.reporting import new_figure
 
     probs = choice_probabilities(data, score)
     tasks = sorted(set(data.task.tolist()))
@@ -36,7 +36,7 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15) -> Any:
         panels = panels[:1]
     columns = min(4, len(panels))
     rows = math.ceil(len(panels) / columns)
-    fig = _figure(figsize=(3.2 * columns, 3.2 * rows), layout="constrained")
+    fig = new_figure(figsize=(3.2 * columns, 3.2 * rows), layout="constrained")
     for i, (name, keep) in enumerate(panels):
         ax = fig.add_subplot(rows, columns, i + 1)
         diagram = ReliabilityDiagram.from_predictions(probs[keep], data.gold[keep], n_bins=n_bins, ax=ax)
@@ -59,7 +59,7 @@ def write_choice_report(
     table : str
         The Markdown tables (per task, and temperature scaling if fitted).
     report : dict
-        From :func:`~calibkit.multiple_choice.multiple_choice_report`.
+        From :func:`~calibkit.lm.multiple_choice.multiple_choice_report`.
     data : ChoiceData
     n_bins : int, default 15
 
@@ -68,7 +68,7 @@ def write_choice_report(
     dict of str to Path
         ``"figure"`` and ``"html"``.
     """
-    from calibkit.reporting import _markdown_to_html_table
+    from calibkit.verdicts.reporting import markdown_to_html_table
 
     figure = folder / "reliability.png"
     reliability_grid(data, report["score"], n_bins).savefig(figure, dpi=110)
@@ -78,7 +78,7 @@ def write_choice_report(
         text = "\n".join(line for line in part.splitlines() if not line.startswith("|"))
         if text.strip():
             blocks.append(f"<p>{html.escape(text)}</p>")
-        blocks.append(_markdown_to_html_table(part))
+        blocks.append(markdown_to_html_table(part))
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>calibkit report</title>"
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"

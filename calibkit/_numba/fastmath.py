@@ -11,7 +11,7 @@ import numpy as np
 from numba import types
 from numba.core.extending import intrinsic
 
-from calibkit._numba_cache import CACHE
+from calibkit._numba.cache import CACHE
 
 # numba lowers math.exp/math.log to libm calls, one element at a time (no SVML here); the exp
 # is SLEEF's (xexp: Cody-Waite reduction, a degree-10 polynomial with FMAs, no division), the

@@ -16,7 +16,7 @@ Examples
 --------
 >>> import dask.array as da
 >>> import numpy as np
->>> from calibkit.dask import calibration_report
+>>> from calibkit.io.dask import calibration_report
 >>> rng = np.random.default_rng(0)
 >>> probs = da.from_array(rng.dirichlet([1, 1, 1], 1000), chunks=(300, 3))
 >>> labels = da.from_array(rng.integers(0, 3, 1000), chunks=300)
@@ -86,7 +86,7 @@ class Part(NamedTuple):
         try:
             target.update(self.values, self.labels)
         except InputError as exc:
-            from calibkit.prediction_files import row_of_value
+            from calibkit.io.prediction_files import row_of_value
 
             row, token = row_of_value(exc.index, self.labels, self.table, self.multilabel)
             raise PartitionError(exc.head, exc.tail, self.index, row, token, self.offset) from None
@@ -192,7 +192,7 @@ def _array_batch(
 def _frame_batch(frame, index: int, multilabel: bool = False) -> Part | None:
     import pyarrow as pa
 
-    from calibkit.prediction_files import from_arrow_table
+    from calibkit.io.prediction_files import from_arrow_table
 
     where = f"partition {index}"
     if len(frame) == 0:
@@ -257,8 +257,8 @@ def _parquet_files(location: str) -> list[str]:
     """Find the Parquet shards of a path or glob as ``calibkit report`` does, and check they hold one kind."""
     import pyarrow.parquet as pq
 
-    from calibkit.prediction_files import one_line
-    from calibkit.shards import find_shards
+    from calibkit.io.prediction_files import one_line
+    from calibkit.io.shards import find_shards
 
     try:
         files, _ = find_shards(location)
@@ -268,8 +268,8 @@ def _parquet_files(location: str) -> list[str]:
     for file in files:
         if file.suffix.lower() != ".parquet":
             raise ValueError(
-                f"`data`: {file} is not Parquet; calibkit.dask reads Parquet shards (calibkit.shards.stream_report "
-                "reads the other formats)"
+                f"`data`: {file} is not Parquet; calibkit.io.dask reads Parquet shards "
+                "(calibkit.io.shards.stream_report reads the other formats)"
             )
         try:
             names = pq.read_schema(file).names

@@ -34,9 +34,9 @@ Readers (:func:`read_choices`):
   ``choice_bytes`` and ``choice_tokens`` (lengths, for the normalised scores).
 """
 
-from calibkit.multiple_choice.data import SCORES, ChoiceData, check_score, choice_logits, choice_probabilities
-from calibkit.multiple_choice.readers import is_choice_location, read_choices
-from calibkit.multiple_choice.report import (
+from calibkit.lm.multiple_choice.data import SCORES, ChoiceData, check_score, choice_logits, choice_probabilities
+from calibkit.lm.multiple_choice.readers import is_choice_location, read_choices
+from calibkit.lm.multiple_choice.report import (
     POSITION_METRICS,
     TS_METRICS,
     choice_temperature_scaling,

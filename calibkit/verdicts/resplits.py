@@ -29,9 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.claims import HOLD_SHARE, what_this_means
-from calibkit.comparison import HIGHER_IS_BETTER, METHOD_LABELS, METHODS, SIGNED, TABLE_METRICS, compare_calibrators
 from calibkit.metrics.validation import check_positive_int
+from calibkit.verdicts.claims import HOLD_SHARE, what_this_means
+from calibkit.verdicts.comparison import (
+    HIGHER_IS_BETTER,
+    METHOD_LABELS,
+    METHODS,
+    SIGNED,
+    TABLE_METRICS,
+    compare_calibrators,
+)
+from calibkit.verdicts.sequences import labelled_rows
 
 __all__ = ["HOLD_SHARE", "Resplits", "claim_measurements", "resplit_comparison", "summary_text", "verdicts"]
 
@@ -67,7 +75,7 @@ class Resplits:
     error_messages : dict of str to str, optional
         Method -> the first such error.
     measurements : dict of str to ndarray (R,), optional
-        Per re-split, what the claims of :mod:`calibkit.claims` read besides the table (see
+        Per re-split, what the claims of :mod:`calibkit.verdicts.claims` read besides the table (see
         :func:`claim_measurements`).
     """
 
@@ -164,17 +172,6 @@ class Resplits:
         }
 
 
-def _groups(logits: Any, labels: Any, ignore_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Labelled rows ``(R, K)``, their labels and the example (sequence) each row belongs to."""
-    z = np.asarray(logits)
-    y = np.asarray(labels)
-    if z.ndim not in (2, 3) or y.shape != z.shape[:-1]:
-        raise ValueError(f"`logits` of shape {z.shape} and `labels` of shape {y.shape} do not match")
-    example = np.broadcast_to(np.arange(z.shape[0]).reshape(-1, *([1] * (z.ndim - 2))), y.shape)
-    keep = y != ignore_index
-    return z[keep], y[keep], example[keep], int(z.shape[0])
-
-
 def resplit_comparison(
     val_logits: Any,
     val_labels: Any,
@@ -202,7 +199,7 @@ def resplit_comparison(
         Number of re-splits ``R``. Each keeps the original sizes: as many examples calibrate
         as the validation set had, the rest evaluate.
     methods, class_names, ignore_index, n_bins, rbece_bins, theta, fce_variant
-        As in :func:`calibkit.comparison.compare_calibrators`.
+        As in :func:`calibkit.verdicts.comparison.compare_calibrators`.
     seed : int, default 0
 
     Returns
@@ -210,8 +207,8 @@ def resplit_comparison(
     Resplits
     """
     resplits = check_positive_int(resplits, "resplits", 10_000)
-    z_val, y_val, g_val, n_val = _groups(val_logits, val_labels, ignore_index)
-    z_test, y_test, g_test, n_test = _groups(test_logits, test_labels, ignore_index)
+    z_val, y_val, g_val, n_val = labelled_rows(val_logits, val_labels, ignore_index)
+    z_test, y_test, g_test, n_test = labelled_rows(test_logits, test_labels, ignore_index)
     if z_val.shape[1] != z_test.shape[1]:
         raise ValueError(f"validation logits have {z_val.shape[1]} classes, test logits {z_test.shape[1]}")
     z = np.concatenate([z_val, z_test])
@@ -277,7 +274,7 @@ def resplit_comparison(
 def claim_measurements(
     comparison: Any, z_fit: np.ndarray, y_fit: np.ndarray, z_eval: np.ndarray, y_eval: np.ndarray
 ) -> dict[str, float]:
-    """Measure on one re-split what the claims of :mod:`calibkit.claims` need beyond the table.
+    """Measure on one re-split what the claims of :mod:`calibkit.verdicts.claims` need beyond the table.
 
     - ``rbece_counted_bins:<method>``: RBECE's bins holding more than ``theta`` samples;
     - ``rbece_minus_ece``: the uncalibrated model's RBECE minus its ECE;
@@ -345,7 +342,7 @@ def claim_measurements(
 
 
 def verdicts(resplits: Resplits) -> list[dict[str, Any]]:
-    """Give every claim of the seed papers a verdict on these re-splits (:data:`calibkit.claims.CATALOGUE`).
+    """Give every claim of the seed papers a verdict on these re-splits (:data:`calibkit.verdicts.claims.CATALOGUE`).
 
     Parameters
     ----------
@@ -355,9 +352,9 @@ def verdicts(resplits: Resplits) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        As :func:`calibkit.claims.verdicts`.
+        As :func:`calibkit.verdicts.claims.verdicts`.
     """
-    from calibkit.claims import verdicts as claim_verdicts
+    from calibkit.verdicts.claims import verdicts as claim_verdicts
 
     return claim_verdicts(resplits)
 
@@ -504,7 +501,7 @@ def resplit_note(resplits: Any) -> str:
     Parameters
     ----------
     resplits : Resplits
-        From :func:`calibkit.resplits.resplit_comparison`.
+        From :func:`calibkit.verdicts.resplits.resplit_comparison`.
 
     Returns
     -------

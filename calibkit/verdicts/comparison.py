@@ -1,8 +1,9 @@
 """The papers' comparison: every calibrator fitted on validation logits, every metric on test.
 
-:func:`~calibkit.comparison.compare_calibrators` returns a :class:`Comparison` (methods x metrics, per-class ECE,
+:func:`compare_calibrators` returns a :class:`Comparison` (methods x metrics, per-class ECE,
 optional bootstrap intervals, the per-bin statistics the plots need). Both renderings read it:
-:mod:`calibkit.reporting` (tables, JSON, figures, the HTML page) and :mod:`calibkit.resplits`
+:mod:`calibkit.verdicts.reporting` (tables, JSON, figures, the HTML page) and
+:mod:`calibkit.verdicts.resplits`
 (the same comparison on re-splits, with intervals and verdicts); neither is imported here.
 """
 
@@ -24,7 +25,8 @@ from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.bootstrap import bootstrap_intervals
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics
-from calibkit.plots import RegionPlot, ReliabilityDiagram
+from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram
+from calibkit.verdicts.sequences import into_sequences, labelled_rows
 
 __all__ = ["METHODS", "Comparison", "compare_calibrators"]
 
@@ -82,55 +84,6 @@ class Comparison:
     errors: dict[str, str] = field(default_factory=dict)
     intervals: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     class_intervals: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-
-
-def labelled_rows(logits: Any, labels: Any, ignore_index: int = -100) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(N, K)``/``(N, L, K)`` logits and labels as the rows whose label is not ``ignore_index``.
-
-    Parameters
-    ----------
-    logits : array-like of shape (N, K) or (N, L, K)
-        Logits (or probabilities).
-    labels : array-like of int, shape (N,) or (N, L)
-        Their labels.
-    ignore_index : int, default -100
-        Label of the rows to drop.
-
-    Returns
-    -------
-    logits : ndarray of shape (R, K)
-    labels : ndarray of shape (R,)
-
-    Raises
-    ------
-    ValueError
-        When the shapes do not match.
-    """
-    z = np.asarray(logits)
-    y = np.asarray(labels)
-    if z.ndim < 2 or y.shape != z.shape[:-1]:
-        raise ValueError(f"`logits` of shape {z.shape} and `labels` of shape {y.shape} do not match")
-    z, y = z.reshape(-1, z.shape[-1]), y.reshape(-1)
-    keep = y != ignore_index
-    if not keep.all():
-        z, y = z[keep], y[keep]
-    return z, y
-
-
-def _as_sequences(probs: np.ndarray, labels: Any, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
-    """Put the labelled rows ``probs`` (of :func:`labelled_rows`) back in their sequences.
-
-    With ``labels`` of shape ``(N, L)`` the rows go back to their ``(N, L, K)`` places, so that
-    the bootstrap resamples sequences (masked places hold zeros, never read); otherwise the rows
-    stay as they are.
-    """
-    y = np.asarray(labels)
-    if y.ndim != 2:
-        return probs, y.reshape(-1)[y.reshape(-1) != ignore_index]
-    kept = y != ignore_index
-    out = np.zeros((*y.shape, probs.shape[-1]), dtype=probs.dtype)
-    out[kept] = probs
-    return out, np.where(kept, y, -100)  # the masked places as the settings' (default) ignore_index
 
 
 def macro_f1(probs: np.ndarray, labels: np.ndarray) -> float:
@@ -211,8 +164,9 @@ def compare_calibrators(
     ValueError
         On mismatched shapes or class counts, unknown methods or metrics, or bad settings.
     """
-    z_val, y_val = labelled_rows(val_logits, val_labels, ignore_index)
-    z_test, y_test = labelled_rows(test_logits, test_labels, ignore_index)
+    z_val, y_val, _, _ = labelled_rows(val_logits, val_labels, ignore_index)
+    z_test, y_test, _, _ = labelled_rows(test_logits, test_labels, ignore_index)
+    places = np.asarray(test_labels) != ignore_index  # (N, L) for tokens: the bootstrap moves sentences
     if z_val.shape[1] != z_test.shape[1]:
         raise ValueError(f"validation logits have {z_val.shape[1]} classes, test logits {z_test.shape[1]}")
     k = z_test.shape[1]
@@ -250,9 +204,8 @@ def compare_calibrators(
         out.per_class[method] = np.asarray(report["subset_ece"], dtype=np.float64)
         out.statistics[method] = plot_stats.statistics
         if bootstrap:
-            ci = bootstrap_intervals(
-                *_as_sequences(probs, test_labels, ignore_index), n_boot=bootstrap, seed=seed, settings=settings
-            )
+            resampled = into_sequences(probs, y_test, places) if places.ndim == 2 else (probs, y_test)
+            ci = bootstrap_intervals(*resampled, n_boot=bootstrap, seed=seed, settings=settings)
             out.intervals[method] = ci["intervals"]
             out.class_intervals[method] = ci["subset_ece"]
     calibrated = [m for m in out.rows if m != "uncalibrated"]

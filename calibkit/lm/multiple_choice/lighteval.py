@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.multiple_choice.data import ChoiceData
+from calibkit.lm.multiple_choice.data import ChoiceData
 
 DETAILS = re.compile(r"^details_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.parquet$")
 """The name lighteval gives a details file."""
@@ -66,7 +66,7 @@ def read_details(file: Path) -> ChoiceData:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from calibkit.prediction_files import one_line
+    from calibkit.io.prediction_files import one_line
 
     try:
         table = pq.read_table(file)

@@ -9,7 +9,7 @@ the shards again (``ExactACE``: one more pass on ordinary
 data, two on a peaked column) and is then exact. The result equals
 :func:`calibkit.calibration_report` on the concatenated shards (to rounding, ~1e-14).
 
-Each shard has the schema of a single ``--predictions`` file (:mod:`calibkit.prediction_files`):
+Each shard has the schema of a single ``--predictions`` file (:mod:`calibkit.io.prediction_files`):
 a ``labels`` column and a ``probs`` or ``logits`` list column (one vector per row, or a list of
 per-token vectors per row with a list of labels, ``-100`` for padding), or the wide columns
 ``probs_0 .. probs_{K-1}``. Parquet shards are read a record batch at a time (about
@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from calibkit.io.prediction_files import from_arrow_table, npz_header, one_line, read_npz, read_table, row_of_value
 from calibkit.metrics.validation import InputError
-from calibkit.prediction_files import from_arrow_table, npz_header, one_line, read_npz, read_table, row_of_value
 
 __all__ = ["Batch", "SHARD_SUFFIXES", "find_shards", "iter_batches", "stream_report"]
 
@@ -384,7 +384,7 @@ def iter_batches(
     progress : tqdm progress bar, optional
         Updated with the rows of each batch and the shards done.
     multilabel : bool, default False
-        Read multi-label rows (``calibkit.prediction_files.from_arrow_table()``).
+        Read multi-label rows (``calibkit.io.prediction_files.from_arrow_table()``).
 
     Yields
     ------

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.io.jsonable import json_ready
+
 
 def format_multilabel_table(report: dict[str, Any], intervals: dict[str, Any] | None = None) -> str:
     """Render :func:`calibkit.multilabel_report` as Markdown: a row per metric, a column per label and average.
@@ -56,30 +58,6 @@ def _cell(value: Any) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{float(value):.4f}"
 
 
-def json_ready(value: Any) -> Any:
-    """Return ``value`` with numpy arrays and scalars as Python ones and NaN as None, nested (for ``json.dumps``).
-
-    Parameters
-    ----------
-    value : object
-
-    Returns
-    -------
-    object
-    """
-    if isinstance(value, dict):
-        return {k: json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return json_ready(value.tolist())
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``calibkit report --predictions PATH --multilabel``.
 
@@ -98,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     ValueError
         On options that do not apply to multi-label predictions, or bad input (one line).
     """
-    from calibkit.prediction_files import load_predictions
-    from calibkit.shards import is_shard_location, stream_report
+    from calibkit.io.prediction_files import load_predictions
+    from calibkit.io.shards import is_shard_location, stream_report
 
     if not args.predictions:
         raise ValueError("--multilabel needs --predictions (saved logits or probabilities and multi-hot labels)")

@@ -10,7 +10,7 @@ writable, so a working setup is never changed. With no writable place at all, th
 compiled in memory (``CACHE = False``): slower first calls, same results.
 
 numba marks a cached kernel stale when *its own* source file changes, not when a function it
-calls from another file does: after an edit of ``_fastmath.py`` alone, every kernel that inlines
+calls from another file does: after an edit of ``_numba/fastmath.py`` alone, every kernel that inlines
 its ``exp`` would be loaded from the cache with the old code (numba's documented limitation).
 So each kernel's cache entry is stamped with all of calibkit's kernel sources
 (:func:`sources_stamp`): a change to any of them recompiles them all.
@@ -22,10 +22,15 @@ import os
 import tempfile
 from pathlib import Path
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]
 # numba caches a function beside its source file: every folder holding compiled kernels
-# (_fastmath.py at the top, the metric kernels' package, the calibrators').
-_KERNEL_FOLDERS = (_PACKAGE, _PACKAGE / "metrics", _PACKAGE / "metrics" / "_kernels", _PACKAGE / "calibrators")
+# (_numba/fastmath.py, the metric kernels' package, the calibrators').
+_KERNEL_FOLDERS = (
+    _PACKAGE / "_numba",
+    _PACKAGE / "metrics",
+    _PACKAGE / "metrics" / "_kernels",
+    _PACKAGE / "calibrators",
+)
 
 
 def kernel_sources() -> list[Path]:
@@ -37,7 +42,7 @@ def kernel_sources() -> list[Path]:
     """
     return sorted(
         [
-            _PACKAGE / "_fastmath.py",
+            _PACKAGE / "_numba" / "fastmath.py",
             _PACKAGE / "calibrators" / "_kernels.py",
             *(_PACKAGE / "metrics" / "_kernels").glob("*.py"),
         ]

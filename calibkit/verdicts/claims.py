@@ -2,7 +2,7 @@
 
 A :class:`Claim` says what a paper states (paraphrased, with its section), how a calibrator
 comparison over re-splits tests it, and what the test needs; :func:`verdicts` turns
-:data:`CATALOGUE` and a :class:`~calibkit.resplits.Resplits` into one verdict per claim:
+:data:`CATALOGUE` and a :class:`~calibkit.verdicts.resplits.Resplits` into one verdict per claim:
 
 - ``holds``: the claimed direction in at least 95 % of the re-splits (paired);
 - ``does not hold``: the opposite direction in at least 95 %;
@@ -12,7 +12,7 @@ comparison over re-splits tests it, and what the test needs; :func:`verdicts` tu
 - ``not testable with this data``: the claim needs the authors' data or another kind of model.
 
 Adding a claim is one entry of :data:`CATALOGUE` (and, for a new kind of measurement, one
-column that :func:`calibkit.resplits.resplit_comparison` records per re-split).
+column that :func:`calibkit.verdicts.resplits.resplit_comparison` records per re-split).
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ CATALOGUE: tuple[Claim, ...] = (
 """Every claim, in report order."""
 
 
-def _verdict(better: float, worse: float) -> str:
+def verdict_from_shares(better: float, worse: float) -> str:
     """Decide a verdict from the shares of re-splits in the claimed direction and in the opposite one.
 
     Parameters
@@ -406,7 +406,7 @@ def verdicts(resplits: Any, catalogue: tuple[Claim, ...] = CATALOGUE) -> list[di
     Parameters
     ----------
     resplits : Resplits
-        From :func:`calibkit.resplits.resplit_comparison`.
+        From :func:`calibkit.verdicts.resplits.resplit_comparison`.
     catalogue : tuple of Claim, default CATALOGUE
 
     Returns
@@ -434,7 +434,9 @@ def verdicts(resplits: Any, catalogue: tuple[Claim, ...] = CATALOGUE) -> list[di
         if why is not None:
             out.append({**entry, "verdict": "cannot be tested here", "share": None, "resplits": 0, "numbers": why})
             continue
-        out.append({**entry, "verdict": _verdict(better, worse), "share": better, "resplits": n, "numbers": numbers})
+        out.append(
+            {**entry, "verdict": verdict_from_shares(better, worse), "share": better, "resplits": n, "numbers": numbers}
+        )
     return out
 
 

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from calibkit.calibrators.registry import MULTILABEL_LABELS
-from calibkit.demo import load_twitter_ner, model_path, split_indices
+from calibkit.demos.data import load_twitter_ner, model_path, split_indices
+from calibkit.io.jsonable import json_ready
 from calibkit.metrics.registry import MULTILABEL_TABLE
-from calibkit.multilabel_cli import json_ready
 
 RECIPE = {"epochs": 6, "learning_rate": 3e-4}
 METHODS = tuple(MULTILABEL_LABELS)
@@ -96,10 +96,10 @@ def compare(
     -------
     one_split : dict
         Method -> metric -> value on test (fitted on validation).
-    resplit : calibkit.resplits.Resplits
+    resplit : calibkit.verdicts.resplits.Resplits
         Per method and metric, the value on every re-split; ``per_class`` holds the types' ECEs.
     """
-    from calibkit.resplits import Resplits
+    from calibkit.verdicts.resplits import Resplits
 
     one_split = {}
     for method in METHODS:
@@ -142,7 +142,7 @@ def claims(resplit: Any) -> list[dict[str, Any]]:
 
     Parameters
     ----------
-    resplit : calibkit.resplits.Resplits
+    resplit : calibkit.verdicts.resplits.Resplits
         From :func:`compare`.
 
     Returns
@@ -150,7 +150,7 @@ def claims(resplit: Any) -> list[dict[str, Any]]:
     list of dict
         ``claim``, ``paper``, ``verdict``, ``share`` and ``numbers``.
     """
-    from calibkit.claims import _verdict
+    from calibkit.verdicts.claims import verdict_from_shares
 
     out = []
     for claim, paper, method, reference, metric in (
@@ -171,7 +171,7 @@ def claims(resplit: Any) -> list[dict[str, Any]]:
             {
                 "claim": claim,
                 "paper": paper,
-                "verdict": _verdict(p["better"], p["worse"]),
+                "verdict": verdict_from_shares(p["better"], p["worse"]),
                 "share": p["better"],
                 "numbers": f"{metric} {a:.4f} vs {b:.4f} (mean over {p['n']} re-splits; better in "
                 f"{100 * p['better']:.0f}%)",
@@ -185,7 +185,7 @@ def resplit_table(resplit: Any) -> str:
 
     Parameters
     ----------
-    resplit : calibkit.resplits.Resplits
+    resplit : calibkit.verdicts.resplits.Resplits
 
     Returns
     -------
@@ -219,13 +219,13 @@ def write_figures(
     dict of str to Path
     """
     import calibkit
-    from calibkit.reporting import _figure
+    from calibkit.verdicts.reporting import new_figure
 
     methods = ["uncalibrated"] + ([best] if best != "uncalibrated" else [])
     probs = {m: _probabilities(m, z_val, y_val, z_test)[0] for m in methods}
     support = y_test.sum(axis=0)
     frequent = [int(j) for j in np.argsort(-support)[:4]]
-    fig = _figure(figsize=(3.4 * len(frequent), 3.6))
+    fig = new_figure(figsize=(3.4 * len(frequent), 3.6))
     axes = fig.subplots(1, len(frequent), squeeze=False)[0]
     for ax, j in zip(axes, frequent):
         ax.plot([0, 1], [0, 1], color="0.7", lw=1)
@@ -241,7 +241,7 @@ def write_figures(
     fig.tight_layout()
     paths = {"reliability_types": out / "reliability_types.png"}
     fig.savefig(paths["reliability_types"], dpi=110)
-    fig = _figure(figsize=(5.5, 4))
+    fig = new_figure(figsize=(5.5, 4))
     ax = fig.subplots()
     for method, colour in zip(methods, ("tab:red", "tab:blue")):
         eces = _scores(probs[method], y_test)[1]
@@ -384,7 +384,7 @@ def _page(title: str, one_split: dict, resplit: Any, verdicts: list[dict[str, An
     """Render the report as one self-contained page: verdicts first, then the tables and the figures."""
     import html
 
-    from calibkit.reporting import _markdown_to_html_table, embedded_figure, html_page
+    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html_table
 
     items = "".join(
         f'<li class="{c["verdict"].replace(" ", "-")}"><b>{html.escape(c["verdict"])}</b>: {html.escape(c["claim"])} '
@@ -396,8 +396,8 @@ def _page(title: str, one_split: dict, resplit: Any, verdicts: list[dict[str, An
         title,
         [
             f"<h2>Verdicts</h2><ul id='verdicts'>{items}</ul>",
-            f"<h2>Over {resplit.resplits} re-splits</h2>{_markdown_to_html_table(resplit_table(resplit))}",
-            f"<h2>One split</h2>{_markdown_to_html_table(_one_split_table(one_split))}",
+            f"<h2>Over {resplit.resplits} re-splits</h2>{markdown_to_html_table(resplit_table(resplit))}",
+            f"<h2>One split</h2>{markdown_to_html_table(_one_split_table(one_split))}",
             "<h2>Figures</h2>" + "".join(figures),
         ],
     )

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.multiple_choice.data import ChoiceData
-from calibkit.multiple_choice.lighteval import DETAILS, read_details
+from calibkit.lm.multiple_choice.data import ChoiceData
+from calibkit.lm.multiple_choice.lighteval import DETAILS, read_details
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
@@ -90,7 +90,7 @@ def read_choices(location: str | Path) -> ChoiceData:
     location : str or Path
         An lm-evaluation-harness ``samples_*.jsonl`` (each task's ``target_delimiter`` read from
         the ``results_*.json`` beside it) or a lighteval ``details_*.parquet``
-        (``calibkit.multiple_choice.lighteval``); a folder searched recursively for them; or a
+        (``calibkit.lm.multiple_choice.lighteval``); a folder searched recursively for them; or a
         ``.jsonl``/``.parquet`` file in calibkit's choice format.
 
     Returns
@@ -276,7 +276,7 @@ def _read_choice_table(file: Path) -> ChoiceData:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from calibkit.prediction_files import read_table
+    from calibkit.io.prediction_files import read_table
 
     table = read_table(file)
     names = table.column_names

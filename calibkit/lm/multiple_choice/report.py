@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.lm.multiple_choice.data import ChoiceData, check_score, choice_logits, choice_probabilities
 from calibkit.metrics.registry import ON_REQUEST, OVER_CLASSES, TABLE_METRICS, metric_names
-from calibkit.multiple_choice.data import ChoiceData, check_score, choice_logits, choice_probabilities
 
 TOP_LABEL = tuple(m for m in TABLE_METRICS if m not in OVER_CLASSES and m != "macro_f1")
 """The comparison table's metrics of the top label (and accuracy): defined whatever the number of choices."""
@@ -152,7 +152,7 @@ def choice_temperature_scaling(
     """Fit temperature scaling over the choices per task on one half, evaluate on the other, re-split.
 
     Each task's questions are split in two halves, pooled, and re-split ``resplits`` times
-    (:func:`calibkit.resplits.resplit_comparison`): TS is fitted on one part and every metric of
+    (:func:`calibkit.verdicts.resplits.resplit_comparison`): TS is fitted on one part and every metric of
     :data:`TS_METRICS` evaluated on the other, before and after, paired.
 
     Parameters
@@ -177,8 +177,8 @@ def choice_temperature_scaling(
         model answers it at or below chance), is left out with a reason under ``"skipped"``.
     """
     from calibkit.calibrators import TemperatureScaling
-    from calibkit.claims import _verdict
-    from calibkit.resplits import resplit_comparison
+    from calibkit.verdicts.claims import verdict_from_shares
+    from calibkit.verdicts.resplits import resplit_comparison
 
     score = check_score(score)
     out: dict[str, Any] = {"score": score, "tasks": {}, "skipped": {}}
@@ -207,7 +207,7 @@ def choice_temperature_scaling(
                 "uncalibrated": rs.summary("uncalibrated", metric),
                 "ts": rs.summary("ts", metric),
                 "paired": paired,
-                "verdict": "unchanged" if unchanged else _verdict(paired["better"], paired["worse"]),
+                "verdict": "unchanged" if unchanged else verdict_from_shares(paired["better"], paired["worse"]),
             }
         out["tasks"][task] = entry
     return out

@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable
 from typing import NoReturn
 
-from calibkit.multiple_choice.data import SCORES
+from calibkit.lm.multiple_choice.data import SCORES
 
 DESCRIPTION = """\
 calibkit: can a classifier's probabilities be trusted, per class and per region of certainty?

@@ -1,0 +1,7 @@
+"""``python -m calibkit.cli``: the ``calibkit`` command."""
+
+import sys
+
+from calibkit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,74 @@
+"""``calibkit report --predictions LOGS``: multiple-choice logs, by task and pooled.
+
+lm-evaluation-harness and lighteval logs or the choice format (read by
+:mod:`calibkit.lm.multiple_choice`), with ``--calibrate`` for temperature scaling over the choices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from calibkit.cli.common import writable_folder
+
+
+def run(args: argparse.Namespace) -> int:
+    """``--predictions`` holds multiple-choice logs (lm-evaluation-harness, the choice format): by task and pooled.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``calibkit report``.
+
+    Returns
+    -------
+    int
+        The exit status, 0 (bad input raises a one-line ``ValueError``, which :func:`calibkit.cli.main`
+        prints as exit status 2).
+    """
+    from calibkit.lm.multiple_choice import (
+        choice_temperature_scaling,
+        format_choice_table,
+        format_ts_table,
+        multiple_choice_report,
+        read_choices,
+    )
+
+    if args.bootstrap:
+        raise ValueError("--bootstrap: not available for multiple-choice logs yet")
+    data = read_choices(args.predictions)
+    report = multiple_choice_report(
+        data, score=args.score, n_bins=args.n_bins, theta=args.theta, fce_variant=args.fce_variant
+    )
+    score = {
+        "loglik": "log-likelihood (acc)",
+        "chars": "log-likelihood per character (acc_norm)",
+        "bytes": "log-likelihood per UTF-8 byte (acc_bytes)",
+        "tokens": "log-likelihood per token (acc_norm_token)",
+    }[args.score]
+    source = (
+        f"{args.predictions} ({len(data.gold)} questions, {len(report['tasks'])} tasks; confidence: softmax of {score})"
+    )
+    out = {"source": source, **report}
+    table = format_choice_table(report)
+    if args.calibrate:
+        ts = choice_temperature_scaling(data, score=args.score, resplits=args.resplits, n_bins=args.n_bins,
+                                        theta=args.theta, seed=args.seed)  # fmt: skip
+        out["temperature_scaling"] = ts
+        how = f"fitted per task on one half, evaluated on the other, {args.resplits} re-splits"
+        table += f"\n\nTemperature scaling over the choices ({how}):\n{format_ts_table(ts)}"
+    if args.json:
+        print(json.dumps(out, indent=2, default=lambda v: None))
+    else:
+        print(f"calibkit report: {source}")
+        print(table)
+    if args.output:
+        from calibkit.lm.multiple_choice.figures import write_choice_report
+
+        folder = writable_folder(args.output)
+        (folder / "report.json").write_text(json.dumps(out, indent=2, default=lambda v: None) + "\n")
+        (folder / "table.md").write_text(f"# calibkit report: {source}\n{table}\n")
+        paths = write_choice_report(folder, source, table, report, data, n_bins=args.n_bins)
+        if not args.json:
+            print("\n".join(f"{name}: {path}" for name, path in paths.items()))
+    return 0
