@@ -351,6 +351,7 @@ def calibration_report(
     theta: float = 40,
     fce_bins: int = 15,
     esce_bins: int = 10,
+    eps: float = 1e-12,
     fce_variant: str = "paper",
     coverage: float = 0.8,
     multilabel: bool = False,
@@ -368,7 +369,7 @@ def calibration_report(
         the schema of ``calibkit report --predictions`` (see :func:`partitions`).
     labels : dask.array.Array, optional
         ``(N,)`` or ``(N, L)`` integer labels, ``ignore_index`` for positions to skip.
-    metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins
+    metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps
         As in :class:`~calibkit.CalibrationAccumulator`.
     from_logits : bool, default False
         For a Dask array: the values are logits. A DataFrame says it by its column name.
@@ -403,7 +404,7 @@ def calibration_report(
         raise ValueError(f"`split_every` must be at least 2, got {split_every}")
     settings = dict(
         metrics=metrics, ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins,
-        rbece_bins=rbece_bins, theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, fce_variant=fce_variant,
+        rbece_bins=rbece_bins, theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, eps=eps, fce_variant=fce_variant,
         coverage=coverage, multilabel=multilabel,
     )  # fmt: skip
     wanted = CalibrationAccumulator(**settings).metrics  # every setting checked here, before the cluster works

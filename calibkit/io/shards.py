@@ -38,18 +38,19 @@ SHARD_SUFFIXES = (".parquet", ".npz", ".jsonl")
 BATCH_BYTES = 8 * 2**20  # per-batch working memory is about 30x this (Arrow buffers, conversions, kernel blocks)
 
 
-def is_shard_location(location: str) -> bool:
+def is_shard_location(location: str | os.PathLike) -> bool:
     """Tell whether ``location`` is a folder or a glob pattern (not a single file): the streaming path.
 
     Parameters
     ----------
-    location : str
+    location : str or path-like
         The ``--predictions`` argument.
 
     Returns
     -------
     bool
     """
+    location = os.fspath(location)
     return Path(location).is_dir() or glob.has_magic(location)
 
 
@@ -109,7 +110,7 @@ def _translate(parts: tuple[str, ...]) -> str:
     return "".join(pieces)[:-1] if not parts[-1] == "**" else "".join(pieces) + "[^/]+"
 
 
-def find_shards(location: str) -> tuple[list[Path], dict[str, list[Path]]]:
+def find_shards(location: str | os.PathLike) -> tuple[list[Path], dict[str, list[Path]]]:
     """Find the shards of a folder (recursively) or a glob, each file once, and what was skipped.
 
     Links are followed, but every file is read once, by its resolved path (a ``latest -> run1``
@@ -122,7 +123,7 @@ def find_shards(location: str) -> tuple[list[Path], dict[str, list[Path]]]:
 
     Parameters
     ----------
-    location : str
+    location : str or path-like
         A folder, a glob pattern, or one file.
 
     Returns
@@ -139,6 +140,7 @@ def find_shards(location: str) -> tuple[list[Path], dict[str, list[Path]]]:
         When there is no shard, a glob matches a file that is no prediction file, or a
         prediction file's link is broken.
     """
+    location = os.fspath(location)  # a pathlib.Path reads as its string
     path = Path(location)
     if glob.has_magic(location):
         roots = _glob(location)
@@ -191,7 +193,7 @@ def shard_files(location: str) -> list[Path]:
 
     Parameters
     ----------
-    location : str
+    location : str or path-like
         A folder, a glob pattern, or one file.
 
     Returns
@@ -443,6 +445,7 @@ def stream_report(
     theta: float = 40,
     fce_bins: int = 15,
     esce_bins: int = 10,
+    eps: float = 1e-12,
     fce_variant: str = "paper",
     coverage: float = 0.8,
     multilabel: bool = False,
@@ -458,7 +461,7 @@ def stream_report(
     ----------
     location : str
         A folder (searched recursively), a glob (``'preds/*.parquet'``) or one shard.
-    metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins
+    metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps
         As in :class:`~calibkit.CalibrationAccumulator`.
     fce_variant, coverage, multilabel, num_threads
         As in :class:`~calibkit.CalibrationAccumulator`. Probabilities or
@@ -491,7 +494,7 @@ def stream_report(
     exact_ace = check_bool(exact_ace, "exact_ace")
     settings = dict(
         ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins, rbece_bins=rbece_bins,
-        theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, fce_variant=fce_variant, num_threads=num_threads,
+        theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, eps=eps, fce_variant=fce_variant, num_threads=num_threads,
         coverage=coverage, multilabel=multilabel,
     )  # fmt: skip
     wanted = CalibrationAccumulator(metrics, **settings).metrics  # settings checked before any shard is read
