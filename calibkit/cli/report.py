@@ -111,7 +111,13 @@ def run(args: argparse.Namespace) -> int:
         if args.model or args.dataset:
             raise ValueError("--multilabel reads saved predictions (--predictions); with --model it is not available")
         from calibkit.io.shards import is_shard_location
+        from calibkit.lm.multiple_choice import is_choice_location
 
+        if args.predictions and is_choice_location(args.predictions):
+            raise ValueError(
+                f"--multilabel: {args.predictions} holds multiple-choice logs (one answer per question), "
+                "not multi-label predictions; drop --multilabel"
+            )
         _refuse_unused_options(args, False, bool(args.predictions) and is_shard_location(args.predictions))
 
         return report_multilabel.run(args)
@@ -133,6 +139,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.predictions:
         values, labels, from_logits = load_predictions(args.predictions)
+        if values.ndim == 2 and labels.shape == values.shape:  # multi-hot labels: never guessed, named on this face
+            raise ValueError(
+                f"--predictions: {args.predictions}: `labels` has the predictions' shape {values.shape}; for "
+                "multi-hot labels of a multi-label head pass --multilabel"
+            )
         source, names = args.predictions, None
     else:
         values, labels = synthetic_example()

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         "tokens": "log-likelihood per token (acc_norm_token)",
     }[args.score]
     source = (
-        f"{args.predictions} ({len(data.gold)} questions, {len(report['tasks'])} tasks; confidence: softmax of {score})"
+        f"{args.predictions} ({len(data.gold)} questions, {len(report['tasks']) + len(report['skipped'])} tasks; confidence: softmax of {score})"
     )
     out = {"source": source, **report}
     table = format_choice_table(report)

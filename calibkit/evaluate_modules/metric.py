@@ -205,6 +205,12 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
                 )
             return p, y
         p, y = to_numpy(predictions, "predictions"), to_numpy(references, "references")
+        if p.ndim == 2 and y.shape == p.shape and y.size and np.isin(y, (0, 1)).all():
+            raise ValueError(
+                f"`predictions` and `references` both of shape {p.shape}, references 0/1: they look like multi-label "
+                f'(one column per label, multi-hot); load the multilabel configuration: evaluate.load("{self.name}", '
+                f'"multilabel") (for a binary token classifier\'s P(class 1) per token: the "token" configuration)'
+            )
         if p.ndim == 3 or y.ndim == 2:
             raise ValueError(
                 f"`predictions` of shape {p.shape} and `references` of shape {y.shape} look like token classification; "

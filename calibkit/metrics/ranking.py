@@ -15,6 +15,7 @@ rows and computes both exactly (:func:`selective_from_rows`; bound 0), as it doe
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -215,7 +216,11 @@ def risk_curve(confidence: np.ndarray, wrong: np.ndarray) -> np.ndarray:
 
 
 def coverage_rank(coverage: float, n: float) -> int:
-    """Return how many inputs a coverage answers: ``ceil(coverage * n)``, at least 1.
+    """Return how many inputs a coverage answers: ``ceil(coverage * n)``, at least 1, the product exact.
+
+    ``coverage`` is read as the decimal it prints as (Python's shortest ``repr``): 0.7 is 7/10, so
+    0.7 of 10 inputs answers 7 (the float product is 7.000000000000001), while 0.50000000005 of
+    10 answers 6 (SPEC.md).
 
     Parameters
     ----------
@@ -228,7 +233,8 @@ def coverage_rank(coverage: float, n: float) -> int:
     -------
     int
     """
-    return max(1, math.ceil(coverage * n - 1e-9))  # 0.8 * 10 is 8, not 9, in floating point
+    product = Decimal(repr(float(coverage))) * Decimal(repr(float(n)))  # exact: no rounding of the product
+    return max(1, math.ceil(product))
 
 
 def selective_from_rows(confidence: np.ndarray, wrong: np.ndarray, coverage: float) -> dict[str, tuple[float, float]]:

@@ -13,7 +13,7 @@ import numpy as np
 from calibkit.lm.multiple_choice.data import ChoiceData, choice_probabilities
 
 
-def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15) -> Any:
+def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15, skipped: Any = ()) -> Any:
     """Draw one reliability diagram per task and one pooled, side by side (a matplotlib Figure).
 
     Parameters
@@ -21,6 +21,8 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15) -> Any:
     data : ChoiceData
     score : {"loglik", "chars", "bytes", "tokens"}
     n_bins : int, default 15
+    skipped : collection of str, optional
+        Tasks left out (those the report could not score).
 
     Returns
     -------
@@ -30,7 +32,7 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15) -> Any:
     from calibkit.verdicts.reporting import new_figure
 
     probs = choice_probabilities(data, score)
-    tasks = sorted(set(data.task.tolist()))
+    tasks = sorted(set(data.task.tolist()) - set(skipped))
     panels = [(task, data.task == task) for task in tasks] + [("(pooled)", np.ones(len(data.gold), dtype=bool))]
     if len(tasks) == 1:
         panels = panels[:1]
@@ -71,7 +73,7 @@ def write_choice_report(
     from calibkit.verdicts.reporting import markdown_to_html_table
 
     figure = folder / "reliability.png"
-    reliability_grid(data, report["score"], n_bins).savefig(figure, dpi=110)
+    reliability_grid(data, report["score"], n_bins, report.get("skipped", {})).savefig(figure, dpi=110)
     image = base64.b64encode(figure.read_bytes()).decode("ascii")
     blocks = []
     for part in table.split("\n\n"):

@@ -186,6 +186,7 @@ def _read_samples(file: Path) -> ChoiceData:
     task = _task_of(file)
     delimiter = _delimiters(file).get(task, " ")
     rows = []
+    first_line: dict[str, int] = {}  # doc_id -> the line it was first read on
     with open(file, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -200,6 +201,15 @@ def _read_samples(file: Path) -> ChoiceData:
                 doc = sample.get("doc_id", f"line {number}") if isinstance(sample, dict) else f"line {number}"
                 detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
                 raise ValueError(f"--predictions: {file}, doc_id {doc}: {detail}") from None
+            # The harness logs each question of a task once; a second sample with the same doc_id
+            # would count one question twice, silently (two runs appended to one file, a merge).
+            key = str(rows[-1][0])
+            if key in first_line:
+                raise ValueError(
+                    f"--predictions: {file}, doc_id {rows[-1][0]}: appears twice (lines {first_line[key]} and "
+                    f"{number}); each question is logged once per task"
+                )
+            first_line[key] = number
     if not rows:
         raise ValueError(f"--predictions: {file} holds no sample")
     width = max(len(r[1]) for r in rows)

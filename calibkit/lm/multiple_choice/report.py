@@ -19,6 +19,22 @@ POSITION_METRICS = (*OVER_CLASSES, "ace_error_bound")
 """Metrics over classes, here answer positions: given only where a task has a fixed number of choices."""
 
 
+def unscorable(data: ChoiceData) -> str | None:
+    """Say why a set of questions cannot be scored (every question has one choice), or None.
+
+    Parameters
+    ----------
+    data : ChoiceData
+
+    Returns
+    -------
+    str or None
+    """
+    if len(data.gold) and int(np.max(data.n_choices)) < 2:
+        return "every question has one choice: the answer is given, there is no confidence to judge"
+    return None
+
+
 def _one_report(data: ChoiceData, score: str, settings: dict[str, Any]) -> dict[str, Any]:
     import calibkit
 
@@ -78,11 +94,13 @@ def multiple_choice_report(
         seen), ``"positions"`` (whether metrics over answer positions are defined: None where
         not), ``"aurc"`` and ``"selective_accuracy"`` (:func:`calibkit.aurc`,
         :func:`calibkit.selective_accuracy` on the ``"coverage"``, 80%, most confident answers).
+        ``"skipped"``: task -> why it could not be scored (every question has one choice); its
+        questions still count in the pooled report.
 
     Raises
     ------
     ValueError
-        On an unknown score or a bad setting.
+        On an unknown score or a bad setting, or when no question has two choices.
 
     Examples
     --------
@@ -97,10 +115,18 @@ def multiple_choice_report(
     """
     score = check_score(score)
     settings = {"n_bins": n_bins, "theta": theta, "fce_variant": fce_variant, "metrics": metrics}
-    tasks = {}
+    why = unscorable(data)
+    if why is not None:
+        raise ValueError(f"`data`: {why} (in every task)")
+    tasks, skipped = {}, {}
     for task in sorted(set(data.task.tolist())):
-        tasks[task] = _one_report(data.select(data.task == task), score, settings)
-    return {"score": score, "pooled": _one_report(data, score, settings), "tasks": tasks}
+        part = data.select(data.task == task)
+        why = unscorable(part)
+        if why is not None:  # skipped with its reason; the other tasks are reported
+            skipped[task] = why
+            continue
+        tasks[task] = _one_report(part, score, settings)
+    return {"score": score, "pooled": _one_report(data, score, settings), "tasks": tasks, "skipped": skipped}
 
 
 TABLE_COLUMNS = ("questions", *TOP_LABEL, "cece", *ON_REQUEST)
@@ -133,7 +159,11 @@ def format_choice_table(report: dict[str, Any]) -> str:
             "-".join(str(c) for c in (r["choices"][0], r["choices"][-1])) if len(r["choices"]) > 1 else r["choices"][0]
         )
         lines.append(f"| {task} | {choices} | " + " | ".join(cell(r[c]) for c in columns) + " |")
-    return "\n".join(lines)
+    skipped = report.get("skipped", {})
+    for task in skipped:
+        lines.append(f"| {task} | 1 | " + " | ".join(["-"] * len(columns)) + " |")
+    notes = [f"{task}: {why}" for task, why in skipped.items()]
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 TS_METRICS = TOP_LABEL
@@ -185,6 +215,10 @@ def choice_temperature_scaling(
     for task in sorted(set(data.task.tolist())):
         part = data.select(data.task == task)
         z, y = choice_logits(part, score), part.gold
+        why = unscorable(part)
+        if why is not None:
+            out["skipped"][task] = why
+            continue
         if len(y) < 20:
             out["skipped"][task] = f"{len(y)} questions: too few to fit on one half and evaluate on the other"
             continue

@@ -1,0 +1,167 @@
+"""Issue 45, trust part three: the edges a new user's audit found at last round's doors (multi-label,
+multiple-choice logs, selective metrics). Each test fails on 75fd235."""
+
+import inspect
+import json
+
+import numpy as np
+import pytest
+
+import calibkit
+from calibkit.cli import main
+from calibkit.lm.multiple_choice import ChoiceData, multiple_choice_report, read_choices
+from calibkit.metrics.backends import use_backend
+from tests.test_multiple_choice import sample, write_samples
+
+# ---- 1. selective accuracy answers ceil(coverage * N) of an exact product -------------------
+
+
+def top_k_accuracy(p, y, k):
+    conf = np.maximum(p, 1 - p)
+    right = (p > 0.5).astype(int) == y
+    order = np.argsort(-conf, kind="stable")
+    return right[order[:k]].mean()
+
+
+@pytest.mark.parametrize("engine", ["numba", "torch"])
+@pytest.mark.parametrize(
+    "coverage, n, answered",
+    [(0.50000000005, 10, 6), (0.8000000000005, 1000, 801), (0.7, 10, 7), (0.8, 10, 8), (0.3, 10, 3), (1.0, 7, 7)],
+)
+def test_selective_accuracy_answers_the_ceiling_of_the_exact_product(engine, coverage, n, answered):
+    rng = np.random.default_rng(n)
+    p = rng.permutation(np.linspace(0.51, 0.99, n))  # distinct confidences: no tie at the cut
+    y = (rng.random(n) < p).astype(int)
+    with use_backend(engine):
+        got = calibkit.selective_accuracy(p, y, coverage=coverage)
+        streamed = calibkit.CalibrationAccumulator(["selective_accuracy"], coverage=coverage).update(p, y).compute()
+    assert got == pytest.approx(top_k_accuracy(p, y, answered), abs=1e-12)
+    assert got != pytest.approx(top_k_accuracy(p, y, answered - 1), abs=1e-12) or answered == 1
+    # the accumulator keeps buckets, not rows: its value lies within its stated bound of the exact one
+    assert abs(streamed["selective_accuracy"] - got) <= streamed["selective_accuracy_error_bound"] + 1e-12
+
+
+# ---- 2. a task whose questions all have one choice is skipped with its reason --------------
+
+
+def one_choice_data():
+    rng = np.random.default_rng(0)
+    ll = np.full((30, 3), np.nan)
+    ll[:24] = -rng.gamma(2.0, 1.0, (24, 3))
+    ll[24:, 0] = -1.0  # task "given": one choice each
+    gold = np.r_[ll[:24].argmax(1) * (rng.random(24) < 0.7), np.zeros(6, int)]
+    task = np.array(["real"] * 24 + ["given"] * 6, dtype=object)
+    return ChoiceData(task, np.arange(30).astype(object), ll, gold, None, None, np.array(["f"] * 30, dtype=object))
+
+
+def test_a_one_choice_task_is_skipped_and_the_others_reported():
+    report = multiple_choice_report(one_choice_data())
+    assert list(report["tasks"]) == ["real"] and "one choice" in report["skipped"]["given"]
+    assert report["pooled"]["questions"] == 30
+
+
+def test_the_cli_reports_the_other_tasks_of_a_run_with_a_one_choice_task(tmp_path, capsys):
+    rows = [{"task": "given", "choice_logprobs": [-1.0], "gold": 0}] * 5
+    rows += [{"task": "real", "choice_logprobs": [-1.0 - i % 3, -2.0, -1.5], "gold": i % 3} for i in range(24)]
+    path = tmp_path / "choices.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["report", "--predictions", str(path), "--calibrate", "--resplits", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "| real |" in out and "given: every question has one choice" in out and "2 tasks" in out
+
+
+def test_no_question_with_two_choices_is_one_line(tmp_path):
+    data = one_choice_data().select(np.arange(30) >= 24)
+    with pytest.raises(ValueError, match="one choice"):
+        multiple_choice_report(data)
+
+
+# ---- 3. a doc_id repeated within one samples file is refused -------------------------------
+
+
+def test_a_repeated_doc_id_is_refused_naming_the_file_and_the_id(tmp_path, capsys):
+    samples = [sample(0, [-1.0, -2.0], 0, acc=1.0), sample(1, [-2.0, -1.0], 1, acc=1.0)]
+    file = write_samples(tmp_path / "run", "dup", [*samples, sample(0, [-1.0, -2.0], 0, acc=1.0)])
+    with pytest.raises(ValueError, match=r"doc_id 0: appears twice \(lines 1 and 3\)") as info:
+        read_choices(file)
+    assert str(file) in str(info.value)
+    assert main(["report", "--predictions", str(tmp_path / "run")]) == 2
+    assert "appears twice" in capsys.readouterr().err
+
+
+# ---- 4. --multilabel on multiple-choice logs is refused in one line ------------------------
+
+
+def test_multilabel_on_choice_logs_is_refused_before_reading_shards(tmp_path, capsys):
+    write_samples(tmp_path / "run", "t", [sample(0, [-1.0, -2.0], 0, acc=1.0)])
+    assert main(["report", "--predictions", str(tmp_path / "run"), "--multilabel"]) == 2
+    err = capsys.readouterr().err
+    assert "--multilabel" in err and "multiple-choice logs" in err and len(err.strip().splitlines()) == 1
+
+
+# ---- 5. the evaluate module names the multilabel configuration for multi-hot references ----
+
+
+def test_the_evaluate_module_names_the_multilabel_configuration():
+    from calibkit.evaluate_modules import evaluate_module_path
+
+    evaluate = pytest.importorskip("evaluate")
+    ece = evaluate.load(evaluate_module_path("ece"))
+    p = np.array([[0.9, 0.2, 0.7], [0.1, 0.8, 0.6]])
+    y = np.array([[1, 0, 1], [0, 1, 0]])
+    with pytest.raises(ValueError, match='evaluate.load\\("ece", "multilabel"\\)'):
+        ece.compute(predictions=p, references=y)
+
+
+# ---- 6. the command line names --multilabel for a multi-hot .npz ---------------------------
+
+
+def test_the_cli_names_its_own_option_for_multi_hot_labels(tmp_path, capsys):
+    np.savez(tmp_path / "ml.npz", probs=np.array([[0.9, 0.2], [0.3, 0.8]]), labels=np.array([[1, 0], [0, 1]]))
+    assert main(["report", "--predictions", str(tmp_path / "ml.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "pass --multilabel" in err and "multilabel=True" not in err
+
+
+# ---- 7. the guide's claims about where multilabel and the settings are taken ----------------
+
+
+def test_every_door_the_guide_names_takes_multilabel():
+    from calibkit.callbacks import CalibrationCallback
+    from calibkit.io.dask import calibration_report as dask_report
+    from calibkit.io.shards import stream_report
+    from calibkit.metrics.bootstrap import bootstrap_intervals
+
+    for door in (calibkit.calibration_report, calibkit.CalibrationAccumulator, bootstrap_intervals, stream_report,
+                 dask_report, CalibrationCallback):  # fmt: skip
+        assert "multilabel" in inspect.signature(door).parameters, door
+
+
+def test_the_one_metric_functions_do_not_take_multilabel_as_the_guide_says():
+    from calibkit.metrics import functional
+
+    functions = [getattr(functional, name) for name in functional.__all__]
+    functions = [f for f in functions if inspect.isfunction(f)]
+    assert len(functions) > 15
+    takers = [f.__name__ for f in functions if "multilabel" in inspect.signature(f).parameters]
+    assert set(takers) <= {"calibration_report", "multilabel_report"}
+    with pytest.raises(TypeError):
+        calibkit.ece(np.array([[0.9, 0.1]]), np.array([[1, 0]]), multilabel=True)
+
+
+def test_fce_variant_is_a_setting_at_every_door_the_guide_lists():
+    from calibkit.callbacks import CalibrationCallback
+    from calibkit.metrics.bootstrap import bootstrap_intervals
+    from calibkit.verdicts.comparison import compare_calibrators
+    from calibkit.verdicts.resplits import resplit_comparison
+
+    for door in (calibkit.fce, calibkit.calibration_report, calibkit.CalibrationAccumulator, bootstrap_intervals,
+                 compare_calibrators, resplit_comparison, CalibrationCallback):  # fmt: skip
+        assert "fce_variant" in inspect.signature(door).parameters, door
+
+
+def test_settings_object_is_taken_where_getting_started_says():
+    from calibkit.metrics.bootstrap import bootstrap_intervals
+
+    for door in (calibkit.calibration_report, calibkit.CalibrationAccumulator, bootstrap_intervals):
+        assert "settings" in inspect.signature(door).parameters, door
