@@ -46,9 +46,8 @@ def run(args: argparse.Namespace) -> int:
         "bytes": "log-likelihood per UTF-8 byte (acc_bytes)",
         "tokens": "log-likelihood per token (acc_norm_token)",
     }[args.score]
-    source = (
-        f"{args.predictions} ({len(data.gold)} questions, {len(report['tasks']) + len(report['skipped'])} tasks; confidence: softmax of {score})"
-    )
+    tasks = len(report["tasks"]) + len(report["skipped"])
+    source = f"{args.predictions} ({len(data.gold)} questions, {tasks} tasks; confidence: softmax of {score})"
     out = {"source": source, **report}
     table = format_choice_table(report)
     if args.calibrate:
