@@ -165,3 +165,27 @@ def test_settings_object_is_taken_where_getting_started_says():
 
     for door in (calibkit.calibration_report, calibkit.CalibrationAccumulator, bootstrap_intervals):
         assert "settings" in inspect.signature(door).parameters, door
+
+
+# ---- 8. a Dask partition or a shard with other classes is named ----------------------------
+
+
+def test_a_dask_partition_with_other_classes_is_named():
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    dd = pytest.importorskip("dask.dataframe")
+    from calibkit.io.dask import calibration_report
+
+    rows = [list(np.full(4, 0.25))] * 10 + [list(np.full(5, 0.2))] * 5
+    lists = pd.array(rows, dtype=pd.ArrowDtype(pa.list_(pa.float64())))
+    frame = dd.from_pandas(pd.DataFrame({"probs": lists, "labels": [0] * 15}), npartitions=3, sort=False)
+    with pytest.raises(ValueError, match="partition 2 has 5 classes but partition 0 has 4 classes"):
+        calibration_report(frame, scheduler="synchronous")
+
+
+def test_a_shard_with_other_classes_is_named(tmp_path, capsys):
+    np.savez(tmp_path / "a.npz", probs=np.full((5, 4), 0.25), labels=np.zeros(5, int))
+    np.savez(tmp_path / "b.npz", probs=np.full((5, 5), 0.2), labels=np.zeros(5, int))
+    assert main(["report", "--predictions", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "b.npz (rows from 0)" in err and "the shards before it had 4" in err

@@ -127,24 +127,43 @@ class PartitionError(ValueError):
         return type(self), (self.head, self.tail, self.partition, self.row, self.token, self.offset)
 
 
-def _accumulate(batch: Part | None, settings: dict[str, Any]):
+def _accumulate(batch: Part | None, settings: dict[str, Any], index: int):
     if batch is None:
         return None
     acc = CalibrationAccumulator(from_logits=batch.from_logits, **settings)
     batch.update(acc)
-    return acc
+    return index, acc  # the partition travels with its sums, so that a disagreement can name it
 
 
-def _merge_accumulators(*accs: CalibrationAccumulator | None) -> CalibrationAccumulator | None:
-    present = [a for a in accs if a is not None]
+def _classes(acc: CalibrationAccumulator) -> str | None:
+    stats = acc.statistics
+    if stats is None:
+        return None
+    if isinstance(stats, list):
+        return f"{len(stats)} labels"
+    return "binary input (N,)" if stats.binary else f"{stats.num_classes} classes"
+
+
+def _merge_accumulators(*parts: tuple[int, CalibrationAccumulator] | None) -> tuple[int, CalibrationAccumulator] | None:
+    present = [p for p in parts if p is not None]
     if not present:
         return None
-    first = present[0]
-    for other in present[1:]:
+    index, first = present[0]
+    for other_index, other in present[1:]:
         if other.from_logits != first.from_logits:
-            raise ValueError("some partitions hold probabilities and others logits: every partition must hold one kind")
+            raise ValueError(
+                f"`data`: partition {other_index} holds {'logits' if other.from_logits else 'probabilities'} and "
+                f"partition {index} {'logits' if first.from_logits else 'probabilities'}: every partition must hold "
+                "one kind"
+            )
+        mine, theirs = _classes(first), _classes(other)
+        if mine is not None and theirs is not None and mine != theirs:  # each side agrees with its first partition
+            raise ValueError(
+                f"`data`: partition {other_index} has {theirs} but partition {index} has {mine}: every partition "
+                "must hold the same classes"
+            )
         first.merge(other)  # a task's inputs are its own (deserialised, or made by the task before)
-    return first
+    return index, first
 
 
 def _contribution(batch: Part | None, exact: ExactACE) -> PassContribution:
@@ -412,14 +431,15 @@ def calibration_report(
     parts = partitions(data, labels, from_logits=from_logits, multilabel=multilabel)
     if not parts:
         raise ValueError("`data` has no partition")
-    accumulate = [dask.delayed(_accumulate, pure=True)(p, settings) for p in parts]
+    accumulate = [dask.delayed(_accumulate, pure=True)(p, settings, i) for i, p in enumerate(parts)]
     try:
-        (acc,) = dask.compute(_tree(accumulate, _merge_accumulators, split_every), scheduler=scheduler)
+        (merged,) = dask.compute(_tree(accumulate, _merge_accumulators, split_every), scheduler=scheduler)
     except PartitionError as exc:
         offset = exc.offset
         if offset is None:  # a DataFrame's partition sizes are known only once read: count those before it
             offset = sum(dask.compute(*[dask.delayed(_rows)(p) for p in parts[: exc.partition]], scheduler=scheduler))
         raise ValueError(str(PartitionError(exc.head, exc.tail, exc.partition, exc.row, exc.token, offset))) from None
+    acc = None if merged is None else merged[1]
     stats = None if acc is None else acc.statistics
     counted = 0 if stats is None else (sum(s.n for s in stats) if isinstance(stats, list) else stats.n)
     if counted == 0:

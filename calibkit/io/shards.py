@@ -365,8 +365,9 @@ class Batch(NamedTuple):
             target.update(self.values, self.labels)
         except InputError as exc:
             raise exc.at(self.place(exc)) from None
-        except ValueError as exc:
-            raise ValueError(f"--predictions: {self.file} (rows from {self.offset}): {exc}") from None
+        except ValueError as exc:  # "earlier batches": here the shards read before this one
+            message = str(exc).replace("earlier batches had", "the shards before it had")
+            raise ValueError(f"--predictions: {self.file} (rows from {self.offset}): {message}") from None
 
 
 def iter_batches(
