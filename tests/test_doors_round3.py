@@ -189,3 +189,40 @@ def test_a_shard_with_other_classes_is_named(tmp_path, capsys):
     assert main(["report", "--predictions", str(tmp_path), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "b.npz (rows from 0)" in err and "the shards before it had 4" in err
+
+
+# ---- 9. the engines agree to about 1e-15 relative, as README and the guide now say ----------
+
+
+def test_a_first_call_on_torch_and_a_later_one_on_the_kernels_agree_as_documented():
+    rng = np.random.default_rng(9)
+    worst = 0.0
+    for _ in range(40):
+        k = int(rng.integers(2, 6))
+        p = rng.dirichlet(np.ones(k), int(rng.integers(20, 80))).round(2)
+        p = p / p.sum(1, keepdims=True)
+        y = rng.integers(0, k, len(p))
+        with use_backend("torch"):
+            first = calibkit.calibration_report(p, y, metrics=["ece", "mce", "brier", "nll", "ecd"])
+        with use_backend("numba"):
+            later = calibkit.calibration_report(p, y, metrics=["ece", "mce", "brier", "nll", "ecd"])
+        for name in ("ece", "mce", "brier", "nll", "ecd"):
+            a, b = first[name], later[name]
+            worst = max(worst, abs(a - b) / max(abs(b), 1e-300))
+    assert worst <= 1e-14  # "about 1e-15 relative" (README, GPUs and engines); not promised to the bit
+
+
+# ---- Also: a warning about absent classes stays short at a vocabulary's width ---------------
+
+
+def test_the_missing_class_warning_gives_a_count_and_the_first_ids():
+    k = 16_000
+    p = np.full((4, k), 1.0 / k)
+    y = np.array([0, 1, 2, 3])
+    with pytest.warns(calibkit.MissingClassWarning) as caught:
+        calibkit.cece(p, y)
+    message = str(caught[0].message)
+    assert message.startswith("15996 classes ([4, 5, 6, 7, 8, 9, 10, 11, 12, 13, ...]) have no sample")
+    assert len(message) < 200
+    with pytest.warns(calibkit.MissingClassWarning, match=r"^classes \[2\] have no sample"):
+        calibkit.cece(np.full((2, 3), 1 / 3), np.array([0, 1]))

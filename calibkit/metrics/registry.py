@@ -42,6 +42,9 @@ from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points
 
 SUMS = ("top", "rows", "classwise", "ace", "fuzzy", "selective")
+
+FEW_CLASSES = 10
+"""A message lists at most this many class ids, then gives the count."""
 """The groups of sums a pass can fill: ``top`` (top-label bins, one table per bin count),
 ``rows`` (per-entry logs and squares: ECD, NLL, Brier), ``classwise`` (per-column bins, SCE),
 ``ace`` (fine per-column buckets), ``fuzzy`` (FCE) and ``selective`` (fine buckets of the
@@ -137,8 +140,11 @@ class Sums:
         value = per_class_ece(self.by_class(self.settings.n_bins))
         absent = np.flatnonzero(np.isnan(value))
         if absent.size:
+            # A count and the first ids: at a vocabulary's 16,000 classes the whole list is a wall of text
+            shown = ", ".join(str(k) for k in absent[:FEW_CLASSES].tolist())
+            which = f"classes [{shown}]" if absent.size <= FEW_CLASSES else f"{absent.size} classes ([{shown}, ...])"
             warnings.warn(
-                f"classes {absent.tolist()} have no sample: their ECE_k is NaN and they are left out of "
+                f"{which} have no sample: their ECE_k is NaN and they are left out of "
                 "CECE, MSECE, WSECE and ECE variance",
                 MissingClassWarning,
                 stacklevel=5,
