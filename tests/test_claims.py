@@ -132,3 +132,12 @@ def test_lowest_needs_another_method_and_no_rbece_means_no_region_pick():
     assert out["RD-TS gives the lowest RBECE of all the calibrators compared"]["numbers"] == "no other method compared"
     resplits = fake({"uncalibrated": {"ece": [0.1] * 20}, "ts": {"ece": [0.05] * 20}})
     assert "no pick for the regions of certainty" in what_this_means(resplits, verdicts(resplits))
+
+
+def test_a_tie_with_the_best_other_method_counts_as_lowest():
+    """The rule, as the Claim docstring states it: RD-TS ties the best other method -> it shares the lowest."""
+    name = "RD-TS gives the lowest RBECE of all the calibrators compared"
+    tied = by_claim(fake({"rd-ts": {"rbece": [0.1] * 20}, "ts": {"rbece": [0.1] * 20}, "wts": {"rbece": [0.2] * 20}}))
+    assert tied[name]["verdict"] == "holds" and tied[name]["numbers"].startswith("RD-TS has the lowest rbece in 100%")
+    above = by_claim(fake({"rd-ts": {"rbece": [0.1 + 1e-12] * 20}, "ts": {"rbece": [0.1] * 20}}))
+    assert above[name]["verdict"] == "does not hold"

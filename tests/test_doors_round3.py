@@ -226,3 +226,17 @@ def test_the_missing_class_warning_gives_a_count_and_the_first_ids():
     assert len(message) < 200
     with pytest.warns(calibkit.MissingClassWarning, match=r"^classes \[2\] have no sample"):
         calibkit.cece(np.full((2, 3), 1 / 3), np.array([0, 1]))
+
+
+# ---- Also: a binary probability of exactly 0.5 predicts class 0 for the selective metrics too --
+
+
+@pytest.mark.parametrize("engine", ["numba", "torch"])
+def test_selective_accuracy_at_full_coverage_is_the_accuracy_with_ties_at_one_half(engine):
+    p = np.array([0.5, 0.5, 0.5, 0.8, 0.3, 0.5])
+    y = np.array([0, 1, 0, 1, 0, 1])  # at 0.5 the prediction is class 0: right, wrong, right, ..., wrong
+    with use_backend(engine):
+        report = calibkit.calibration_report(p, y, metrics=["ece", "selective_accuracy"], coverage=1.0)
+        assert report["accuracy"] == pytest.approx(4 / 6)
+        assert calibkit.selective_accuracy(p, y, coverage=1.0) == pytest.approx(4 / 6, abs=1e-12)
+        assert report["selective_accuracy"] == pytest.approx(4 / 6, abs=1e-12)

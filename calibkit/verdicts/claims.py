@@ -52,7 +52,8 @@ class Claim:
         Paper and section.
     test : {"paired", "lowest", "larger", "worst_class", "keeps_accuracy", "measurement", "untestable"}
         ``paired``: ``method`` better than ``reference`` on ``metric``; ``lowest``: ``method``
-        has the lowest ``metric`` of every fitted method; ``larger``: ``method``'s ``metric`` above
+        has the lowest ``metric`` of every fitted method (a tie with the best other method counts
+        as lowest: the method shares the lowest value); ``larger``: ``method``'s ``metric`` above
         its ``versus_metric`` on the same re-split; ``worst_class``: ``method``'s worst class's
         ECE below ``reference``'s, or (no ``reference``) above ``method``'s overall ECE;
         ``keeps_accuracy``: ``method``'s
