@@ -1,5 +1,7 @@
 """The bad-input catalogue of tests/metrics/test_bad_input.py walked through the doors that read
-files and partitions: the shard reader (``.npz`` and Parquet shards) and Dask arrays.
+files and partitions: the shard reader (``.npz`` and Parquet shards) and Dask arrays; and, at the
+end, the newer doors: multi-label input (report, accumulator, bootstrap, shards), multiple-choice
+logs in the choice format, and the selective metrics.
 
 Each bad value gives the message the functional core gives for the same arrays, with the place
 said in the door's terms: the file (or partition), the row (and token) within it, and the row of
@@ -133,3 +135,132 @@ def test_token_input_says_the_token_and_its_row(tmp_path, spoil):
     targets = da.from_array(np.concatenate([np.full_like(labels, -100), labels]), chunks=(3, 4))
     with pytest.raises(ValueError, match=expected(message, labels, "partition 1", "all the data")):
         calibration_report(values, targets, scheduler="sync")
+
+
+# --------------------------------------------------------------------------------------------
+# The newer doors: multi-label (report, accumulator, bootstrap, shards), multiple-choice logs
+# (the choice format's reader), and the selective metrics. Every door x every bad input of its
+# kind gives one ValueError naming the argument, and the place where there is one.
+
+ML_P = np.array([[0.9, 0.2, 0.7], [0.1, 0.8, 0.6], [0.3, 0.4, 0.5]])
+ML_Y = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 0]])
+
+
+def _spoiled(value):
+    p = ML_P.copy()
+    p[1, 2] = value
+    return p
+
+
+ML_CASES = {
+    "nan": (_spoiled(np.nan), ML_Y, {}, r"^`probs` contains NaN or inf at position \(1, 2\)"),
+    "inf": (_spoiled(np.inf), ML_Y, {}, r"^`probs` contains NaN or inf at position \(1, 2\)"),
+    "above one": (_spoiled(1.5), ML_Y, {}, r"^`probs` has a value outside \[0, 1\] at position \(1, 2\)"),
+    "labels of another shape": (ML_P, ML_Y[:, :2], {}, r"^`labels` must have the shape of `probs` \(3, 3\)"),
+    "3-D probs": (np.zeros((2, 3, 4)), np.zeros((2, 3, 4), int), {}, r"^`probs` must have shape \(N, K\)"),
+    "string probs": (ML_P.astype(str), ML_Y, {}, r"^`probs` must be a float array"),
+    "label 2": (ML_P, np.where(ML_Y == 1, 2, 0), {}, r"^`labels` must be multi-hot .* at position \(0, 0\)"),
+    "empty": (np.zeros((0, 3)), np.zeros((0, 3), int), {}, r"^`labels`: no decision to evaluate"),
+    "contradictory settings": (
+        ML_P,
+        ML_Y,
+        {"settings": calibkit.CalibrationSettings(multilabel=True), "n_bins": 10},
+        r"`n_bins=10` and",
+    ),
+}
+
+
+def _ml_doors():
+    from calibkit.metrics.bootstrap import bootstrap_intervals
+
+    def accumulate(p, y, **k):
+        return calibkit.CalibrationAccumulator(**k).update(p, y).compute()
+
+    return {
+        "calibration_report": calibkit.calibration_report,
+        "accumulator": accumulate,
+        "bootstrap": lambda p, y, **k: bootstrap_intervals(p, y, n_boot=3, **k),
+    }
+
+
+@pytest.mark.parametrize("door", ["calibration_report", "accumulator", "bootstrap"])
+@pytest.mark.parametrize("case", sorted(ML_CASES))
+def test_multilabel_doors_refuse_bad_input_naming_the_argument_and_place(door, case):
+    probs, labels, kwargs, message = ML_CASES[case]
+    kwargs = {"multilabel": True, **kwargs} if "settings" not in kwargs else {**kwargs, "multilabel": True}
+    with pytest.raises(ValueError, match=message):
+        _ml_doors()[door](probs, labels, **kwargs)
+
+
+def test_a_multilabel_shard_names_the_label_row_and_file(tmp_path):
+    np.savez(tmp_path / "a.npz", probs=ML_P, labels=ML_Y)
+    np.savez(tmp_path / "b.npz", probs=_spoiled(np.nan), labels=ML_Y)
+    with pytest.raises(ValueError, match=r"at label 2 of row 1 of .*b\.npz \(row 4 of all shards\)"):
+        stream_report(tmp_path, multilabel=True, progress=False)
+
+
+CHOICE_CASES = {
+    "nan log-likelihood": ({"choice_logprobs": [-1.0, float("nan")], "gold": 0}, r"question 1: a log-likelihood"),
+    "gold out of range": ({"choice_logprobs": [-1.0, -2.0], "gold": 2}, r"question 1: `gold` 2 is no index"),
+    "negative gold": ({"choice_logprobs": [-1.0, -2.0], "gold": -1}, r"question 1: `gold` -1 is no index"),
+    "no choice": ({"choice_logprobs": [], "gold": 0}, r"question 1: `choice_logprobs` holds 0 values"),
+    "string log-likelihoods": ({"choice_logprobs": ["a", "b"], "gold": 0}, r"cannot be read as JSON"),
+    "string gold": ({"choice_logprobs": [-1.0, -2.0], "gold": "A"}, r"cannot be read as JSON"),
+    "no gold": ({"choice_logprobs": [-1.0, -2.0]}, r"question 1: no `gold`"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHOICE_CASES))
+def test_the_choice_format_refuses_a_bad_question_naming_the_file_and_question(tmp_path, case):
+    import json
+
+    from calibkit.lm.multiple_choice import read_choices
+
+    bad, message = CHOICE_CASES[case]
+    path = tmp_path / "choices.jsonl"
+    path.write_text(json.dumps({"choice_logprobs": [-1.0, -2.0], "gold": 1}) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(ValueError, match=message) as info:
+        read_choices(path)
+    assert str(path) in str(info.value)
+
+
+def test_an_empty_choice_file_is_refused_naming_what_it_is_not(tmp_path):
+    from calibkit.lm.multiple_choice import read_choices
+
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(ValueError, match="is no lm-evaluation-harness samples file"):
+        read_choices(tmp_path / "empty.jsonl")
+
+
+SEL_P = np.array([0.9, 0.2, 0.7])
+SEL_Y = np.array([1, 0, 1])
+SELECTIVE_CASES = {
+    "coverage 0": (SEL_P, SEL_Y, {"coverage": 0}, r"^`coverage` must lie in \(0, 1\], got 0"),
+    "coverage above 1": (SEL_P, SEL_Y, {"coverage": 1.5}, r"^`coverage` must lie in \(0, 1\]"),
+    "coverage NaN": (SEL_P, SEL_Y, {"coverage": float("nan")}, r"^`coverage` must lie in \(0, 1\]"),
+    "coverage a string": (SEL_P, SEL_Y, {"coverage": "0.5"}, r"^`coverage` must be a number"),
+    "nan": (np.array([0.9, np.nan, 0.7]), SEL_Y, {}, r"^`probs` contains NaN or inf at position 1"),
+    "labels of another shape": (SEL_P, SEL_Y[:2], {}, r"^`labels` has shape \(2,\)"),
+    "empty": (np.zeros(0), np.zeros(0, int), {}, r"^`labels`: no sample to evaluate"),
+    "label out of range": (SEL_P, np.array([1, 0, 3]), {}, r"^`labels` must lie in \[0, 2\).* at position 2"),
+    "string probs": (SEL_P.astype(str), SEL_Y, {}, r"^`probs` must be a float array"),
+}
+
+
+@pytest.mark.parametrize("door", ["selective_accuracy", "report", "accumulator"])
+@pytest.mark.parametrize("case", sorted(SELECTIVE_CASES))
+def test_selective_doors_refuse_bad_input_naming_the_argument(door, case):
+    probs, labels, kwargs, message = SELECTIVE_CASES[case]
+    with pytest.raises(ValueError, match=message):
+        if door == "selective_accuracy":
+            calibkit.selective_accuracy(probs, labels, **kwargs)
+        elif door == "report":
+            calibkit.calibration_report(probs, labels, metrics=["aurc", "selective_accuracy"], **kwargs)
+        else:
+            acc = calibkit.CalibrationAccumulator(["aurc", "selective_accuracy"], **kwargs)
+            acc.update(probs, labels).compute()
+
+
+def test_selective_metrics_are_refused_by_name_for_multilabel_input():
+    with pytest.raises(ValueError, match=r"`metrics` \['aurc'\] are not defined per label"):
+        calibkit.calibration_report(ML_P, ML_Y, multilabel=True, metrics=["aurc"])

@@ -346,6 +346,8 @@ class Batch(NamedTuple):
         """
         row, token = row_of_value(error.index, self.labels, self.table, self.multilabel)
         token_of = "" if token is None else f"token {token} of "
+        if self.multilabel and isinstance(error.position, tuple):  # (row, label) of a label's column
+            token_of = f"label {error.position[1]} of "
         return f"{token_of}row {self.offset + row} of {self.file} (row {self.first_row + row} of all shards)"
 
     def update(self, target: Any) -> None:

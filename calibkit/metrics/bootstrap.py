@@ -28,6 +28,7 @@ from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.multilabel import (
     LABEL_SUMMARIES,
     NO_DECISION,
+    at_label,
     check_multilabel,
     label_metric_names,
     report_from_label_statistics,
@@ -251,8 +252,11 @@ def _multilabel_intervals(
     ranges = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
     stacked = []
     for j in range(k):  # a loop over labels: each label's block sums in one pass
-        prep = prepare(values[:, j], targets[:, j], from_logits=single.from_logits, ignore_index=single.ignore_index)
-        parts = fill_statistics(prep, sums, ignore_index=single.ignore_index, ranges=ranges, keep_parts=True).parts
+        with at_label(j):  # a bad value is placed at (row, label)
+            prep = prepare(
+                values[:, j], targets[:, j], from_logits=single.from_logits, ignore_index=single.ignore_index
+            )
+            parts = fill_statistics(prep, sums, ignore_index=single.ignore_index, ranges=ranges, keep_parts=True).parts
         stacked.append({name: np.stack([getattr(p, name) for p in parts]) for name in ADDITIVE_FIELDS})
     if sum(s["scalars"][:, 0].sum() for s in stacked) == 0:
         raise ValueError(NO_DECISION.format(settings.ignore_index))

@@ -12,6 +12,8 @@ merged and reduced like any other) both end in :func:`summarise_labels`.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -30,7 +32,7 @@ from calibkit.metrics.registry import (
 from calibkit.metrics.report import exact_report
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics, sum_statistics
-from calibkit.metrics.validation import prepare
+from calibkit.metrics.validation import InputError, prepare
 
 NO_DECISION = "`labels`: no decision to evaluate (every label equals ignore_index={})"
 """The error when masking leaves no label decision (``.format(ignore_index)``)."""
@@ -116,6 +118,27 @@ def check_multilabel(probs: Any, labels: Any, ignore_index: int) -> tuple[Any, A
     return p, (y.long() if hasattr(y, "long") else y.astype(np.int64))
 
 
+@contextmanager
+def at_label(j: int) -> Iterator[None]:
+    """Place a bad value of label ``j``'s column at ``position (row, label)`` of the ``(N, K)`` input.
+
+    Each label is checked as a 1-D binary problem, whose row alone would not say which label.
+
+    Parameters
+    ----------
+    j : int
+        The label (column).
+
+    Yields
+    ------
+    None
+    """
+    try:
+        yield
+    except InputError as exc:
+        raise InputError(exc.head, exc.index, (exc.position, int(j)), exc.tail) from None
+
+
 def label_statistics(
     probs: Any, labels: Any, names: tuple[str, ...], settings: CalibrationSettings, num_threads: int | None = None
 ) -> list[CalibrationStatistics]:
@@ -139,8 +162,11 @@ def label_statistics(
     sums = plan(names, settings)
     out = []
     for j in range(probs.shape[1]):  # one pass per label: a loop over labels, never over samples
-        prep = prepare(probs[:, j], labels[:, j], from_logits=settings.from_logits, ignore_index=settings.ignore_index)
-        filled = fill_statistics(prep, sums, ignore_index=settings.ignore_index, num_threads=num_threads)
+        with at_label(j):
+            prep = prepare(
+                probs[:, j], labels[:, j], from_logits=settings.from_logits, ignore_index=settings.ignore_index
+            )
+            filled = fill_statistics(prep, sums, ignore_index=settings.ignore_index, num_threads=num_threads)
         out.append(filled.statistics)
     return out
 
@@ -260,7 +286,8 @@ def exact_label_report(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a label's one-sided data (no positive) is normal here, not news
         for j in np.flatnonzero(kept):  # one binary problem per label: K passes over N rows
-            report = one(p[:, j], y[:, j])
+            with at_label(j):
+                report = one(p[:, j], y[:, j])
             for m in binary:
                 per_label[m][j] = report[m]
     micro = one(p.reshape(-1), y.reshape(-1))

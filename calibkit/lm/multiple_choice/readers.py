@@ -329,7 +329,10 @@ def _read_choice_table(file: Path) -> ChoiceData:
         i = int(bad[0])
         raise ValueError(f"--predictions: {file}, question {i}: a log-likelihood is not finite: {ll[i, : lengths[i]]}")
     gold_column = table.column("gold")
-    if not pa.types.is_integer(gold_column.type) or gold_column.null_count:
+    if gold_column.null_count:  # a row without `gold`: name the question, not the column's type
+        missing = int(np.flatnonzero(gold_column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"--predictions: {file}, question {missing}: no `gold` (the index of the right choice)")
+    if not pa.types.is_integer(gold_column.type):
         raise ValueError(
             f"--predictions: {file}: `gold` must hold one integer index a question, not {gold_column.type}"
         )
