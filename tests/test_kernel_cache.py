@@ -2,7 +2,7 @@
 nor one that computes other bits than the kernel compiled in the process.
 
 numba stamps a cached kernel with its own source file only; calibkit stamps every kernel with
-all kernel sources (calibkit._numba.cache.sources_stamp), so an edit of ``_fastmath.py`` (or an
+all kernel sources (calibkit._numba.cache.sources_stamp), so an edit of ``_numba/fastmath.py`` (or an
 upgrade that changes only it) recompiles the kernels of ``metrics/_kernels/`` that inline it.
 """
 
@@ -67,7 +67,7 @@ def test_an_edit_of_a_called_file_recompiles_the_kernels_of_other_files(tmp_path
     cache = tmp_path / "cache"
     assert run(site, cache) == (0, 1)  # compiled
     assert run(site, cache) == (1, 0)  # loaded from the cache
-    fastmath = site / "calibkit" / "_fastmath.py"
+    fastmath = site / "calibkit" / "_numba" / "fastmath.py"
     fastmath.write_text(fastmath.read_text() + "\n# an edit\n")
     assert run(site, cache) == (0, 1)  # rows.py is unchanged, but the cached copy is stale
     assert run(site, cache) == (1, 0)
