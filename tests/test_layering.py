@@ -191,18 +191,22 @@ def floor_of(module: str) -> int | None:
     return None
 
 
-def upward_imports(graph) -> list[str]:
+def upward_imports(graph, floor_fn=floor_of, floors=METRICS_FLOORS) -> list[str]:
+    """Every import of a higher floor, by ``floor_fn`` (the metrics' floors, or the package's)."""
+
+    def name(level: int) -> str:
+        return floors[level][0] if level < len(floors) else "the package's face"
+
     found = []
     for source, edges in graph.items():
-        mine = floor_of(source)
+        mine = floor_fn(source)
         if mine is None:
             continue
         for target, sites in edges.items():
-            theirs = floor_of(target)
+            theirs = floor_fn(target)
             if theirs is not None and theirs > mine:
                 found.append(
-                    f"{source} (floor {METRICS_FLOORS[mine][0]!r}) imports {target} "
-                    f"(floor {METRICS_FLOORS[theirs][0]!r}) at line {sites[0][0]}"
+                    f"{source} (floor {name(mine)!r}) imports {target} (floor {name(theirs)!r}) at line {sites[0][0]}"
                 )
     return found
 
@@ -279,19 +283,7 @@ def package_floor_of(module: str) -> int | None:
 
 
 def package_upward_imports(graph) -> list[str]:
-    found = []
-    for source, edges in graph.items():
-        mine = package_floor_of(source)
-        if mine is None:
-            continue
-        for target, sites in edges.items():
-            theirs = package_floor_of(target)
-            if theirs is not None and theirs > mine:
-                found.append(
-                    f"{source} (floor {PACKAGE_FLOORS[mine][0]!r}) imports {target} "
-                    f"(floor {PACKAGE_FLOORS[theirs][0]!r}) at line {sites[0][0]}"
-                )
-    return found
+    return upward_imports(graph, package_floor_of, PACKAGE_FLOORS)
 
 
 def test_every_calibkit_module_has_a_package_floor():
