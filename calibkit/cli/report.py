@@ -107,28 +107,25 @@ def run(args: argparse.Namespace) -> int:
         prints as exit status 2).
     """
     _check_report_options(args)
-    if args.multilabel:
-        if args.model or args.dataset:
-            raise ValueError("--multilabel reads saved predictions (--predictions); with --model it is not available")
-        from calibkit.io.shards import is_shard_location
-        from calibkit.lm.multiple_choice import is_choice_location
-
-        if args.predictions and is_choice_location(args.predictions):
-            raise ValueError(
-                f"--multilabel: {args.predictions} holds multiple-choice logs (one answer per question), "
-                "not multi-label predictions; drop --multilabel"
-            )
-        _refuse_unused_options(args, False, bool(args.predictions) and is_shard_location(args.predictions))
-
-        return report_multilabel.run(args)
     if args.model or args.dataset:
+        if args.multilabel:
+            raise ValueError("--multilabel reads saved predictions (--predictions); with --model it is not available")
         _refuse_unused_options(args, choices=False, shards=False)
         return report_model.run(args)
     from calibkit.io.shards import is_shard_location
     from calibkit.lm.multiple_choice import is_choice_location
 
+    # What the input is, read once: each kind of input has its own module and options
     choices = bool(args.predictions) and is_choice_location(args.predictions)
     shards = not choices and bool(args.predictions) and is_shard_location(args.predictions)
+    if args.multilabel:
+        if choices:
+            raise ValueError(
+                f"--multilabel: {args.predictions} holds multiple-choice logs (one answer per question), "
+                "not multi-label predictions; drop --multilabel"
+            )
+        _refuse_unused_options(args, False, shards)
+        return report_multilabel.run(args)
     _refuse_unused_options(args, choices, shards)
     if choices:
         return report_choices.run(args)

@@ -159,11 +159,7 @@ def format_choice_table(report: dict[str, Any]) -> str:
             "-".join(str(c) for c in (r["choices"][0], r["choices"][-1])) if len(r["choices"]) > 1 else r["choices"][0]
         )
         lines.append(f"| {task} | {choices} | " + " | ".join(cell(r[c]) for c in columns) + " |")
-    skipped = report.get("skipped", {})
-    for task in skipped:
-        lines.append(f"| {task} | 1 | " + " | ".join(["-"] * len(columns)) + " |")
-    notes = [f"{task}: {why}" for task, why in skipped.items()]
-    return "\n".join(lines + ([""] + notes if notes else []))
+    return _with_skipped(lines, report.get("skipped", {}), ["1", *["-"] * len(columns)])
 
 
 TS_METRICS = TOP_LABEL
@@ -278,7 +274,11 @@ def format_ts_table(result: dict[str, Any]) -> str:
                 f"{m['verdict']} ({100 * share:.0f}% of {m['paired']['n']})",
             ]
         lines.append("| " + " | ".join(cells) + " |")
-    for task in result["skipped"]:
-        lines.append(f"| {task} | " + " | ".join(["-"] * (len(head) - 1)) + " |")
-    notes = [f"{task}: {why}" for task, why in result["skipped"].items()]  # after the table, which they would cut
-    return "\n".join(lines + ([""] + notes if notes else []))
+    return _with_skipped(lines, result["skipped"], ["-"] * (len(head) - 1))
+
+
+def _with_skipped(lines: list[str], skipped: dict[str, str], cells: list[str]) -> str:
+    """End a table with a row of ``cells`` per skipped task, and each task's reason after the table."""
+    rows = [f"| {task} | " + " | ".join(cells) + " |" for task in skipped]
+    notes = [f"{task}: {why}" for task, why in skipped.items()]  # after the table, which they would cut
+    return "\n".join(lines + rows + ([""] + notes if notes else []))
