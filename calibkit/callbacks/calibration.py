@@ -111,6 +111,9 @@ class CalibrationCallback(TrainerCallback):
     multilabel : bool, optional
         Multi-label metrics and fits (see the module docstring); default: from the model's
         ``problem_type`` at :meth:`attach`.
+    next_token : bool, optional
+        Next-token metrics of a causal LM (logits at ``t`` scored against the label at
+        ``t + 1``); default: True when the model is a ``*ForCausalLM``, found at :meth:`attach`.
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, fce_variant, esce_bins, eps, coverage
         Metric settings, as in :class:`calibkit.CalibrationSettings`.
     settings : CalibrationSettings, optional
@@ -143,6 +146,7 @@ class CalibrationCallback(TrainerCallback):
         eps: float = UNSET.eps,
         coverage: float = UNSET.coverage,
         multilabel: bool | None = None,
+        next_token: bool | None = None,
         settings: CalibrationSettings | None = None,
     ) -> None:
         from calibkit.calibrators.calibrated import multilabel_mode

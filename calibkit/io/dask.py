@@ -83,8 +83,14 @@ class Part(NamedTuple):
         ValueError
             Another error of the target, naming the partition.
         """
+        from calibkit.io.prediction_files import as_next_token_input
+
+        values, labels = self.values, self.labels
         try:
-            target.update(self.values, self.labels)
+            if target.next_token:  # a DataFrame's token rows flattened: one sequence, each row's start unscored
+                where = f"partition {self.index}"
+                values, labels = as_next_token_input(values, labels, self.table, target.ignore_index, where)
+            target.update(values, labels)
         except InputError as exc:
             from calibkit.io.prediction_files import row_of_value
 
@@ -169,7 +175,14 @@ def _merge_accumulators(*parts: tuple[int, CalibrationAccumulator] | None) -> tu
 def _contribution(batch: Part | None, exact: ExactACE) -> PassContribution:
     if batch is None:
         return exact.empty_contribution()
-    return exact.contribution(batch.values, batch.labels)  # checked in pass 1; a change is refused by ExactACE
+    values, labels = batch.values, batch.labels
+    if exact.next_token:  # as pass 1 read it (Part.update)
+        from calibkit.io.prediction_files import as_next_token_input
+
+        values, labels = as_next_token_input(
+            values, labels, batch.table, exact.ignore_index, f"partition {batch.index}"
+        )
+    return exact.contribution(values, labels)  # checked in pass 1; a change is refused by ExactACE
 
 
 def _rows(batch: Part | None) -> int:
@@ -374,6 +387,7 @@ def calibration_report(
     fce_variant: str = "paper",
     coverage: float = 0.8,
     multilabel: bool = False,
+    next_token: bool = False,
     max_samples: int = 4_000_000,
     split_every: int = SPLIT_EVERY,
     scheduler: str | None = None,
@@ -400,6 +414,10 @@ def calibration_report(
     multilabel : bool, default False
         Multi-label input (see :func:`partitions`): the result is
         :func:`calibkit.multilabel_report`'s, ACE per label within its bound (one pass).
+    next_token : bool, default False
+        Causal-LM sequences: ``(N, T, V)`` logits with ``(N, T)`` labels (unshifted) as a Dask
+        array, or a DataFrame of one sequence per row (token lists), scored at ``t`` against the
+        label at ``t + 1`` (see :func:`calibkit.calibration_report`).
     max_samples : int, default 4,000,000
         Exact ACE's gather budget (``ExactACE``).
     split_every : int, default 8
@@ -424,7 +442,7 @@ def calibration_report(
     settings = dict(
         metrics=metrics, ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins,
         rbece_bins=rbece_bins, theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, eps=eps, fce_variant=fce_variant,
-        coverage=coverage, multilabel=multilabel,
+        coverage=coverage, multilabel=multilabel, next_token=next_token,
     )  # fmt: skip
     wanted = CalibrationAccumulator(**settings).metrics  # every setting checked here, before the cluster works
     settings["metrics"] = wanted

@@ -324,6 +324,55 @@ def row_of_value(index: int, labels: np.ndarray, table=None, multilabel: bool = 
     return row, index - int(ends[row] - lengths[row])
 
 
+def as_next_token_input(values: np.ndarray, labels: np.ndarray, table, ignore_index: int, where: str):
+    """Return a batch as ``next_token=True`` reads it: ``(N, T, V)`` values with ``(N, T)`` labels.
+
+    An ``.npz`` shard or a Dask array block keeps its sequences, ``(N, T, V)``, and is returned
+    as it is. A table's token rows (a list of per-token vectors per row) were flattened: they are
+    read as one sequence ``(1, tokens, V)`` whose labels at the first token of each row are set
+    to ``ignore_index``, so that shifting by one never scores a row's last token against the
+    next row's first label; the first token's label is one that nothing predicts anyway. The
+    flat token index, by which errors find their row, is unchanged.
+
+    Parameters
+    ----------
+    values : ndarray
+        The batch's values: ``(N, T, V)``, or ``(tokens, V)`` flattened from ``table``.
+    labels : ndarray
+        The matching labels, ``(N, T)`` or ``(tokens,)``.
+    table : pyarrow.Table or None
+        The table the token rows were flattened from (None for arrays).
+    ignore_index : int
+        The label of positions to skip.
+    where : str
+        The file or partition, for the error message.
+
+    Returns
+    -------
+    values, labels : ndarray
+
+    Raises
+    ------
+    ValueError
+        When the batch holds one vector per row (sequence classification) instead of tokens.
+    """
+    if values.ndim == 3:
+        return values, labels
+    column = None if table is None else table.column("labels")
+    if column is None or not _is_list(column.type):
+        raise ValueError(
+            f"{where}: next_token=True reads token rows (a list of per-token vectors and a list of labels per row, "
+            f"or (N, T, V) arrays); this holds one vector per row, shape {values.shape}"
+        )
+    import pyarrow.compute as pc
+
+    lengths = pc.list_value_length(column.combine_chunks()).fill_null(0).to_numpy(zero_copy_only=False)
+    starts = (np.cumsum(lengths) - lengths)[lengths > 0]
+    joined = np.array(labels, dtype=np.int64, copy=True)
+    joined[starts] = ignore_index
+    return values[None], joined[None]
+
+
 def _is_list(arrow_type) -> bool:
     import pyarrow as pa
 

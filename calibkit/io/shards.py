@@ -29,7 +29,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from calibkit.io.prediction_files import from_arrow_table, npz_header, one_line, read_npz, read_table, row_of_value
+from calibkit.io.prediction_files import (
+    as_next_token_input,
+    from_arrow_table,
+    npz_header,
+    one_line,
+    read_npz,
+    read_table,
+    row_of_value,
+)
 from calibkit.metrics.validation import InputError
 
 __all__ = ["Batch", "SHARD_SUFFIXES", "find_shards", "iter_batches", "stream_report"]
@@ -363,8 +371,11 @@ class Batch(NamedTuple):
         ValueError
             The target's error, placed in the shard.
         """
+        values, labels = self.values, self.labels
         try:
-            target.update(self.values, self.labels)
+            if target.next_token:  # token rows flattened from a table: one sequence, each row's start unscored
+                values, labels = as_next_token_input(values, labels, self.table, target.ignore_index, str(self.file))
+            target.update(values, labels)
         except InputError as exc:
             raise exc.at(self.place(exc)) from None
         except ValueError as exc:  # "earlier batches": here the shards read before this one
@@ -452,6 +463,7 @@ def stream_report(
     fce_variant: str = "paper",
     coverage: float = 0.8,
     multilabel: bool = False,
+    next_token: bool = False,
     num_threads: int | None = None,
     batch_bytes: int = BATCH_BYTES,
     max_samples: int = 4_000_000,
@@ -466,9 +478,11 @@ def stream_report(
         A folder (searched recursively), a glob (``'preds/*.parquet'``) or one shard.
     metrics, ignore_index, n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps
         As in :class:`~calibkit.CalibrationAccumulator`.
-    fce_variant, coverage, multilabel, num_threads
+    fce_variant, coverage, multilabel, next_token, num_threads
         As in :class:`~calibkit.CalibrationAccumulator`. Probabilities or
-        logits are told apart by the column name (``probs``/``logits``).
+        logits are told apart by the column name (``probs``/``logits``). With ``next_token``
+        each shard holds causal-LM sequences: ``(N, T, V)`` arrays in an ``.npz``, or one row per
+        sequence with a list of per-token vectors and a list of labels (unshifted) in a table.
     batch_bytes : int, default 8 MiB
         Uncompressed bytes a Parquet batch (or JSON block) holds.
     max_samples : int, default 4,000,000
@@ -498,7 +512,7 @@ def stream_report(
     settings = dict(
         ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins, rbece_bins=rbece_bins,
         theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, eps=eps, fce_variant=fce_variant, num_threads=num_threads,
-        coverage=coverage, multilabel=multilabel,
+        coverage=coverage, multilabel=multilabel, next_token=next_token,
     )  # fmt: skip
     wanted = CalibrationAccumulator(metrics, **settings).metrics  # settings checked before any shard is read
     files, skipped = find_shards(location)

@@ -26,7 +26,7 @@ from calibkit.metrics.registry import metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
 from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics
-from calibkit.metrics.validation import check_num_threads, prepare
+from calibkit.metrics.validation import InputError, check_num_threads, prepare
 
 
 class CalibrationAccumulator:
@@ -54,6 +54,9 @@ class CalibrationAccumulator:
         each) with multi-hot ``(N, K)`` labels; the sums are kept per label, and ``compute()``
         returns :func:`calibkit.multilabel_report`'s dict (ACE per label within its bound, which
         ``"ace_error_bound"`` gives).
+    next_token : bool, optional
+        Causal-LM batches (default False): logits ``(N, T, V)`` scored at position ``t`` against
+        ``labels[:, t + 1]``, as the model's own loss shifts them (labels unshifted).
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage
         The fields of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's defaults;
         ``from_logits=None`` is False). One given with ``settings`` is a ``ValueError`` naming both.
@@ -77,6 +80,7 @@ class CalibrationAccumulator:
         settings: CalibrationSettings | None = None,
         from_logits: bool | None = None,
         multilabel: bool | None = None,
+        next_token: bool | None = None,
         ignore_index: int = UNSET.ignore_index,
         n_bins: int = UNSET.n_bins,
         ace_ranges: int = UNSET.ace_ranges,
@@ -99,10 +103,12 @@ class CalibrationAccumulator:
         # adding its sums into the state takes it (an unguarded `a = a + b` lost updates).
         self._lock = threading.Lock()
         self.statistics: CalibrationStatistics | list[CalibrationStatistics] | None = None
+        self._batches = 0  # updates so far, to name the batch of a bad value
 
     # One attribute per setting, as before the settings object (read-only).
     from_logits = property(lambda self: self.settings.from_logits)
     ignore_index = property(lambda self: self.settings.ignore_index)
+    next_token = property(lambda self: self.settings.next_token)
     n_bins = property(lambda self: self.settings.n_bins)
     ace_ranges = property(lambda self: self.settings.ace_ranges)
     sce_bins = property(lambda self: self.settings.sce_bins)
@@ -121,6 +127,7 @@ class CalibrationAccumulator:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Restore a pickled state, with a new lock."""
+        state.setdefault("_batches", 0)  # pickled by a calibkit that did not count batches
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
@@ -198,14 +205,40 @@ class CalibrationAccumulator:
         if self.settings.multilabel:
             values, targets = check_multilabel(probs, labels, self.ignore_index)
             return self.add_statistics(label_statistics(values, targets, self.metrics, self.settings, self.num_threads))
-        prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
-        filled = fill_statistics(
-            prep,
-            self.plan,
+        with self._lock:
+            batch, self._batches = self._batches, self._batches + 1
+        prep = prepare(
+            probs,
+            labels,
+            from_logits=self.from_logits,
             ignore_index=self.ignore_index,
-            num_threads=self.num_threads,
-            keep_on_device=on_device(prep.values),  # the sums of CUDA batches stay there until compute()
+            next_token=self.settings.next_token,
         )
+        earlier = self.statistics
+        if not isinstance(earlier, CalibrationStatistics) or earlier.num_classes == prep.num_classes:
+            earlier = None
+        if earlier is not None:  # before the pass: a vocabulary that changed would read as bad labels
+            raise ValueError(
+                f"`probs` of batch {batch} (counting from 0) has {prep.num_classes} classes but earlier batches "
+                f"had {earlier.num_classes}"
+            )
+        try:
+            filled = fill_statistics(
+                prep,
+                self.plan,
+                ignore_index=self.ignore_index,
+                num_threads=self.num_threads,
+                keep_on_device=on_device(prep.values),  # the sums of CUDA batches stay there until compute()
+            )
+        except InputError as exc:  # which batch, besides where in it
+            raise InputError(exc.head, exc.index, exc.position, exc.tail, batch=batch) from None
+        if self.settings.next_token and filled.statistics.n == 0:
+            raise ValueError(
+                f"batch {batch} (counting from 0) has no token to score: with next_token=True the logits at "
+                f"position t are scored against labels[:, t + 1], and every one of those is "
+                f"ignore_index={self.ignore_index} (give the labels unshifted: the input ids, with "
+                f"ignore_index on padding and prompt)"
+            )
         return self.add_statistics(filled.statistics)
 
     def all_reduce(self, group: Any = None) -> CalibrationAccumulator:
@@ -291,6 +324,7 @@ class CalibrationAccumulator:
         """Forget every batch."""
         with self._lock:
             self.statistics = None
+            self._batches = 0
 
     def compute(self, *, ace_partials: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
         """Every requested metric from the accumulated sums (see :func:`calibkit.calibration_report`).

@@ -59,6 +59,7 @@ def bootstrap_intervals(
     metrics: tuple[str, ...] | None = None,
     from_logits: bool | None = None,
     multilabel: bool | None = None,
+    next_token: bool | None = None,
     ignore_index: int = UNSET.ignore_index,
     n_bins: int = UNSET.n_bins,
     ace_ranges: int = UNSET.ace_ranges,
@@ -76,8 +77,9 @@ def bootstrap_intervals(
 
     Parameters
     ----------
-    probs, labels, metrics, from_logits, multilabel, ignore_index
-        As in :func:`calibkit.calibration_report`.
+    probs, labels, metrics, from_logits, multilabel, next_token, ignore_index
+        As in :func:`calibkit.calibration_report` (``next_token``: causal-LM logits ``(N, T, V)``,
+        resampled by sequence like token input).
     n_boot : int, default 1000
         Bootstrap replicates (at most ``MAX_REPLICATES``).
     confidence : float, default 0.95
@@ -131,7 +133,13 @@ def bootstrap_intervals(
     if settings.multilabel:
         return _multilabel_intervals(probs, labels, metrics, settings, n_boot, confidence, max_blocks, seed)
     wanted = metric_names(metrics)
-    prep = prepare(probs, labels, from_logits=settings.from_logits, ignore_index=settings.ignore_index)
+    prep = prepare(
+        probs,
+        labels,
+        from_logits=settings.from_logits,
+        ignore_index=settings.ignore_index,
+        next_token=settings.next_token,
+    )
     rng = np.random.default_rng(seed)
     stacked, probe = _block_statistics(prep, plan(wanted, settings), settings.ignore_index, max_blocks, rng)
     blocks = stacked["scalars"].shape[0]

@@ -205,6 +205,7 @@ class ExactACE:
         self.max_samples = check_positive_int(max_samples, "max_samples")
         self.from_logits = accumulator.from_logits
         self.ignore_index = accumulator.ignore_index
+        self.next_token = accumulator.settings.next_token
         self.num_threads = accumulator.num_threads
         self.num_classes = stats.num_classes
         points = ace_points(stats.ace, accumulator.ace_ranges)
@@ -332,7 +333,9 @@ class ExactACE:
             raise ValueError("no pass is left: ACE is already exact")
         # the gather runs the compiled kernels on host memory: device tensors are copied here
         with use_backend("numba"):
-            prep = prepare(probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index)
+            prep = prepare(
+                probs, labels, from_logits=self.from_logits, ignore_index=self.ignore_index, next_token=self.next_token
+            )
         out = self.empty_contribution()
         if prep.values.shape[0] == 0:
             return out

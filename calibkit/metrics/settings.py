@@ -65,6 +65,11 @@ class CalibrationSettings:
         labels with multi-hot ``(N, K)`` labels; every binary metric per label, with macro,
         weighted and micro averages (:func:`calibkit.multilabel_report`). Never guessed from the
         data.
+    next_token : bool, default False
+        Causal language-model input: logits (or probabilities) of shape ``(N, T, V)`` with the
+        labels a causal LM's ``Trainer`` gives, ``(N, T)`` (the input ids, ``ignore_index`` on
+        padding and prompt); position ``t`` is scored against the label at ``t + 1``, as the
+        model's own loss shifts them. Never guessed from the shapes.
     ignore_index : int, default -100
         Label of the positions to skip (token padding, as ``transformers`` pads).
 
@@ -94,6 +99,7 @@ class CalibrationSettings:
     coverage: float = 0.8
     from_logits: bool = False
     multilabel: bool = False
+    next_token: bool = False
     ignore_index: int = -100
 
     def __post_init__(self) -> None:
@@ -111,10 +117,16 @@ class CalibrationSettings:
             "coverage": check_coverage(self.coverage),
             "from_logits": check_bool(self.from_logits, "from_logits"),
             "multilabel": check_bool(self.multilabel, "multilabel"),
+            "next_token": check_bool(self.next_token, "next_token"),
             "ignore_index": check_ignore_index(self.ignore_index),
         }
         for name, value in checked.items():  # normalised (numpy ints become int, ...)
             object.__setattr__(self, name, value)
+        if self.multilabel and self.next_token:
+            raise ValueError(
+                "`multilabel=True` and `next_token=True`: a next token is one class of the vocabulary, "
+                "not independent labels; give one of them"
+            )
 
     def replace(self, **changes: Any) -> CalibrationSettings:
         """Return a copy with ``changes`` applied and validated.
@@ -190,7 +202,7 @@ class _UnsetStr(str):
 
 
 _UNSET_TYPES = (_UnsetInt, _UnsetFloat, _UnsetStr)
-_BOOLS = ("from_logits", "multilabel")  # a bool cannot be marked: None stands for "not given"
+_BOOLS = ("from_logits", "multilabel", "next_token")  # a bool cannot be marked: None stands for "not given"
 
 
 class _Unset:
@@ -199,7 +211,8 @@ class _Unset:
     ``n_bins: int = UNSET.n_bins`` reads as ``15`` in ``help()`` and computes as 15, but
     :func:`is_unset` knows it was not passed: a door that also takes ``settings=`` (or an old
     keyword name) refuses two values for one setting even when one of them equals the default.
-    ``from_logits`` and ``multilabel`` (bools, which cannot be marked) default to None at those doors.
+    ``from_logits``, ``multilabel`` and ``next_token`` (bools, which cannot be marked) default to None
+    at those doors.
     """
 
     def __init__(self) -> None:

@@ -33,15 +33,18 @@ class InputError(ValueError):
         The flat row of the prepared input (tokens flattened), where the bad value is.
     position : int or tuple of int
         The place in the caller's array (``(row, token)`` for token input).
+    batch : int, optional
+        The batch of a streaming accumulator that held it (its updates counted from 0).
     """
 
-    def __init__(self, head: str, index: int, position: Any, tail: str = "") -> None:
-        self.head, self.index, self.position, self.tail = head, index, position, tail
-        super().__init__(f"{head}position {position}{tail}")
+    def __init__(self, head: str, index: int, position: Any, tail: str = "", batch: int | None = None) -> None:
+        self.head, self.index, self.position, self.tail, self.batch = head, index, position, tail, batch
+        of_batch = "" if batch is None else f" of batch {batch} (counting from 0)"
+        super().__init__(f"{head}position {position}{of_batch}{tail}")
 
     def __reduce__(self) -> tuple:
         """Pickle with the place: Dask raises it on a worker and again here."""
-        return type(self), (self.head, self.index, self.position, self.tail)
+        return type(self), (self.head, self.index, self.position, self.tail, self.batch)
 
     def at(self, where: str) -> ValueError:
         """Return the message as a ``ValueError`` whose place is ``where``.
@@ -74,6 +77,9 @@ class PreparedInput:
         ``K`` (2 for 1-D binary input).
     original_shape : tuple of int
         The shape of the input ``probs``, for error messages.
+    next_token : bool, default False
+        ``labels`` were shifted (``next_token=True``): the label of flat row ``(b, t)`` is the
+        caller's ``labels[b, t + 1]``, and the last position of each sequence is ``ignore_index``.
     """
 
     values: np.ndarray
@@ -81,6 +87,7 @@ class PreparedInput:
     mode: int
     num_classes: int
     original_shape: tuple[int, ...]
+    next_token: bool = False
 
 
 def to_numpy(array: Any, name: str) -> np.ndarray:
@@ -424,10 +431,15 @@ def prepare_labels(labels: Any) -> np.ndarray:
     return np.ascontiguousarray(y).reshape(-1)
 
 
-def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) -> PreparedInput:
+def prepare(
+    probs: Any, labels: Any, *, from_logits: bool, ignore_index: int, next_token: bool = False
+) -> PreparedInput:
     """Check shapes and dtypes and return the rows the kernels read.
 
-    Value checks (NaN, range, row sums, labels) run in the kernel, during the pass.
+    Value checks (NaN, range, row sums, labels) run in the kernel, during the pass. With
+    ``next_token`` the labels are shifted, never the logits: row ``(b, t)`` gets the label
+    ``labels[b, t + 1]`` and the last position of each sequence ``ignore_index``, so the
+    ``(N, T, V)`` logits are read in place (slicing ``[:, :-1]`` would copy them).
 
     Parameters
     ----------
@@ -439,6 +451,9 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
         ``probs`` holds logits.
     ignore_index : int
         Label of the positions to skip.
+    next_token : bool, default False
+        Causal-LM input: ``probs`` of shape ``(N, T, V)`` at position ``t`` is scored against
+        ``labels[:, t + 1]`` (the shift of the model's own loss).
 
     Returns
     -------
@@ -450,6 +465,7 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
         Naming the argument, when a shape, a dtype or a setting is wrong.
     """
     check_bool(from_logits, "from_logits")
+    check_bool(next_token, "next_token")
     check_ignore_index(ignore_index)
     for value, name in ((probs, "probs"), (labels, "labels")):
         if hasattr(value, "detach") and hasattr(value, "layout"):  # a torch.Tensor
@@ -468,6 +484,12 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
             p = p.astype(np.float64 if p.dtype.itemsize > 4 else np.float32)
         y_raw = to_numpy(labels, "labels")
     shape = tuple(p.shape)
+    if next_token and p.ndim != 3:
+        hint = " (one sequence: pass probs[None] and labels[None])" if p.ndim == 2 else ""
+        raise ValueError(
+            f"`next_token=True` scores causal-LM logits of shape (N, T, V) against labels of shape (N, T); "
+            f"`probs` has shape {shape}{hint}"
+        )
     if p.ndim == 1:
         mode = kernels.MODE_BINARY_LOGITS if from_logits else kernels.MODE_BINARY_PROBS
         num_classes = 2
@@ -492,14 +514,58 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int) ->
                 "; for multi-label data (one sigmoid per label, multi-hot labels) pass multilabel=True "
                 "(or call calibkit.multilabel_report)"
             )
+        if next_token:  # the model's loss shifts labels of the logits' own length; so does calibkit
+            hint = (
+                "; with next_token=True give the labels unshifted, one per position of the logits "
+                "(calibkit shifts them)"
+            )
         raise ValueError(
             f"`labels` has shape {tuple(y_raw.shape)} but `probs` of shape {shape} needs labels of shape {expected}"
             + hint
         )
     if device is not None:
-        return PreparedInput(p.contiguous(), _device_labels(y_raw, device), mode, num_classes, shape)
+        y = _device_labels(y_raw, device)
+        if next_token:
+            y = _shift_labels_torch(y.reshape(shape[:2]), ignore_index)
+        return PreparedInput(p.contiguous(), y, mode, num_classes, shape, next_token)
     y = prepare_labels(y_raw)
-    return PreparedInput(np.ascontiguousarray(p), y, mode, num_classes, shape)
+    if next_token:
+        y = shift_labels(y.reshape(shape[:2]), ignore_index)
+    return PreparedInput(np.ascontiguousarray(p), y, mode, num_classes, shape, next_token)
+
+
+def shift_labels(labels: np.ndarray, ignore_index: int) -> np.ndarray:
+    """Return the labels of next-token prediction, flat: row ``(b, t)`` gets ``labels[b, t + 1]``.
+
+    The last position of each sequence has no next token and gets ``ignore_index``, as the
+    shifted cross-entropy of ``transformers``' causal LMs leaves it out.
+
+    Parameters
+    ----------
+    labels : ndarray of int, shape (N, T)
+        The labels as a causal LM's ``Trainer`` gives them (unshifted).
+    ignore_index : int
+        The label of positions to skip.
+
+    Returns
+    -------
+    ndarray of int64, shape (N * T,)
+    """
+    shifted = np.empty(labels.shape, dtype=np.int64)
+    if labels.shape[1]:  # sequences of no position have nothing to shift
+        shifted[:, :-1] = labels[:, 1:]
+        shifted[:, -1] = ignore_index
+    return shifted.reshape(-1)
+
+
+def _shift_labels_torch(labels: Any, ignore_index: int) -> Any:
+    """:func:`shift_labels` of a tensor, on its device."""
+    import torch
+
+    if labels.shape[1] == 0:
+        return labels.reshape(-1).long()
+    last = torch.full((labels.shape[0], 1), ignore_index, dtype=torch.int64, device=labels.device)
+    return torch.cat([labels[:, 1:].long(), last], dim=1).reshape(-1)
 
 
 def _device_tensor(array: Any) -> Any:
@@ -552,6 +618,10 @@ def raise_input_error(prep: PreparedInput, errors: np.ndarray, ignore_index: int
     position = where[0] if len(where) == 1 else where
     if kind == kernels.ERR_LABEL:
         head = f"`labels` must lie in [0, {prep.num_classes}) or equal ignore_index={ignore_index}; "
+        if prep.next_token:  # the caller's label sits one position further than the logits it is scored against
+            label_at = (where[0], where[1] + 1)  # flat index i + 1 too: files and partitions place it by that
+            tail = " (next_token=True: the label of the logits one position earlier)"
+            raise InputError(f"{head}got {int(prep.labels[i])} at ", i + 1, label_at, tail)
         raise InputError(f"{head}got {int(prep.labels[i])} at ", i, position)
     row = to_numpy(prep.values[i], "probs")  # one row, also of a CUDA tensor
     shown = np.array2string(row, precision=4, threshold=8)

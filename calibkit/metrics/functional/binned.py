@@ -22,6 +22,7 @@ def ece(
     debias: bool = False,
     from_logits: bool = False,
     ignore_index: int = -100,
+    next_token: bool = False,
     return_bins: bool = False,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
     """Compute the expected calibration error (Guo et al. 2017 [1]_): ``sum_b n_b/N |acc_b - conf_b|``.
@@ -52,6 +53,9 @@ def ece(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
     return_bins : bool, default False
         Also return :func:`reliability_bins` on the same bins.
 
@@ -89,13 +93,21 @@ def ece(
     if debias and norm != "l2":
         raise ValueError(f"`debias=True` is defined for norm='l2' only (Kumar et al. 2019), got norm={norm!r}")
     name = {"l1": "ece", "max": "mce", "l2": "ece_l2_debiased" if debias else "ece_l2"}[norm]
-    settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(
+        n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    )
     report, stats = _report(probs, labels, (name, "ecd") if return_bins else (name,), settings)
     return (report[name], _bins(stats, settings.n_bins)) if return_bins else report[name]
 
 
 def mce(
-    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> float:
     """Compute the maximum calibration error (Naeini et al. 2015 [1]_): ``max_b |acc_b - conf_b|``.
 
@@ -115,6 +127,9 @@ def mce(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -140,12 +155,20 @@ def mce(
     >>> mce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1])
     0.6
     """
-    settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(
+        n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    )
     return _report(probs, labels, ("mce",), settings)[0]["mce"]
 
 
 def ece_l2(
-    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> float:
     """Compute the L2 calibration error: ``sqrt(sum_b n_b/N (acc_b - conf_b)^2)``, i.e. ``ece(..., norm="l2")``.
 
@@ -165,6 +188,9 @@ def ece_l2(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -189,11 +215,25 @@ def ece_l2(
     >>> round(ece_l2([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3536
     """
-    return ece(probs, labels, n_bins=n_bins, norm="l2", from_logits=from_logits, ignore_index=ignore_index)
+    return ece(
+        probs,
+        labels,
+        n_bins=n_bins,
+        norm="l2",
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+        next_token=next_token,
+    )
 
 
 def ece_l2_debiased(
-    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> float:
     """Compute the debiased L2 calibration error of Kumar et al. 2019 [1]_: ``ece(..., norm="l2", debias=True)``.
 
@@ -214,6 +254,9 @@ def ece_l2_debiased(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -233,7 +276,16 @@ def ece_l2_debiased(
     .. [2] SPEC.md, "Metrics": the definition, defaults and conventions
        this function follows.
     """
-    return ece(probs, labels, n_bins=n_bins, norm="l2", debias=True, from_logits=from_logits, ignore_index=ignore_index)
+    return ece(
+        probs,
+        labels,
+        n_bins=n_bins,
+        norm="l2",
+        debias=True,
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+        next_token=next_token,
+    )
 
 
 def ace(
@@ -243,6 +295,7 @@ def ace(
     ace_ranges: int = UNSET.ace_ranges,
     from_logits: bool = False,
     ignore_index: int = -100,
+    next_token: bool = False,
     n_ranges: int | None = None,
 ) -> float:
     """Compute the adaptive calibration error (Nixon et al. 2019 [1]_), class-conditional over equal-mass ranges.
@@ -269,6 +322,9 @@ def ace(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
     n_ranges : int, optional
         The old name of ``ace_ranges``; still works, with a FutureWarning.
 
@@ -297,12 +353,19 @@ def ace(
     0.25
     """
     ace_ranges = renamed("n_ranges", n_ranges, "ace_ranges", ace_ranges, "ace()")
-    settings = CalibrationSettings(ace_ranges=ace_ranges, from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(
+        ace_ranges=ace_ranges, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    )
     return _report(probs, labels, ("ace",), settings)[0]["ace"]
 
 
 def overconfidence(
-    probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> float:
     """Compute the overconfidence OF (fuzzy-binning paper [1]_, eq 7): mean confidence of the wrong predictions.
 
@@ -319,6 +382,9 @@ def overconfidence(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -344,5 +410,5 @@ def overconfidence(
     >>> overconfidence([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1])
     0.6
     """
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     return _report(probs, labels, ("overconfidence",), settings)[0]["overconfidence"]

@@ -21,6 +21,7 @@ def sce(
     sce_bins: int = UNSET.sce_bins,
     from_logits: bool = False,
     ignore_index: int = -100,
+    next_token: bool = False,
     n_bins: int | None = None,
 ) -> float:
     """Compute the static calibration error, also called class-wise ECE (Nixon et al. 2019 [1]_).
@@ -41,6 +42,9 @@ def sce(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
     n_bins : int, optional
         The old name of ``sce_bins`` here; still works, with a FutureWarning.
 
@@ -69,12 +73,20 @@ def sce(
     0.3
     """
     sce_bins = renamed("n_bins", n_bins, "sce_bins", sce_bins, "sce()")
-    settings = CalibrationSettings(sce_bins=sce_bins, from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(
+        sce_bins=sce_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    )
     return _report(probs, labels, ("sce",), settings)[0]["sce"]
 
 
 def subset_ece(
-    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> np.ndarray:
     """Compute each class's ECE ``ECE_k``: top-label ECE on the subset ``{i : y_i = k}`` (class-wise paper [1]_, §3.1).
 
@@ -91,6 +103,9 @@ def subset_ece(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -116,16 +131,24 @@ def subset_ece(
     >>> subset_ece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]).round(4).tolist()
     [0.1, 0.3667]
     """
-    return _class_wise("subset_ece", probs, labels, n_bins, from_logits, ignore_index)
+    return _class_wise("subset_ece", probs, labels, n_bins, from_logits, ignore_index, next_token)
 
 
-def _class_wise(name: str, probs, labels, n_bins, from_logits, ignore_index) -> Any:
-    settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+def _class_wise(name: str, probs, labels, n_bins, from_logits, ignore_index, next_token) -> Any:
+    settings = CalibrationSettings(
+        n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    )
     return _report(probs, labels, (name,), settings)[0][name]
 
 
 def cece(
-    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> float:
     """Compute the contraharmonic ECE (class-wise paper [1]_, eq 3.4): ``sum_k ECE_k^2 / sum_k ECE_k``.
 
@@ -145,6 +168,9 @@ def cece(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -170,11 +196,17 @@ def cece(
     >>> round(cece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3095
     """
-    return _class_wise("cece", probs, labels, n_bins, from_logits, ignore_index)
+    return _class_wise("cece", probs, labels, n_bins, from_logits, ignore_index, next_token)
 
 
 def msece(
-    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> float:
     """Compute the mean subset ECE (class-wise paper [1]_, eq 3.5): ``mean_k ECE_k`` over the classes present.
 
@@ -191,6 +223,9 @@ def msece(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -216,11 +251,17 @@ def msece(
     >>> round(msece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.2333
     """
-    return _class_wise("msece", probs, labels, n_bins, from_logits, ignore_index)
+    return _class_wise("msece", probs, labels, n_bins, from_logits, ignore_index, next_token)
 
 
 def wsece(
-    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> float:
     """Compute the weighted subset ECE (class-wise paper [1]_, eq 3.6): ``sum_k n_k/N ECE_k``.
 
@@ -237,6 +278,9 @@ def wsece(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -262,11 +306,17 @@ def wsece(
     >>> round(wsece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
     """
-    return _class_wise("wsece", probs, labels, n_bins, from_logits, ignore_index)
+    return _class_wise("wsece", probs, labels, n_bins, from_logits, ignore_index, next_token)
 
 
 def ece_variance(
-    probs: ArrayLike, labels: ArrayLike, *, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_bins: int = 15,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> float:
     """Compute the variance of the per-class ECEs around the overall ECE (class-wise paper [1]_, eq 3.7).
 
@@ -287,6 +337,9 @@ def ece_variance(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -312,4 +365,4 @@ def ece_variance(
     >>> round(ece_variance([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.0222
     """
-    return _class_wise("ece_variance", probs, labels, n_bins, from_logits, ignore_index)
+    return _class_wise("ece_variance", probs, labels, n_bins, from_logits, ignore_index, next_token)

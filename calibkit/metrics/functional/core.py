@@ -38,7 +38,13 @@ def _report(
     num_threads: int | None = None,
 ) -> tuple[dict[str, Any], CalibrationStatistics]:
     num_threads = check_num_threads(num_threads)
-    prep = prepare(probs, labels, from_logits=settings.from_logits, ignore_index=settings.ignore_index)
+    prep = prepare(
+        probs,
+        labels,
+        from_logits=settings.from_logits,
+        ignore_index=settings.ignore_index,
+        next_token=settings.next_token,
+    )
     return exact_report(prep, settings, metrics, num_threads=num_threads)
 
 
@@ -61,6 +67,7 @@ def reliability_bins(
     n_bins: int = 15,
     from_logits: bool = False,
     ignore_index: int = -100,
+    next_token: bool = False,
 ) -> dict[str, np.ndarray]:
     """Compute the per-bin breakdown behind reliability diagrams and the entropic paper's per-bin tables.
 
@@ -80,6 +87,9 @@ def reliability_bins(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -102,7 +112,9 @@ def reliability_bins(
     >>> b["count"].tolist(), b["gap"][4].round(2)
     ([0.0, 0.0, 0.0, 1.0, 1.0], np.float64(0.1))
     """
-    settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(
+        n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    )
     _, stats = _report(probs, labels, ("ece", "ecd"), settings)
     return _bins(stats, settings.n_bins)
 
@@ -114,6 +126,7 @@ def calibration_report(
     metrics: Iterable[str] | None = None,
     from_logits: bool | None = None,
     multilabel: bool | None = None,
+    next_token: bool | None = None,
     ignore_index: int = UNSET.ignore_index,
     n_bins: int = UNSET.n_bins,
     ace_ranges: int = UNSET.ace_ranges,
@@ -152,8 +165,15 @@ def calibration_report(
         Multi-label input (default False): ``(N, K)`` label probabilities with multi-hot labels;
         the result is then :func:`calibkit.multilabel_report`'s (per label, macro, weighted,
         micro), not this function's.
+    next_token : bool, optional
+        Causal-LM input (default False): logits ``(N, T, V)`` scored at position ``t`` against
+        ``labels[:, t + 1]``, as the model's own loss shifts them (labels ``(N, T)``, unshifted;
+        the last position of each sequence has no label).
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage
         The settings of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's
         defaults); ``fce_variant="authors"`` reports FCE as the fuzzy-binning authors' code

@@ -15,6 +15,7 @@ def ecd(
     eps: float = 1e-12,
     from_logits: bool = False,
     ignore_index: int = -100,
+    next_token: bool = False,
     return_bins: bool = False,
     n_bins: int = 10,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
@@ -36,6 +37,9 @@ def ecd(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
     return_bins : bool, default False
         Also return the per-bin means of :func:`reliability_bins` (``n_bins`` bins).
     n_bins : int, default 10
@@ -65,7 +69,9 @@ def ecd(
     >>> ecd([0.5, 0.5, 1.0], [0, 1, 1])
     0.0
     """
-    settings = CalibrationSettings(eps=eps, n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(
+        eps=eps, n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    )
     report, stats = _report(probs, labels, ("ecd", "ece") if return_bins else ("ecd",), settings)
     return (report["ecd"], _bins(stats, settings.n_bins)) if return_bins else report["ecd"]
 
@@ -77,6 +83,7 @@ def esce(
     esce_bins: int = UNSET.esce_bins,
     from_logits: bool = False,
     ignore_index: int = -100,
+    next_token: bool = False,
     return_bins: bool = False,
     n_bins: int | None = None,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
@@ -98,6 +105,9 @@ def esce(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
     return_bins : bool, default False
         Also return :func:`reliability_bins` on the same bins.
     n_bins : int, optional
@@ -128,6 +138,8 @@ def esce(
     -0.25
     """
     esce_bins = renamed("n_bins", n_bins, "esce_bins", esce_bins, "esce()")
-    settings = CalibrationSettings(esce_bins=esce_bins, from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(
+        esce_bins=esce_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    )
     report, stats = _report(probs, labels, ("esce", "ecd") if return_bins else ("esce",), settings)
     return (report["esce"], _bins(stats, settings.esce_bins)) if return_bins else report["esce"]

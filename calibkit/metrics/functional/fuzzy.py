@@ -14,6 +14,7 @@ def fce(
     fce_variant: str = UNSET.fce_variant,
     from_logits: bool = False,
     ignore_index: int = -100,
+    next_token: bool = False,
     n_bins: int | None = None,
     variant: str | None = None,
 ) -> float:
@@ -55,6 +56,9 @@ def fce(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
     n_bins : int, optional
         The old name of ``fce_bins`` here; still works, with a FutureWarning.
     variant : str, optional
@@ -89,6 +93,10 @@ def fce(
     fce_bins = renamed("n_bins", n_bins, "fce_bins", fce_bins, "fce()")
     fce_variant = renamed("variant", variant, "fce_variant", fce_variant, "fce()")
     settings = CalibrationSettings(
-        fce_bins=fce_bins, fce_variant=fce_variant, from_logits=from_logits, ignore_index=ignore_index
+        fce_bins=fce_bins,
+        fce_variant=fce_variant,
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+        next_token=next_token,
     )
     return _report(probs, labels, ("fce",), settings)[0]["fce"]

@@ -6,7 +6,14 @@ from calibkit.metrics.functional.core import ArrayLike, _report
 from calibkit.metrics.settings import CalibrationSettings
 
 
-def brier(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ignore_index: int = -100) -> float:
+def brier(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
+) -> float:
     """Compute the Brier score [1]_: ``mean_i sum_k (p_ik - 1[y_i = k])^2``; 1-D binary input: ``mean (p - y)^2``.
 
     Parameters
@@ -20,6 +27,9 @@ def brier(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ign
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -45,12 +55,18 @@ def brier(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ign
     >>> round(brier([[0.9, 0.1], [0.2, 0.8]], [0, 1]), 4)
     0.05
     """
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     return _report(probs, labels, ("brier",), settings)[0]["brier"]
 
 
 def nll(
-    probs: ArrayLike, labels: ArrayLike, *, eps: float = 1e-12, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    eps: float = 1e-12,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> float:
     """Compute the negative log-likelihood [1]_: ``mean_i -log max(p_{i,y_i}, eps)``.
 
@@ -67,6 +83,9 @@ def nll(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
 
     Returns
     -------
@@ -91,5 +110,5 @@ def nll(
     >>> round(nll([[0.5, 0.5], [0.2, 0.8]], [0, 1]), 4)
     0.4581
     """
-    settings = CalibrationSettings(eps=eps, from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(eps=eps, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     return _report(probs, labels, ("nll",), settings)[0]["nll"]

@@ -14,6 +14,7 @@ def rbece(
     theta: float = 40,
     from_logits: bool = False,
     ignore_index: int = -100,
+    next_token: bool = False,
     n_bins: int | None = None,
 ) -> float:
     """Compute the region-balanced ECE (region-balanced paper [1]_, eq 2): ``mean_{b : n_b > theta} |acc_b - conf_b|``.
@@ -35,6 +36,9 @@ def rbece(
         ``probs`` holds logits: softmax (sigmoid for 1-D input) is applied on the fly.
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
+        as the model's own loss shifts them (labels unshifted).
     n_bins : int, optional
         The old name of ``rbece_bins`` here; still works, with a FutureWarning.
 
@@ -65,6 +69,6 @@ def rbece(
     """
     rbece_bins = renamed("n_bins", n_bins, "rbece_bins", rbece_bins, "rbece()")
     settings = CalibrationSettings(
-        rbece_bins=rbece_bins, theta=theta, from_logits=from_logits, ignore_index=ignore_index
+        rbece_bins=rbece_bins, theta=theta, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
     return _report(probs, labels, ("rbece",), settings)[0]["rbece"]

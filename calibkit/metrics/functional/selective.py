@@ -27,7 +27,12 @@ __all__ = ["aurc", "check_coverage", "risk_coverage", "selective_accuracy"]
 
 
 def risk_coverage(
-    probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ignore_index: int = -100
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Compute the risk-coverage curve: the error rate on the ``k`` most confident inputs, for every ``k``.
 
@@ -39,6 +44,8 @@ def risk_coverage(
         True classes; positions equal to ``ignore_index`` are skipped.
     from_logits : bool, default False
     ignore_index : int, default -100
+    next_token : bool, default False
+        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``.
 
     Returns
     -------
@@ -58,9 +65,15 @@ def risk_coverage(
     >>> coverage.round(3).tolist(), risk.round(3).tolist()
     ([0.333, 0.667, 1.0], [0.0, 0.0, 0.333])
     """
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     _report(probs, labels, ("accuracy",), settings)  # every input check of the metrics, and their messages
-    prep = prepare(probs, labels, from_logits=settings.from_logits, ignore_index=settings.ignore_index)
+    prep = prepare(
+        probs,
+        labels,
+        from_logits=settings.from_logits,
+        ignore_index=settings.ignore_index,
+        next_token=settings.next_token,
+    )
     confidence, wrong, _ = top_label_rows(prep, settings.ignore_index)
     if not isinstance(confidence, np.ndarray):  # a CUDA tensor's rows
         confidence, wrong = confidence.cpu().numpy(), wrong.cpu().numpy()
@@ -68,7 +81,14 @@ def risk_coverage(
     return np.arange(1, risk.size + 1) / risk.size, risk
 
 
-def aurc(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, ignore_index: int = -100) -> float:
+def aurc(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    from_logits: bool = False,
+    ignore_index: int = -100,
+    next_token: bool = False,
+) -> float:
     """Compute the area under the risk-coverage curve [1]_: ``AURC = (1/n) sum_k r(k)``.
 
     ``r(k)`` is the error rate on the ``k`` most confident inputs (:func:`risk_coverage`); lower
@@ -77,7 +97,7 @@ def aurc(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, igno
 
     Parameters
     ----------
-    probs, labels, from_logits, ignore_index
+    probs, labels, from_logits, ignore_index, next_token
         As in :func:`risk_coverage`.
 
     Returns
@@ -101,7 +121,7 @@ def aurc(probs: ArrayLike, labels: ArrayLike, *, from_logits: bool = False, igno
     >>> round(aurc([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1]), 4)
     0.1111
     """
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     return _report(probs, labels, ("aurc",), settings)[0]["aurc"]
 
 
@@ -112,12 +132,13 @@ def selective_accuracy(
     coverage: float = 0.8,
     from_logits: bool = False,
     ignore_index: int = -100,
+    next_token: bool = False,
 ) -> float:
     """Compute the accuracy on the ``coverage`` share of inputs the model is most confident about (HELM [1]_).
 
     Parameters
     ----------
-    probs, labels, from_logits, ignore_index
+    probs, labels, from_logits, ignore_index, next_token
         As in :func:`risk_coverage`.
     coverage : float, default 0.8
         The share answered, in (0, 1]: the ``ceil(coverage * n)`` most confident inputs.
@@ -142,5 +163,7 @@ def selective_accuracy(
     >>> selective_accuracy([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1], coverage=0.5)
     1.0
     """
-    settings = CalibrationSettings(coverage=coverage, from_logits=from_logits, ignore_index=ignore_index)
+    settings = CalibrationSettings(
+        coverage=coverage, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    )
     return _report(probs, labels, ("selective_accuracy",), settings)[0]["selective_accuracy"]
