@@ -46,7 +46,8 @@ Args:
     references (`list` of `int`): the true class of each sample, `(N,)`. Token configuration: per
         sequence, `(N, L)` or lists of `L_i` labels, where `ignore_index` marks padding. Multilabel
         configuration (`evaluate.load(name, "multilabel")`): predictions `(N, K)`, one per label, and
-        multi-hot references `(N, K)`.
+        multi-hot references `(N, K)`. Next-token configuration (`evaluate.load(name, "next_token")`):
+        a causal LM's `(N, T)` labels, unshifted; position `t` is scored against the label at `t + 1`.
     from_logits (`bool`, defaults to `False`): `predictions` are logits; softmax (sigmoid for 1-D
         binary input) is applied on the fly. Never guessed from the values.
     ignore_index (`int`, defaults to `-100`): label of the positions to skip, as `Trainer` pads; the

@@ -89,6 +89,12 @@ and returns each metric per label (`<metric>_per_label`) with its `_macro`, `_we
 `_micro` averages; `calibration_report` returns `calibkit.multilabel_report`'s dict. Modules whose
 metrics are not defined per label (`sce`, `selective`) refuse it.
 
+Causal language models: `evaluate.load("{name}", "next_token")` takes what a causal LM's `Trainer`
+gives, logits `(N, T, V)` and the labels unshifted (the input ids, -100 on padding and prompt), and
+scores the logits at position `t` against the label at `t + 1`, as the model's own loss does
+(`next_token=True` of `calibkit.calibration_report`). At a vocabulary of 32,000 or more, the
+`Trainer`'s concatenation of every batch's logits does not fit: stream with `calibkit.CalibrationCallback`.
+
 `add_batch(predictions=..., references=...)` then `compute()`, `evaluate.combine([...])` and distributed
 use (`num_process`, `process_id`, a shared `experiment_id`) work as for any `evaluate` metric. Other
 ways to load it: `evaluate.load(calibkit.evaluate_module_path("{name}"))` (by path: always calibkit's,

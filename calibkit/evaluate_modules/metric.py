@@ -33,11 +33,14 @@ from datasets.utils.py_utils import temp_seed
 
 import calibkit
 from calibkit.metrics.registry import module_metrics
-from calibkit.metrics.validation import to_numpy
+from calibkit.metrics.validation import prepare_labels, shift_labels, to_numpy
 
 CORE_METRICS = module_metrics()  # each single-purpose module's metrics (the registry's)
 
-CONFIGS = ("default", "token", "multilabel")
+CONFIGS = ("default", "token", "multilabel", "next_token")
+UNSCORED = np.iinfo(np.int64).min
+"""next_token configuration: the label the shift gives the last position of each sequence, until
+``compute`` knows ``ignore_index`` (rows are held flat, so the shift is done when they are added)."""
 FLUSH_BYTES = 64 * 2**20
 """Distributed mode: write the held batches to the Arrow cache file once they exceed this."""
 
@@ -55,7 +58,7 @@ def _features(config: str) -> list[datasets.Features]:
     vector = datasets.Sequence(datasets.Value("float64"))
     if config == "multilabel":  # one probability (or logit) and one 0/1 label per label
         return [datasets.Features({"predictions": vector, "references": vector})]
-    if config == "token":  # one entry per token of each sequence; labels -100 mark padding
+    if config in ("token", "next_token"):  # one entry per token of each sequence; labels -100 mark padding
         return [
             datasets.Features({"predictions": datasets.Sequence(vector), "references": datasets.Sequence(label)}),
             datasets.Features({"predictions": vector, "references": datasets.Sequence(label)}),
@@ -127,11 +130,14 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
     references ``(N, L)`` (or per-sequence lists) where ``-100`` marks padding, as ``Trainer``
     produces them (its -100 padding of the logits is masked by the labels); ``"multilabel"``,
     predictions ``(N, K)`` (one probability, or logit, per label) and multi-hot references
-    ``(N, K)``: every metric of the module per label, averaged (:func:`calibkit.multilabel_report`).
+    ``(N, K)``: every metric of the module per label, averaged (:func:`calibkit.multilabel_report`);
+    ``"next_token"``, a causal LM's sequences as the token configuration reads them (logits
+    ``(N, T, V)`` and the labels its ``Trainer`` gives, unshifted), scored at position ``t``
+    against the label at ``t + 1`` (``next_token=True`` of :func:`calibkit.calibration_report`).
 
     Parameters
     ----------
-    config_name : {"default", "token", "multilabel"}, optional
+    config_name : {"default", "token", "multilabel", "next_token"}, optional
         The configuration (None means ``"default"``).
     **kwargs
         ``evaluate.Metric``'s options (``num_process``, ``process_id``, ``experiment_id``, ...).
@@ -196,6 +202,8 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
             )
         if self.config_name == "token":
             return self._token_rows(predictions, references)
+        if self.config_name == "next_token":
+            return self._token_rows(predictions, references, shift=True)
         if self.config_name == "multilabel":
             p, y = to_numpy(predictions, "predictions"), to_numpy(references, "references")
             if p.ndim != 2 or y.shape != p.shape:
@@ -224,7 +232,8 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
             raise ValueError(f"Mismatch in the number of predictions ({len(p)}) and references ({len(y)})")
         return p, y
 
-    def _token_rows(self, predictions: Any, references: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _token_rows(self, predictions: Any, references: Any, shift: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Flatten sequences to token rows; ``shift``: each row's label is the next position's (next_token)."""
         if isinstance(predictions, (list, tuple)) or isinstance(references, (list, tuple)):
             # Per-sequence lists of different lengths: a loop over sequences, not tokens.
             if len(predictions) != len(references):
@@ -240,6 +249,8 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
                     )
             if not seqs:
                 return np.empty((0,)), np.empty((0,), dtype=np.int64)
+            if shift:  # a loop over sequences, not tokens
+                seqs = [(p, shift_labels(prepare_labels(y).reshape(1, -1), UNSCORED)) for p, y in seqs]
             return self._concat([p for p, _ in seqs], "predictions"), np.concatenate([y for _, y in seqs])
         p, y = to_numpy(predictions, "predictions"), to_numpy(references, "references")
         if y.ndim != 2 or p.ndim not in (2, 3) or p.shape[:2] != y.shape:
@@ -247,6 +258,8 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
                 f"`predictions` has shape {p.shape} and `references` {y.shape}: the token configuration needs "
                 "predictions (sequences, tokens, classes) or (sequences, tokens) and references (sequences, tokens)"
             )
+        if shift:
+            return p.reshape(-1, *p.shape[2:]), shift_labels(prepare_labels(y).reshape(y.shape), UNSCORED)
         return p.reshape(-1, *p.shape[2:]), y.reshape(-1)
 
     @staticmethod
@@ -440,6 +453,8 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         reports those names, ``subset_ece`` as ``per_class_ece``.
         """
         probs, labels = self._gathered(predictions, references)
+        if self.config_name == "next_token":  # the rows are the shifted tokens: the shift's gaps are skipped
+            labels = np.where(labels == UNSCORED, settings.get("ignore_index", -100), labels)
         if self.config_name == "multilabel":
             return self._multilabel(probs, labels, settings)
         try:

@@ -260,7 +260,9 @@ def test_bad_token_input_and_state_errors(load):
         metric.compute(predictions=GOOD, references=[0, 1, 1], n_bin=3)  # a misspelt setting is not ignored
     with pytest.raises(ValueError, match="`n_bins` must be an integer >= 1"):
         metric.compute(predictions=GOOD, references=[0, 1, 1], n_bins=0)
-    with pytest.raises(ValueError, match=r"`config_name` must be one of \['default', 'token', 'multilabel'\]"):
+    with pytest.raises(
+        ValueError, match=r"`config_name` must be one of \['default', 'token', 'multilabel', 'next_token'\]"
+    ):
         evaluate.load(evaluate_module_path("cece"), "tokens")
 
 
@@ -274,6 +276,26 @@ def test_card_links_resolve_inside_the_folder_pushed_to_the_hub(name):
     for link in relative:
         assert (folder / link.split("#")[0]).is_file(), link
     assert (folder / "SPEC.md").read_text() == (modules_root().parent / "SPEC.md").read_text()
+
+
+@pytest.mark.parametrize("name", ["ece", "nll", "cece", "calibration_report"])
+def test_next_token_configuration_equals_the_report_with_next_token(load, name):
+    rng = np.random.default_rng(6)
+    z = rng.normal(size=(5, 9, 7)) * 2
+    y = rng.integers(0, 7, size=(5, 9))
+    y[0, :4] = -100  # a prompt
+    metric = load(name, "next_token")
+    metric.add_batch(predictions=z[:2], references=y[:2])  # arrays, as the Trainer gives them
+    metric.add_batch(predictions=list(z[2:4, :6]), references=list(y[2:4, :6]))  # sequences of their own length
+    got = metric.compute(predictions=z[4:], references=y[4:], from_logits=True)
+    cut = y.copy()
+    cut[2:4, 6:] = -100  # what the per-sequence lists leave out
+    want = calibkit.calibration_report(z, cut, from_logits=True, next_token=True)
+    keys = ("ece", "nll", "cece", "n") if name == "calibration_report" else (name,)
+    for key in keys:
+        assert got[key] == pytest.approx(want[key], rel=1e-12), key
+    unshifted = load(name, "token").compute(predictions=z, references=cut, from_logits=True)
+    assert unshifted[keys[0]] != pytest.approx(want[keys[0]])  # the configuration is what shifts
 
 
 @pytest.mark.parametrize("name", MODULE_NAMES)
