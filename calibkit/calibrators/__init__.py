@@ -33,6 +33,7 @@ _EXPORTS = {
     "fold_into_classifier": "calibrated",
     "make_calibrator": "calibrated",
     "CalibratedConfig": "calibrated",
+    "CalibratedModelForCausalLM": "calibrated",
     "CalibratedModelForSequenceClassification": "calibrated",
     "CalibratedModelForTokenClassification": "calibrated",
     "CalibrationHead": "calibrated",

@@ -14,16 +14,24 @@ import inspect
 from typing import Any
 
 import numpy as np
-from transformers import AutoConfig, AutoModelForSequenceClassification, AutoModelForTokenClassification
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+)
 
 from calibkit.calibrators import registry as calibrator_registry
 from calibkit.calibrators.base import Calibrator, logits_rows, prepare_fit
 from calibkit.calibrators.modeling_calibkit import (
+    CAUSAL_LM_METHODS,
     MULTI_LABEL,
     CalibratedConfig,
+    CalibratedModelForCausalLM,
     CalibratedModelForSequenceClassification,
     CalibratedModelForTokenClassification,
     CalibrationHead,
+    output_classes,
 )
 from calibkit.calibrators.multilabel import MULTILABEL_METHODS, MultiLabelIsotonic, MultiLabelScaling
 from calibkit.metrics.registry import METRICS
@@ -34,10 +42,12 @@ from calibkit.metrics.validation import check_bool, check_positive_int
 AutoConfig.register(CalibratedConfig.model_type, CalibratedConfig, exist_ok=True)
 AutoModelForSequenceClassification.register(CalibratedConfig, CalibratedModelForSequenceClassification, exist_ok=True)
 AutoModelForTokenClassification.register(CalibratedConfig, CalibratedModelForTokenClassification, exist_ok=True)
+AutoModelForCausalLM.register(CalibratedConfig, CalibratedModelForCausalLM, exist_ok=True)
 
 __all__ = [
     "CALIBRATORS",
     "CalibratedConfig",
+    "CalibratedModelForCausalLM",
     "CalibratedModelForSequenceClassification",
     "CalibratedModelForTokenClassification",
     "CalibrationHead",
@@ -90,9 +100,11 @@ def _task_of(model) -> str:
         return "token-classification"
     if name.endswith("ForSequenceClassification"):
         return "sequence-classification"
+    if name.endswith("ForCausalLM") or name.endswith("LMHeadModel"):  # GPT2LMHeadModel: the older naming
+        return "causal-lm"
     raise ValueError(
-        f"`model` must be a sequence- or token-classification model (a *ForSequenceClassification or "
-        f"*ForTokenClassification class), got {name}"
+        f"`model` must be a sequence- or token-classification model or a causal LM (a *ForSequenceClassification, "
+        f"*ForTokenClassification or *ForCausalLM class), got {name}"
     )
 
 
@@ -288,6 +300,8 @@ def calibrate(
     check_bool(report, "report")
     check_bool(progress, "progress")
     batch_size = check_positive_int(batch_size, "batch_size")
+    if task == "causal-lm":
+        return _calibrate_causal_lm(model, calibrator, method, logits, labels, dataset, report)
     if getattr(model.config, "problem_type", None) == MULTI_LABEL or isinstance(calibrator, MULTILABEL_CLASSES):
         return _calibrate_multilabel(model, task, calibrator, method, logits, labels, dataset, report)
     if calibrator is None:
@@ -346,12 +360,86 @@ def _wrap(model, task: str, block: dict):
         label2id=dict(model.config.label2id),
         problem_type=getattr(model.config, "problem_type", None),  # pipelines pick softmax or sigmoid from it
     )
-    cls = (
-        CalibratedModelForTokenClassification
-        if task == "token-classification"
-        else CalibratedModelForSequenceClassification
-    )
+    cls = {
+        "token-classification": CalibratedModelForTokenClassification,
+        "causal-lm": CalibratedModelForCausalLM,
+    }.get(task, CalibratedModelForSequenceClassification)
     return cls(config, base_model=model)
+
+
+def _calibrate_causal_lm(model, calibrator, method, logits, labels, dataset, report: bool):
+    """:func:`calibrate` for a causal LM: a temperature, fitted on next-token logits (t scored against t + 1)."""
+    if dataset is not None:
+        raise ValueError(
+            "a causal LM is calibrated from `logits` and `labels` (N, T, V) and (N, T), or a fitted calibrator; "
+            "for an evaluation set of any size fit TemperatureScaling().fit_batches(..., next_token=True), which "
+            "streams it"
+        )
+    if calibrator is None:
+        if method is None:
+            raise ValueError("pass a fitted `calibrator`, or a `method` with `logits`/`labels`")
+        calibrator = make_calibrator(method)
+    elif method is not None:
+        raise ValueError("pass either `calibrator` or `method`, not both")
+    if not isinstance(calibrator, Calibrator) or calibrator.method not in CAUSAL_LM_METHODS:
+        name = getattr(calibrator, "method", calibrator)
+        raise ValueError(
+            f"a causal LM is calibrated by a temperature ({', '.join(CAUSAL_LM_METHODS)}), got {name!r}: RD-TS's "
+            "slope comes from classifiers' top-label confidence (the region-balanced paper), vector and matrix "
+            "scaling would fit V or V x V parameters, and the one-vs-rest maps V columns of mostly unseen tokens"
+        )
+    if (logits is None) != (labels is None):
+        raise ValueError("pass `logits` and `labels` together")
+    vocabulary = output_classes(model)
+    if logits is not None:
+        classes = int(logits.shape[-1])
+        if classes != vocabulary:
+            raise ValueError(f"`logits` has {classes} classes but the model's vocabulary has {vocabulary}")
+        if not hasattr(calibrator, "num_classes_"):
+            calibrator.fit_batches(lambda: [(logits, labels)], next_token=True)
+    elif not hasattr(calibrator, "num_classes_"):
+        raise ValueError(f"{type(calibrator).__name__} is not fitted: pass `logits` and `labels`")
+    if calibrator.num_classes_ != vocabulary:
+        raise ValueError(f"the calibrator has {calibrator.num_classes_} classes, the model's vocabulary {vocabulary}")
+    block = calibrator.calibration_block()
+    if report and logits is not None:
+        block["metrics"] = next_token_metrics(logits, labels, calibrator.temperature_, calibrator.ignore_index)
+    return _wrap(model, "causal-lm", block)
+
+
+def next_token_metrics(logits: Any, labels: Any, temperature: float, ignore_index: int = -100) -> dict:
+    """Compute every scalar metric of :data:`CARD_METRICS` on next tokens, before and after dividing by ``temperature``.
+
+    Parameters
+    ----------
+    logits : array-like or torch.Tensor of shape (N, T, V)
+        A causal LM's logits.
+    labels : array-like of int, shape (N, T)
+        Its labels, unshifted (position t is scored against t + 1).
+    temperature : float
+        The calibration's temperature.
+    ignore_index : int, default -100
+        Label of the positions to skip.
+
+    Returns
+    -------
+    dict
+        ``{"n": tokens, "before": {metric: value}, "after": {metric: value}}``.
+    """
+    import warnings
+
+    from calibkit.metrics import calibration_report
+
+    settings = {"from_logits": True, "next_token": True, "ignore_index": ignore_index}
+    with warnings.catch_warnings():  # tokens never seen: expected over a vocabulary
+        warnings.simplefilter("ignore")
+        before = calibration_report(logits, labels, **settings)
+        after = calibration_report(logits / temperature, labels, **settings)
+
+    def pick(report: dict) -> dict:
+        return {name: float(report[name]) for name in CARD_METRICS}
+
+    return {"n": int(before["n"]), "before": pick(before), "after": pick(after)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -544,8 +632,10 @@ def fold_into_classifier(calibrated_model):
 
     Parameters
     ----------
-    calibrated_model : CalibratedModelForSequenceClassification or CalibratedModelForTokenClassification
-        Calibrated by an affine method (TS, WTS, VS or MS).
+    calibrated_model : CalibratedModelForSequenceClassification, ...ForTokenClassification or ...ForCausalLM
+        Calibrated by an affine method (TS, WTS, VS or MS; a causal LM by TS or WTS, its LM head
+        divided by T: when the head is tied to the input embeddings, the copy unties them first,
+        with a warning, since dividing a tied head would change the inputs too).
 
     Returns
     -------
@@ -560,6 +650,8 @@ def fold_into_classifier(calibrated_model):
     import torch
 
     config = calibrated_model.config
+    if config.task == "causal-lm":
+        return _fold_into_lm_head(calibrated_model)
     base = copy.deepcopy(calibrated_model.model)
     scale, shift = _affine_map(config.calibration, base.config.num_labels)
     _, layer = classifier_layer(base)
@@ -572,4 +664,31 @@ def fold_into_classifier(calibrated_model):
         layer.weight.copy_(weight.to(layer.weight.dtype))
         if layer.bias is not None:
             layer.bias.copy_(bias.to(layer.bias.dtype))
+    return base
+
+
+def _fold_into_lm_head(calibrated_model):
+    """:func:`fold_into_classifier` of a causal LM: the LM head's weights divided by T, untied first if tied."""
+    import warnings
+
+    import torch
+
+    temperature = float(calibrated_model.config.calibration["temperature"])
+    base = copy.deepcopy(calibrated_model.model)
+    head, embeddings = base.get_output_embeddings(), base.get_input_embeddings()
+    if embeddings is not None and head.weight.data_ptr() == embeddings.weight.data_ptr():
+        # Dividing a tied head would divide the input embeddings too: the copy gets a head of its own.
+        warnings.warn(
+            f"{type(base).__name__} ties its LM head to its input embeddings: the folded copy unties them "
+            "(tie_word_embeddings=False) and divides the head alone, so it saves the head's weights separately",
+            UserWarning,
+            stacklevel=2,
+        )
+        head.weight = torch.nn.Parameter(head.weight.detach().clone())
+        for config in {id(c): c for c in (base.config, base.config.get_text_config())}.values():
+            config.tie_word_embeddings = False
+    with torch.no_grad():
+        head.weight.div_(temperature)
+        if getattr(head, "bias", None) is not None:
+            head.bias.div_(temperature)
     return base

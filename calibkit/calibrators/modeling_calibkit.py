@@ -36,6 +36,7 @@ import torch
 from torch import nn
 from transformers import (
     AutoConfig,
+    AutoModelForCausalLM,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     PretrainedConfig,
@@ -44,7 +45,9 @@ from transformers import (
 
 METHODS = ("ts", "wts", "rd-ts", "vs", "ms", "ir", "hb", "multilabel", "multilabel-ir")
 MULTI_LABEL = "multi_label_classification"  # transformers' problem_type of a sigmoid-per-label head
-TASKS = ("sequence-classification", "token-classification")
+TASKS = ("sequence-classification", "token-classification", "causal-lm")
+CAUSAL_LM_METHODS = ("ts", "wts")
+"""What calibrates a causal LM's next-token distribution: one temperature (fitted by TS or WTS)."""
 # Logits of probability 0 after IR/HB: finite, so losses stay finite, and exp() underflows to 0.
 _LOG_FLOOR = math.log(1e-30)
 
@@ -273,7 +276,7 @@ class CalibratedConfig(PretrainedConfig):
         The base model's ``config.to_dict()``.
     calibration : dict, optional
         The calibration block (:class:`CalibrationHead`).
-    task : {"sequence-classification", "token-classification"}, default "sequence-classification"
+    task : {"sequence-classification", "token-classification", "causal-lm"}, default "sequence-classification"
         Which head the base model has.
     """
 
@@ -287,7 +290,26 @@ class CalibratedConfig(PretrainedConfig):
 _AUTO_CLASSES = {
     "sequence-classification": AutoModelForSequenceClassification,
     "token-classification": AutoModelForTokenClassification,
+    "causal-lm": AutoModelForCausalLM,
 }
+
+
+def output_classes(model: PreTrainedModel) -> int:
+    """Return the classes of a model's logits: ``num_labels``, or a causal LM's vocabulary (its head's outputs).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+
+    Returns
+    -------
+    int
+    """
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is not None and getattr(head, "out_features", None):
+        return int(head.out_features)
+    vocabulary = getattr(model.config, "vocab_size", None)
+    return int(vocabulary) if vocabulary else int(model.config.num_labels)
 
 
 _METHOD_NAMES = {
@@ -331,7 +353,12 @@ def model_card(config: CalibratedConfig) -> str:
     method = block.get("method", "?")
     base_type = (config.base_config or {}).get("model_type", "?")
     task = config.task
-    auto = "AutoModelForTokenClassification" if task == "token-classification" else "AutoModelForSequenceClassification"
+    auto = {"token-classification": "AutoModelForTokenClassification", "causal-lm": "AutoModelForCausalLM"}.get(
+        task, "AutoModelForSequenceClassification"
+    )
+    tag = {"token-classification": "token-classification", "causal-lm": "text-generation"}.get(
+        task, "text-classification"
+    )
     lines = [
         "---",
         "library_name: transformers",
@@ -339,7 +366,7 @@ def model_card(config: CalibratedConfig) -> str:
         "- calibkit",
         "- calibration",
         f"- {method}",
-        f"pipeline_tag: {'token-classification' if task == 'token-classification' else 'text-classification'}",
+        f"pipeline_tag: {tag}",
         "---",
         "",
         f"# Calibrated {base_type} model ({method})",
@@ -393,7 +420,7 @@ def model_card(config: CalibratedConfig) -> str:
         "",
         "`trust_remote_code=True` loads `modeling_calibkit.py` (torch and transformers only) shipped with the",
         "weights; with calibkit installed, `calibkit.CalibratedModelForSequenceClassification.from_pretrained`",
-        "(or the token-classification class) loads it without remote code.",
+        "(or the token-classification or causal-LM class) loads it without remote code.",
         "",
     ]
     return "\n".join(lines)
@@ -444,7 +471,8 @@ class _CalibratedModel(PreTrainedModel):
             base_config = AutoConfig.for_model(base.pop("model_type"), **base)
             base_model = _AUTO_CLASSES[self._task].from_config(base_config)
         self.model = base_model
-        self.calibration_head = CalibrationHead(config.calibration, base_model.config.num_labels)
+        classes = output_classes(base_model) if self._task == "causal-lm" else base_model.config.num_labels
+        self.calibration_head = CalibrationHead(config.calibration, classes)
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -612,8 +640,114 @@ class CalibratedModelForTokenClassification(_CalibratedModel):
     _task = "token-classification"
 
 
+class CalibratedModelForCausalLM(_CalibratedModel):
+    """A causal LM whose next-token logits are divided by a temperature; ``generate()`` samples from them.
+
+    The calibration is applied to the output of the LM head (``get_output_embeddings()``) by a
+    forward hook that exists only while this model runs, so that everything the base model does
+    with its logits sees the calibrated ones: its loss (the shifted cross-entropy), and
+    ``generate()``'s processors and sampling (the ``scores`` it returns are the base scores / T,
+    before any generation temperature or top-p of its own). The base model is not changed: called
+    directly, it gives its own logits. Only a temperature (TS or WTS) calibrates a vocabulary.
+
+    Parameters
+    ----------
+    config : CalibratedConfig
+        With ``task="causal-lm"``; the base model is built from its ``base_config`` when
+        ``base_model`` is not given (as ``from_pretrained`` does).
+    base_model : transformers.PreTrainedModel, optional
+        The causal LM to wrap (not copied).
+
+    Raises
+    ------
+    ValueError
+        When the config's task, base config or calibration block is invalid, the method is not a
+        temperature, or the base model caps its logits after the head (``final_logit_softcapping``:
+        a temperature on the head's output would not divide the logits it returns).
+    """
+
+    _task = "causal-lm"
+
+    def __init__(self, config: CalibratedConfig, base_model: PreTrainedModel | None = None) -> None:
+        super().__init__(config, base_model)
+        method = self.calibration_head.method
+        if method not in CAUSAL_LM_METHODS:
+            raise ValueError(
+                f"a causal LM is calibrated by a temperature ({', '.join(CAUSAL_LM_METHODS)}); got method {method!r}"
+            )
+        if getattr(self.model.config, "final_logit_softcapping", None) is not None:
+            raise ValueError(
+                "the base model caps its logits after the LM head (final_logit_softcapping): a temperature on the "
+                "head's output would not divide the logits it returns; calibrating it is not supported"
+            )
+        if self.model.get_output_embeddings() is None:
+            raise ValueError(f"{type(self.model).__name__} has no LM head (get_output_embeddings() is None)")
+        self.generation_config = getattr(self.model, "generation_config", None)
+
+    def _calibrated(self):
+        """Register the calibration on the LM head's output for one call (the caller removes the hook)."""
+        head = self.model.get_output_embeddings()
+        return head.register_forward_hook(lambda module, inputs, output: self.calibration_head(output))
+
+    def _calibrated_forward(self, *args, **kwargs):
+        """Run the base model with its LM head's output calibrated: logits, loss (with ``labels``) and all.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            The base model's inputs (``input_ids``, ``attention_mask``, ``labels``, ...).
+
+        Returns
+        -------
+        transformers.utils.ModelOutput or tuple
+            The base model's output, its ``logits`` calibrated and its ``loss`` that of the
+            calibrated logits.
+        """
+        hook = self._calibrated()
+        try:
+            return self.model(*args, **kwargs)
+        finally:
+            hook.remove()
+
+    forward = _ForwardWithTheBaseInputs()
+
+    def can_generate(self) -> bool:
+        """Return True: generation runs the base model with the calibrated head."""
+        return True
+
+    def generate(self, *args, **kwargs):
+        """Generate with the base model, its next-token logits calibrated at every step.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            As the base model's ``generate`` (``do_sample=True`` samples from the calibrated
+            distribution; ``output_scores=True`` returns the base scores / T).
+
+        Returns
+        -------
+        object
+            What the base model's ``generate`` returns.
+        """
+        hook = self._calibrated()
+        try:
+            return self.model.generate(*args, **kwargs)
+        finally:
+            hook.remove()
+
+    def get_output_embeddings(self) -> nn.Module:
+        """Return the base model's LM head (uncalibrated weights; the calibration is applied to its output).
+
+        Returns
+        -------
+        torch.nn.Module
+        """
+        return self.model.get_output_embeddings()
+
+
 # save_pretrained copies this file next to the weights and writes `auto_map` into config.json,
 # so the Auto classes can load a calibrated model with trust_remote_code=True.
 CalibratedConfig.register_for_auto_class()
 CalibratedModelForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
 CalibratedModelForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
+CalibratedModelForCausalLM.register_for_auto_class("AutoModelForCausalLM")

@@ -109,7 +109,7 @@ def test_merge_rejects_different_settings():
     a = CalibrationAccumulator(n_bins=10).update([[0.2, 0.8]], [1])
     with pytest.raises(ValueError, match="n_bins"):
         a.merge(CalibrationAccumulator(n_bins=15))
-    with pytest.raises(ValueError, match="`probs` has 3 classes"):
+    with pytest.raises(ValueError, match=r"`probs` of batch 1 \(counting from 0\) has 3 classes"):
         a.update([[0.2, 0.3, 0.5]], [1])
 
 
