@@ -26,6 +26,25 @@ usable as ``metric_for_best_model``.
   (``"wts"`` is WTS's weights per label, ``"ts"`` one temperature; ``"platt"``,
   ``"label_temperature"``), and a method with no multi-label form (RD-TS, ...) is skipped with a
   warning.
+- A causal LM (a ``*ForCausalLM``, found at ``attach``, or ``next_token=True``): the logits at
+  position ``t`` are scored against the label at ``t + 1``, as the model's loss does. The
+  evaluation set's ``(N, T, V)`` logits are never held: the Trainer's default concatenation of
+  every batch's logits does not fit at V = 128,000 (1,000 sequences of 512 tokens are 262 GB in
+  float32), and ``batch_eval_metrics`` still gathers each batch's logits onto every process and
+  changes the signature your ``compute_metrics`` must have. So calibkit streams through
+  ``preprocess_logits_for_metrics``: each batch's logits are reduced to the accumulator's sums
+  where they are (on the GPU, by the torch engine) and the Trainer keeps only an ``(N, 1)``
+  placeholder, which is what your ``compute_metrics`` sees as predictions unless you give a
+  ``preprocess_logits_for_metrics`` of your own (its output is then passed on). With several
+  processes the sums are all-reduced before the report (samples the distributed sampler repeats
+  to even out the last batch are counted again). Logged: ``eval_<metric>`` as for classifiers,
+  and each of the 10 most frequent next tokens' ECE as ``eval_ece_class_<token>`` (never one key
+  per vocabulary entry). At the end of training TS and WTS (the default fits for a causal LM) are
+  fitted by :meth:`~calibkit.calibrators.TemperatureScaling.fit_batches`, which reads the
+  evaluation set through the model once per Newton step (a handful of passes) and never holds its
+  logits; RD-TS is refused with its reason (its slope comes from classifiers' top-label
+  confidence). In a multi-process run each process fits on its own share of the evaluation set,
+  and the main process's temperature is saved.
 """
 
 from __future__ import annotations
@@ -48,6 +67,15 @@ from calibkit.metrics.validation import check_bool
 DEFAULT_METRICS = LOGGED
 """The metrics logged by default: the registry's ``logged`` ones (ece, cece, rbece, fce, ecd, esce)."""
 
+DEFAULT_FITS = ("wts", "rd-ts")
+"""The calibrators fitted at the end of training by default."""
+
+CAUSAL_LM_FITS = ("ts", "wts")
+"""The default fits of a causal LM: a temperature, by TS and by WTS."""
+
+TOP_TOKENS = 10
+"""A causal LM logs the ECE of this many next tokens, the most frequent, as ``eval_ece_class_<token>``."""
+
 
 def _fit_method(name: Any) -> str:
     """Return a fit method's one name: a calibrator of the registry (``"wts"``), or a multi-label mode (``"platt"``)."""
@@ -60,6 +88,12 @@ def _fit_method(name: Any) -> str:
         if mode is None:
             raise
         return mode
+
+
+def _is_causal_lm(model: Any) -> bool:
+    """Tell whether ``model`` is a causal LM (``*ForCausalLM``, or GPT-2's ``*LMHeadModel``) by its class."""
+    name = type(model).__name__
+    return name.endswith("ForCausalLM") or name.endswith("LMHeadModel")
 
 
 def _label_key(name: Any) -> str:
@@ -96,7 +130,8 @@ class CalibrationCallback(TrainerCallback):
     per_class : bool, default True
         Also log each class's subset ECE as ``eval_ece_class_<label name>`` (names from
         ``model.config.id2label``).
-    fit : iterable of str, default ("wts", "rd-ts")
+    fit : iterable of str, optional
+        Default ``("wts", "rd-ts")``, for a causal LM ``("ts", "wts")``.
         Calibrators fitted at the end of training on the last evaluation's logits (those of the
         best checkpoint with ``load_best_model_at_end``, collected again); each gives a
         calibrated model saved to ``<output_dir>/calibrated-<method>/`` (and pushed to the
@@ -132,7 +167,7 @@ class CalibrationCallback(TrainerCallback):
         metrics: Iterable[str] | str = DEFAULT_METRICS,
         *,
         per_class: bool = True,
-        fit: Iterable[str] = ("wts", "rd-ts"),
+        fit: Iterable[str] | None = None,
         max_fit_rows: int = 2_000_000,
         ignore_index: int = UNSET.ignore_index,
         n_bins: int = UNSET.n_bins,
@@ -162,7 +197,8 @@ class CalibrationCallback(TrainerCallback):
                 raise ValueError(f"`metrics` must be names from {list(METRICS)} or 'all', got {metrics!r}")
         self.metric_names = names
         self.per_class = check_bool(per_class, "per_class")
-        fit = (fit,) if isinstance(fit, str) else fit
+        self._fit_given = fit is not None
+        fit = DEFAULT_FITS if fit is None else (fit,) if isinstance(fit, str) else fit
         self.fit_methods = tuple(_fit_method(m) for m in fit)  # validates the names
         self._multilabel_fits = {m: multilabel_mode(m) for m in self.fit_methods}
         if isinstance(max_fit_rows, bool) or not isinstance(max_fit_rows, int) or max_fit_rows < 1:
@@ -174,6 +210,10 @@ class CalibrationCallback(TrainerCallback):
         # None: read it from the model at attach; settings= say "multi-label" only by True (a bool's False
         # default cannot be told from a choice)
         self._multilabel_given = multilabel if settings is None else (True if settings.multilabel else None)
+        self._next_token_given = next_token if settings is None else (True if settings.next_token else None)
+        self._lm_accumulator: CalibrationAccumulator | None = None
+        self._lm_error: str | None = None
+        self._class_counts: np.ndarray | None = None
         self.ignore_index = self.settings.ignore_index
         # Computed metrics: the requested ones, plus subset_ece for the per-class keys.
         self._computed = names + (("subset_ece",) if self.per_class and "subset_ece" not in names else ())
@@ -218,13 +258,17 @@ class CalibrationCallback(TrainerCallback):
             if self._multilabel_given is not None:  # the user said so, and the model says otherwise
                 raise ValueError(f"`multilabel={self.settings.multilabel}` but the model's problem_type is {problem!r}")
             self.settings = self.settings.replace(multilabel=True)  # only None gets here: from the model
+        if _is_causal_lm(getattr(trainer, "model", None)) and self._next_token_given is None:
+            self.settings = self.settings.replace(next_token=True)  # what a causal LM's loss scores
+            if not self._fit_given:
+                self.fit_methods = CAUSAL_LM_FITS
         self.trainer = trainer
         if self not in trainer.callback_handler.callbacks:
             trainer.add_callback(self)
         self.user_compute_metrics = trainer.compute_metrics
         self.user_preprocess = trainer.preprocess_logits_for_metrics
         trainer.compute_metrics = self.compute_metrics
-        if self.user_preprocess is not None:
+        if self.user_preprocess is not None or self.settings.next_token:
             trainer.preprocess_logits_for_metrics = self.preprocess_logits_for_metrics
         self._wrap_evaluation_loop(trainer)
         return self
@@ -239,6 +283,7 @@ class CalibrationCallback(TrainerCallback):
             # output is returned untouched (no raw logits beside it) and nothing is filled in.
             description = kwargs.get("description", args[1] if len(args) > 1 else "Evaluation")
             self._evaluating = description != "Prediction"
+            self._lm_accumulator, self._lm_error = None, None  # a causal LM's sums: this evaluation's only
             try:
                 output = original(*args, **kwargs)
             finally:
@@ -275,8 +320,25 @@ class CalibrationCallback(TrainerCallback):
         object
             ``(user_output, logits)`` in evaluation; the user's output alone in ``predict()``.
         """
+        if self.settings.next_token:
+            return self._stream_lm_batch(logits, labels)
         processed = self.user_preprocess(logits, labels)
         return (processed, logits) if self._evaluating else processed
+
+    def _stream_lm_batch(self, logits, labels):
+        """Add a causal LM's batch to the sums where its logits are; return an ``(N, 1)`` placeholder for them."""
+        processed = self.user_preprocess(logits, labels) if self.user_preprocess is not None else None
+        if self._evaluating and labels is not None:
+            if self._lm_accumulator is None:
+                self._lm_accumulator = CalibrationAccumulator(self._report_metrics(), settings=self.settings)
+            if self._lm_error is None:
+                try:
+                    self._lm_accumulator.update(logits, labels)
+                except ValueError as exc:  # NaN logits (fp16 overflow), ...: this evaluation's metrics are NaN
+                    self._lm_error = str(exc)
+        if processed is not None:
+            return processed
+        return logits.new_zeros((logits.shape[0], 1))
 
     # -- metrics -----------------------------------------------------------------------------
     def _class_names(self, num_classes: int) -> list[str]:
@@ -396,6 +458,11 @@ class CalibrationCallback(TrainerCallback):
         """
         if self.user_preprocess is not None and not self._evaluating:  # predict(): no raw logits here
             return self._user_metrics(eval_pred, compute_result)
+        if self.settings.next_token:  # streamed by preprocess_logits_for_metrics: the sums are here already
+            user = self._user_metrics(eval_pred, compute_result)
+            if compute_result is False:
+                return user
+            return self._with_user(self._lm_report(), user)
         user_pred, logits, labels = self._split(eval_pred, compute_result)
         user = self._user_metrics(user_pred, compute_result)
         num_classes = int(logits.shape[-1]) if getattr(logits, "ndim", 0) >= 2 else None
@@ -406,12 +473,68 @@ class CalibrationCallback(TrainerCallback):
             ours = self._stream(logits, labels, compute_result, num_classes)
             if not compute_result:
                 return user
+        return self._with_user(ours, user)
+
+    @staticmethod
+    def _with_user(ours: dict[str, float], user: dict[str, Any]) -> dict[str, Any]:
         clashes = sorted(set(user) & set(ours))
         if clashes:
             warnings.warn(
-                f"calibkit: your compute_metrics already returns {clashes}; keeping your values", stacklevel=2
+                f"calibkit: your compute_metrics already returns {clashes}; keeping your values", stacklevel=3
             )
         return {**ours, **user}
+
+    def _lm_report(self) -> dict[str, float]:
+        """Return the report of a causal LM's streamed evaluation (all processes' sums), flattened for the logs."""
+        accumulator, error = self._lm_accumulator, self._lm_error
+        self._lm_accumulator = None
+        if error is None and accumulator is None:
+            error = "the evaluation had no batch with labels"
+        if error is None:
+            try:
+                import torch.distributed as dist
+
+                if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+                    accumulator.all_reduce()
+            except ValueError as exc:
+                error = str(exc)
+        if error is not None:
+            warnings.warn(
+                f"calibkit: calibration metrics set to NaN for this evaluation: {error}", RuntimeWarning, stacklevel=3
+            )
+            return self._nan_metrics()
+        stats = accumulator.statistics.to_numpy()
+        self._class_counts = stats.top_table(stats.top_bins[0])[:, :, 0].sum(axis=1)  # labels per token: WTS's
+        return self._safely(lambda: self._flatten_lm(accumulator.compute()), None)
+
+    def _flatten_lm(self, report: dict[str, Any]) -> dict[str, float]:
+        """Flatten a causal LM's report: the metrics and the ECE of the most frequent next tokens, not of each."""
+        out = {name: float(report[name]) for name in self.metric_names if name != "subset_ece"}
+        if "ace" in out and report.get("ace_error_bound") is not None:
+            out["ace_error_bound"] = float(report["ace_error_bound"])
+        counts = self._class_counts
+        out["next_tokens_seen"] = float(np.count_nonzero(counts))
+        if (self.per_class or "subset_ece" in self.metric_names) and "subset_ece" in report:
+            top = [k for k in np.argsort(-counts, kind="stable")[:TOP_TOKENS] if counts[k] > 0]
+            out.update(
+                {f"ece_class_{name}": float(report["subset_ece"][k]) for name, k in zip(self._token_names(top), top)}
+            )
+        return out
+
+    def _token_names(self, ids: list[int]) -> list[str]:
+        """Keys for token ids: the tokenizer's text of each where there is one, else the id."""
+        tokenizer = getattr(self.trainer, "processing_class", None)
+        names = []
+        for token in ids:
+            text = None
+            if tokenizer is not None and hasattr(tokenizer, "convert_ids_to_tokens"):
+                try:
+                    text = tokenizer.convert_ids_to_tokens(int(token))
+                except (IndexError, KeyError, ValueError, TypeError):
+                    text = None
+            key = _label_key(text) if text else ""
+            names.append(f"{token}_{key}" if key else str(token))
+        return names
 
     def _user_metrics(self, eval_pred, compute_result: bool | None) -> dict[str, Any]:
         if self.user_compute_metrics is None:
@@ -533,6 +656,9 @@ class CalibrationCallback(TrainerCallback):
                 "calibkit: CalibrationCallback was not attached (call cb.attach(trainer)); nothing fitted", stacklevel=2
             )
             return
+        if self.settings.next_token:
+            self._fit_causal_lm(args, state)
+            return
         self._logits_of_the_loaded_model(args, state)
         if self.last_predictions is None:
             warnings.warn(f"calibkit: no calibrator fitted: {self._no_fit_reason}", RuntimeWarning, stacklevel=2)
@@ -588,6 +714,67 @@ class CalibrationCallback(TrainerCallback):
         except (ValueError, RuntimeError) as exc:  # nothing stops training: the fits are skipped, with the reason
             self.last_predictions = None
             self._no_fit_reason = f"the best checkpoint's logits could not be collected ({exc})"
+
+    def _fit_causal_lm(self, args, state) -> None:
+        """Fit TS/WTS on the evaluation set's next tokens, streamed through the model (never holding its logits)."""
+        from calibkit.calibrators.calibrated import calibrate, make_calibrator
+        from calibkit.calibrators.modeling_calibkit import CAUSAL_LM_METHODS
+
+        dataset = self.trainer.eval_dataset
+        if isinstance(dataset, dict):
+            dataset = list(dataset.values())[-1]
+        if dataset is None:
+            warnings.warn(
+                "calibkit: no calibrator fitted: the Trainer has no evaluation set", RuntimeWarning, stacklevel=2
+            )
+            return
+        model = self.trainer.model
+        logs: dict[str, float] = {}
+        for method in self.fit_methods:
+            if method not in CAUSAL_LM_METHODS:
+                warnings.warn(
+                    f"calibkit: {method} is not fitted on a causal LM: a vocabulary is calibrated by a temperature "
+                    f"({', '.join(CAUSAL_LM_METHODS)}); RD-TS's slope comes from classifiers' top-label confidence",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                continue
+            calibrator = make_calibrator(method, ignore_index=self.ignore_index)
+            try:
+                calibrator.fit_batches(
+                    lambda: self._lm_batches(dataset), next_token=True, class_counts=self._class_counts
+                )
+            except ValueError as exc:
+                warnings.warn(f"calibkit: {method} could not be fitted: {exc}", RuntimeWarning, stacklevel=2)
+                continue
+            self.fitted[method] = calibrator
+            calibrated = calibrate(model, calibrator, report=False)
+            logs[f"calibration/{method}/temperature"] = float(calibrator.temperature_)
+            logs[f"calibration/{method}/passes"] = float(calibrator.n_iter_)
+            if state.is_world_process_zero:
+                self._save(method, calibrated, args)
+        if logs:
+            self.trainer.log(logs)
+
+    def _lm_batches(self, dataset):
+        """Yield ``(logits, labels)`` of every evaluation batch, the model run on its device (one pass)."""
+        import torch
+
+        trainer = self.trainer
+        model = trainer.model
+        was_training = model.training
+        model.eval()
+        try:
+            for inputs in trainer.get_eval_dataloader(dataset):
+                inputs = trainer._prepare_inputs(inputs)
+                labels = inputs.get("labels")
+                if labels is None:
+                    continue
+                with torch.no_grad():
+                    logits = model(**{k: v for k, v in inputs.items() if k != "labels"}).logits
+                yield logits, labels
+        finally:
+            model.train(was_training)
 
     def _fit_one(self, method: str, model, logits, labels):
         from calibkit.calibrators.calibrated import CALIBRATORS, calibrate, make_calibrator
