@@ -240,7 +240,7 @@ def fce_from_table(fuzzy: np.ndarray, variant: str = "paper") -> float:
     return float(np.abs(a - c).sum() / total) if total > 0 else float("nan")
 
 
-def sce_from_table(classwise: np.ndarray, n: float) -> float:
+def sce_from_table(classwise: np.ndarray, n: float, classes: np.ndarray | None = None) -> float:
     """Compute SCE ``1/K sum_k sum_b n_bk/N |acc_bk - conf_bk|`` from the class-wise table.
 
     Parameters
@@ -249,12 +249,16 @@ def sce_from_table(classwise: np.ndarray, n: float) -> float:
         :attr:`CalibrationStatistics.classwise`.
     n : float
         ``N``, the samples counted.
+    classes : ndarray of bool, shape (K,), optional
+        The classes averaged over (default all K; over a vocabulary, those with a label).
 
     Returns
     -------
     float
         SCE.
     """
+    if classes is not None:
+        classwise = classwise[classes]
     return float(np.abs(classwise[:, :, 2] - classwise[:, :, 1]).sum() / (classwise.shape[0] * n))
 
 
@@ -312,7 +316,10 @@ def ece_l2_debiased_from_table(table: np.ndarray) -> float:
 
 
 def ace_from_points(
-    ace: np.ndarray, points: dict[str, np.ndarray], partial: tuple[np.ndarray, np.ndarray] | None = None
+    ace: np.ndarray,
+    points: dict[str, np.ndarray],
+    partial: tuple[np.ndarray, np.ndarray] | None = None,
+    classes: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """Compute ACE (and a bound on its error) from boundary points.
 
@@ -332,6 +339,8 @@ def ace_from_points(
     partial : tuple of ndarray, optional
         The exact within-bucket sums of p and of the outcome per point (NaN where no boundary
         cuts a bucket), from :func:`exact_ace_partials` or ``ExactACE.partials``.
+    classes : ndarray of bool, shape (K,), optional
+        The classes averaged over (default all K; over a vocabulary, those with a label).
 
     Returns
     -------
@@ -364,4 +373,6 @@ def ace_from_points(
         return float("nan"), float("nan")
     gaps = np.abs(np.diff(sum_o, axis=1) - np.diff(sum_p, axis=1))[:, nonempty] / size[nonempty]
     bound = (point_error[:, 1:] + point_error[:, :-1])[:, nonempty] / size[nonempty]
+    if classes is not None:
+        gaps, bound = gaps[classes], bound[classes]
     return float(gaps.mean()), float(bound.mean())

@@ -139,7 +139,7 @@ class Sums:
         """``ECE_k`` per class on the ``n_bins`` table; NaN (with one warning) for absent classes."""
         value = per_class_ece(self.by_class(self.settings.n_bins))
         absent = np.flatnonzero(np.isnan(value))
-        if absent.size:
+        if absent.size and not self.settings.next_token:  # a vocabulary's unseen tokens are expected
             # A count and the first ids: at a vocabulary's 16,000 classes the whole list is a wall of text
             shown = ", ".join(str(k) for k in absent[:FEW_CLASSES].tolist())
             which = f"classes [{shown}]" if absent.size <= FEW_CLASSES else f"{absent.size} classes ([{shown}, ...])"
@@ -163,7 +163,18 @@ class Sums:
     def ace(self) -> tuple[float, float]:
         """ACE and the bound on its error (0 when ``ace_partials`` resolve every cut bucket)."""
         points = ace_points(self.statistics.ace, self.settings.ace_ranges)
-        return ace_from_points(self.statistics.ace, points, self.ace_partials)
+        return ace_from_points(self.statistics.ace, points, self.ace_partials, self.scored_classes)
+
+    @cached_property
+    def scored_classes(self) -> np.ndarray | None:
+        """The classes ACE and SCE average over: all (None), or over a vocabulary (next_token) those with a label.
+
+        A vocabulary's unseen tokens would each add ``mean p_k`` (about 1/V) to ACE and SCE and divide
+        them by V: the class-wise metrics over a vocabulary are those of the tokens that occur (SPEC.md).
+        """
+        if not self.settings.next_token:
+            return None
+        return self.by_class(self.statistics.top_bins[0])[:, :, 0].sum(axis=1) > 0
 
     @cached_property
     def selective(self) -> dict[str, tuple[float, float]]:
@@ -315,7 +326,7 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(
         "sce",
         "static calibration error: class-wise ECE over every class column",
-        lambda s: sce_from_table(s.statistics.classwise, s.n),
+        lambda s: sce_from_table(s.statistics.classwise, s.n, s.scored_classes),
         frozenset({"classwise"}),
         None,
         ("sce_bins",),

@@ -278,3 +278,26 @@ def test_dask_reads_sequences_as_the_report_does():
         scheduler="sync",
     )
     assert_same_report(got, want)
+
+
+def test_ace_and_sce_over_a_vocabulary_average_the_tokens_that_occur():
+    """Unseen tokens would each add mean p_k (about 1/V) and divide by V: they are left out (SPEC.md)."""
+    logits, labels = causal_batch(n=5, t=9, v=30, seed=12)
+    rows, targets = shifted_by_loop(logits, labels)
+    p = np.exp(rows - rows.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    seen = np.unique(targets)
+    assert 0 < len(seen) < 30
+    ace_gaps, sce_sums = [], []
+    for k in seen:  # a plain loop over the tokens that occur
+        order = np.argsort(p[:, k], kind="stable")
+        for part in np.array_split(order, 15):
+            if len(part):
+                ace_gaps.append(abs(np.mean(targets[part] == k) - np.mean(p[part, k])))
+        edges = np.clip(np.ceil(p[:, k] * 15 * (1 - 2**-40)) - 1, 0, 14)
+        sce_sums.append(sum(abs(np.sum(targets[edges == b] == k) - np.sum(p[edges == b, k])) for b in range(15)))
+    got = calibkit.calibration_report(logits, labels, from_logits=True, next_token=True, metrics=["ace", "sce"])
+    assert got["ace"] == pytest.approx(np.sum(ace_gaps) / (15 * len(seen)), rel=1e-10)
+    assert got["sce"] == pytest.approx(np.sum(sce_sums) / (len(seen) * len(targets)), rel=1e-10)
+    over_all = calibkit.calibration_report(rows, targets, from_logits=True, metrics=["sce"])["sce"]
+    assert over_all < got["sce"]  # the classifier convention divides by all 30 classes
