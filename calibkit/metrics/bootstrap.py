@@ -132,7 +132,7 @@ def bootstrap_intervals(
     settings = either(settings, keywords)
     if settings.multilabel:
         return _multilabel_intervals(probs, labels, metrics, settings, n_boot, confidence, max_blocks, seed)
-    wanted = metric_names(metrics)
+    wanted = metric_names(metrics, settings)
     prep = prepare(
         probs,
         labels,

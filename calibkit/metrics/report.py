@@ -48,7 +48,7 @@ def compute_statistics(
     CalibrationStatistics
         Additive: ``a + b`` is the statistics of both batches.
     """
-    sums = plan(metric_names(metrics), settings)
+    sums = plan(metric_names(metrics, settings), settings)
     return fill_statistics(prep, sums, ignore_index=settings.ignore_index, num_threads=num_threads).statistics
 
 
@@ -89,7 +89,7 @@ def exact_report(
     ValueError
         When no sample remains after masking.
     """
-    names = metric_names(metrics)
+    names = metric_names(metrics, settings)
     sums = plan(names, settings)
     filled = fill_statistics(
         prep,

@@ -30,7 +30,8 @@ def causal_batch(n=4, t=12, v=9, seed=0, masked=True):
 
 
 def assert_same_report(got, want, rtol=1e-12):
-    for name in METRICS:
+    assert set(got) >= set(want) - {"passes", "shards", "skipped", "partitions"}
+    for name in (m for m in METRICS if m in want):
         np.testing.assert_allclose(got[name], want[name], rtol=rtol, atol=1e-15, err_msg=name)
 
 
@@ -50,11 +51,26 @@ def test_every_metric_equals_the_report_on_the_tokens_a_loop_shifts(engine):
     logits, labels = causal_batch()
     rows, targets = shifted_by_loop(logits, labels)
     with use_backend(engine):
-        shifted = calibkit.calibration_report(logits, labels, from_logits=True, next_token=True, theta=0)
+        shifted = calibkit.calibration_report(
+            logits, labels, from_logits=True, next_token=True, theta=0, metrics=METRICS
+        )
         reference = calibkit.calibration_report(rows, targets, from_logits=True, theta=0)
     assert shifted["n"] == len(targets) == 4 * 11 - 2 - 4
     for name in (*METRICS, "accuracy"):
         np.testing.assert_allclose(shifted[name], reference[name], rtol=1e-12, atol=1e-15, err_msg=name)
+
+
+def test_the_default_report_over_a_vocabulary_leaves_ace_to_be_asked_for():
+    """ACE's sums are V x 1,026 buckets where every other metric's grow with the tokens (NEXT_TOKEN_METRICS)."""
+    from calibkit.metrics.registry import NEXT_TOKEN_METRICS
+
+    logits, labels = causal_batch()
+    report = calibkit.calibration_report(logits, labels, from_logits=True, next_token=True)
+    assert "ace" not in report and "ace_error_bound" not in report
+    assert set(NEXT_TOKEN_METRICS) == set(METRICS) - {"ace"} and set(NEXT_TOKEN_METRICS) <= set(report)
+    assert "ace" not in CalibrationAccumulator(from_logits=True, next_token=True).metrics
+    asked = calibkit.calibration_report(logits, labels, from_logits=True, next_token=True, metrics=["ace"])
+    assert asked["ace"] == pytest.approx(calibkit.ace(logits, labels, from_logits=True, next_token=True))
 
 
 def test_the_one_metric_functions_take_next_token():
@@ -97,10 +113,10 @@ def test_nll_equals_the_causal_lms_own_loss():
 
 def test_the_accumulator_in_batches_equals_one_pass():
     logits, labels = causal_batch(n=6, seed=3)
-    acc = CalibrationAccumulator(from_logits=True, next_token=True, theta=0)
+    acc = CalibrationAccumulator(METRICS, from_logits=True, next_token=True, theta=0)
     acc.update(logits[:2], labels[:2]).update(logits[2:5], labels[2:5]).update(logits[5:], labels[5:])
     streamed = acc.compute()
-    exact = calibkit.calibration_report(logits, labels, from_logits=True, next_token=True, theta=0)
+    exact = calibkit.calibration_report(logits, labels, from_logits=True, next_token=True, theta=0, metrics=METRICS)
     for name in METRICS:
         if name != "ace":  # streamed ACE lies within its bound
             assert streamed[name] == pytest.approx(exact[name], rel=1e-12, abs=1e-15), name
@@ -132,8 +148,7 @@ def test_the_device_path_shifts_on_the_tensors_device(monkeypatch):
         )
     monkeypatch.undo()
     host = calibkit.calibration_report(logits, labels, from_logits=True, next_token=True, theta=0)
-    for name in METRICS:
-        assert on_path[name] == pytest.approx(host[name], rel=1e-9, abs=1e-12), name
+    assert_same_report(on_path, host, rtol=1e-9)
 
 
 def test_shift_labels_leaves_the_last_position_unscored():

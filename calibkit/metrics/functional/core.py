@@ -210,5 +210,5 @@ def calibration_report(
     settings = either(settings, given)
     if settings.multilabel:
         return exact_label_report(probs, labels, label_metric_names(metrics), settings, check_num_threads(num_threads))
-    names = metric_names(metrics)
+    names = metric_names(metrics, settings)
     return _report(probs, labels, names, settings, num_threads=num_threads)[0]
