@@ -102,7 +102,8 @@ def run(vocab: int, tokens: int, count: int, rounds: int, device: str) -> None:
     reference = exact.compute()["ece"]
     base = statistics.median(times["torchmetrics ECE"])
     print(
-        f"\nV = {vocab:,}, {count} batches of {tokens:,} bf16 tokens on {device} ({scored:,} scored), median of {rounds}"
+        f"\nV = {vocab:,}, {count} batches of {tokens:,} bf16 tokens on {device} ({scored:,} scored), "
+        f"median of {rounds}"
     )
     for name, values in times.items():
         seconds = statistics.median(values)
