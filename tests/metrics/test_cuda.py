@@ -156,3 +156,57 @@ def test_multilabel_accumulator_on_cuda_equals_the_host():
         torch.from_numpy(z).cuda(), torch.from_numpy(y).cuda(), from_logits=True, multilabel=True
     )
     assert close(one["micro"]["brier"], b["micro"]["brier"])
+
+
+# -- causal LMs (next_token=True): the paths of tests/metrics/test_next_token.py and
+# tests/calibrators/test_causal_lm.py, on the device
+
+
+def causal_logits(n=4, t=64, v=5000, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    logits = (torch.randn((n, t, v), generator=g) * 2.5).to(torch.bfloat16)
+    labels = torch.randint(0, v, (n, t), generator=g)
+    labels[0, :9] = -100
+    return logits, labels
+
+
+def test_next_token_batches_on_cuda_equal_the_host():
+    logits, labels = causal_logits()
+    want = host(
+        lambda: calibkit.calibration_report(logits.float().numpy(), labels.numpy(), from_logits=True, next_token=True)
+    )
+    acc = CalibrationAccumulator(from_logits=True, next_token=True)
+    for b in range(4):
+        acc.update(logits[b : b + 1].cuda(), labels[b : b + 1].cuda())
+    assert isinstance(acc.statistics.scalars, torch.Tensor)  # the sums stayed on the device
+    got = acc.compute()
+    for name in ("ece", "cece", "wsece", "nll", "brier", "sce", "fce", "rbece"):
+        assert got[name] == pytest.approx(want[name], rel=1e-9, abs=1e-12, nan_ok=True), name
+
+
+def test_a_streamed_temperature_fit_on_cuda_equals_the_host():
+    from calibkit.calibrators import TemperatureScaling, WeightedTemperatureScaling
+
+    logits, labels = causal_logits(seed=1)
+    labels = logits.float().argmax(-1).roll(1, dims=1)  # the logits favour their labels
+    for cls in (TemperatureScaling, WeightedTemperatureScaling):
+        on_host = cls().fit_batches(lambda: [(logits[:2], labels[:2]), (logits[2:], labels[2:])], next_token=True)
+        on_cuda = cls().fit_batches(
+            lambda: [(logits[:2].cuda(), labels[:2].cuda()), (logits[2:].cuda(), labels[2:].cuda())], next_token=True
+        )
+        assert on_cuda.temperature_ == pytest.approx(on_host.temperature_, rel=1e-9)
+
+
+def test_a_calibrated_causal_lm_generates_on_cuda():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from calibkit.calibrators import TemperatureScaling
+
+    torch.manual_seed(0)
+    base = GPT2LMHeadModel(GPT2Config(vocab_size=300, n_positions=32, n_embd=16, n_layer=2, n_head=2)).cuda().eval()
+    model = calibkit.calibrate(base, TemperatureScaling.from_temperature(1.8, 300)).eval()
+    prompt = torch.tensor([[3, 7, 11]], device="cuda")
+    settings = dict(max_new_tokens=4, do_sample=False, output_scores=True, return_dict_in_generate=True, pad_token_id=0)
+    ours, theirs = model.generate(prompt, **settings), base.generate(prompt, **settings)
+    for a, b in zip(ours.scores, theirs.scores):
+        torch.testing.assert_close(a, b / 1.8, rtol=1e-5, atol=1e-6)
