@@ -370,7 +370,7 @@ def test_a_class_documents_the_parameters_it_adds_to_a_library_base():
         """
 
     assert problems(Local) == []  # a builtin base: no signature to document
-    assert problems(Settings) == ["Parameters lacks ['from_logits', 'ignore_index', 'multilabel']"]
+    assert problems(Settings) == ["Parameters lacks ['from_logits', 'ignore_index', 'multilabel', 'next_token']"]
 
 
 # --------------------------------------------------------------------------------------------

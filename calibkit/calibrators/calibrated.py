@@ -27,12 +27,12 @@ from calibkit.calibrators.modeling_calibkit import (
     CAUSAL_LM_METHODS,
     MULTI_LABEL,
     CalibratedConfig,
-    CalibratedModelForCausalLM,
     CalibratedModelForSequenceClassification,
     CalibratedModelForTokenClassification,
     CalibrationHead,
     output_classes,
 )
+from calibkit.calibrators.modeling_calibkit_lm import CalibratedModelForCausalLM
 from calibkit.calibrators.multilabel import MULTILABEL_METHODS, MultiLabelIsotonic, MultiLabelScaling
 from calibkit.metrics.registry import METRICS
 from calibkit.metrics.registry import metric as metric_entry

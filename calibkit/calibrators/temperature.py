@@ -12,7 +12,6 @@ Dawkins et al. 2022 (RD-TS, region-balanced paper).
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -229,68 +228,6 @@ def fit_inverse_temperature(derivatives: Callable[[float], tuple[float, ...]], s
     return beta
 
 
-def nll_derivatives_torch(
-    logits: Any, labels: Any, class_weight: Any, beta: float, ignore_index: int, chunk_entries: int = 2**25
-) -> np.ndarray:
-    """:func:`nll_pass`'s sums of one batch of tensors, computed where they are (a GPU), float64.
-
-    The same sums as the compiled kernel (``calibkit.calibrators._kernels``): per kept row with
-    ``p = softmax(beta z)``, the weighted loss ``logsumexp(beta z) - beta z_y``, gradient
-    ``E_p[z] - z_y``, Hessian ``Var_p[z]`` (on centred values) and slope at ``beta = 0``
-    (``mean_k z - z_y``). Rows are read a chunk at a time (``chunk_entries`` float64 entries),
-    so no float64 copy of the whole batch is made.
-
-    Parameters
-    ----------
-    logits : torch.Tensor of shape (R, K)
-        Rows of logits, any float dtype (bfloat16 included).
-    labels : torch.Tensor of int, shape (R,)
-        Their labels; ``ignore_index`` rows add nothing.
-    class_weight : torch.Tensor of shape (K,)
-        Weight of a row by its label.
-    beta : float
-        The inverse temperature.
-    ignore_index : int
-        The label of rows to skip.
-    chunk_entries : int, default 2**25
-        Entries per chunk (256 MiB of float64).
-
-    Returns
-    -------
-    ndarray of shape (N_OUT,)
-        Indexed by ``calibkit.calibrators._kernels``' ``O_*`` columns.
-    """
-    import torch
-
-    out = torch.zeros(kernels.N_OUT, dtype=torch.float64, device=logits.device)
-    weight = class_weight.to(device=logits.device, dtype=torch.float64)
-    rows = max(1, chunk_entries // max(1, logits.shape[1]))
-    for start in range(0, logits.shape[0], rows):
-        y = labels[start : start + rows]
-        keep = y != ignore_index
-        if not bool(keep.any()):
-            continue
-        z = logits[start : start + rows][keep].double()
-        y = y[keep].long()
-        finite = torch.isfinite(z).all(dim=1)
-        out[kernels.O_NONFINITE] += (~finite).sum()
-        z, y = z[finite], y[finite]
-        w = weight[y]
-        z_y = z.gather(1, y[:, None]).squeeze(1)
-        z_max = z.max(dim=1).values
-        d = z - z_max[:, None]  # centred on the row's largest logit: exp never overflows
-        e = torch.exp(beta * d)
-        s0 = e.sum(dim=1)
-        mean = (e * d).sum(dim=1) / s0
-        var = (e * (d - mean[:, None]) ** 2).sum(dim=1) / s0
-        out[kernels.O_WEIGHT] += w.sum()
-        out[kernels.O_LOSS] += (w * (torch.log(s0) + beta * (z_max - z_y))).sum()
-        out[kernels.O_GRAD] += (w * (mean + z_max - z_y)).sum()
-        out[kernels.O_HESS] += (w * var).sum()
-        out[kernels.O_SLOPE0] += (w * (z.mean(dim=1) - z_y)).sum()
-    return out.cpu().numpy()
-
-
 def _uniform_weights(data: FitInput) -> np.ndarray:
     return np.ones(data.num_classes)
 
@@ -370,7 +307,7 @@ class TemperatureScaling(Calibrator):
 
         Each Newton step reads every batch once (a handful of passes); the logits of a batch are
         read in place (CUDA tensors on their device, in float64 chunks), so memory stays that of
-        one batch. The result equals :meth:`fit` on all the batches at once, up to the order of
+        one batch. The result equals ``fit`` on all the batches at once, up to the order of
         the float64 sums (about 1e-12 relative).
 
         Parameters
@@ -395,66 +332,22 @@ class TemperatureScaling(Calibrator):
         ValueError
             On bad input, naming the batch; when no batch holds a labelled row.
         """
-        from calibkit.metrics.validation import check_bool
+        from calibkit.calibrators.streamed import streamed_derivatives
 
-        next_token = check_bool(next_token, "next_token")
-        num_threads = check_num_threads(self.num_threads)
-        passes: list[int] = []
-        first: dict[str, int] = {}
-
-        def read():
-            passes.append(1)
-            for index, (logits, labels) in enumerate(batches()):
-                z, y = _fit_rows(logits, labels, self.ignore_index, next_token, index)
-                if first.setdefault("classes", z.shape[1]) != z.shape[1]:
-                    raise ValueError(
-                        f"`logits` of batch {index} (counting from 0) has {z.shape[1]} classes but earlier "
-                        f"batches had {first['classes']}"
-                    )
-                yield index, z, y
-
-        if class_counts is None and type(self)._class_weight is not TemperatureScaling._class_weight:
-            counts = None
-            for _, _, y in read():  # WTS: the counts first (a pass that reads the labels only)
-                y = y.cpu().numpy() if hasattr(y, "cpu") else y
-                kept = np.bincount(y[y != self.ignore_index], minlength=first["classes"])
-                counts = kept if counts is None else counts + kept
-            class_counts = counts
-        weight = self._weight_of_counts(class_counts, first.get("classes"))
-        device_weight = None
-
-        def derivatives(beta: float) -> tuple[float, ...]:
-            nonlocal weight, device_weight
-            total = np.zeros(kernels.N_OUT)
-            for index, z, y in read():
-                if weight is None:
-                    weight = self._weight_of_counts(None, z.shape[1])
-                if weight.shape[0] != z.shape[1]:
-                    raise ValueError(f"`class_counts` has {weight.shape[0]} classes but the logits have {z.shape[1]}")
-                if hasattr(z, "detach"):  # a tensor on its device (prepare() left it there)
-                    if device_weight is None:
-                        import torch
-
-                        device_weight = torch.as_tensor(weight)
-                    part = nll_derivatives_torch(z, y, device_weight, beta, self.ignore_index)
-                else:
-                    data = FitInput(z, y, self.ignore_index, z.shape[1], 0)
-                    run = functools.partial(_kernel_sums, data, weight, beta)
-                    part = np.sum(parallel_map(run, row_ranges(z.shape[0], num_threads)), axis=0)
-                if part[kernels.O_NONFINITE] > 0:
-                    raise ValueError(
-                        f"`logits` of batch {index} (counting from 0) contains NaN or inf in a labelled row"
-                    )
-                total += part
-            if total[kernels.O_WEIGHT] == 0:
-                raise ValueError("`labels` holds no sample to fit on (no batch, or every label is ignore_index)")
-            columns = [kernels.O_LOSS, kernels.O_GRAD, kernels.O_HESS, kernels.O_SLOPE0]
-            return tuple(total[columns] / total[kernels.O_WEIGHT])
-
+        counted = class_counts is not None or type(self)._class_weight is TemperatureScaling._class_weight
+        derivatives, seen = streamed_derivatives(
+            batches,
+            self._weight_of_counts,
+            ignore_index=self.ignore_index,
+            next_token=next_token,
+            class_counts=class_counts,
+            read_counts=not counted,
+            num_threads=check_num_threads(self.num_threads),
+        )
         beta = fit_inverse_temperature(derivatives, start=1.0)
         self.temperature_ = float(1.0 / beta)
-        self.num_classes_ = int(first["classes"])
-        self.n_iter_ = len(passes)
+        self.num_classes_ = int(seen["classes"])
+        self.n_iter_ = int(seen["passes"])
         return self
 
     def _weight_of_counts(self, counts: Any, num_classes: int | None) -> np.ndarray | None:
@@ -797,36 +690,3 @@ class RegionDependentTemperatureScaling(Calibrator):
         model.temperature_ = math.nan
         model.num_classes_ = num_classes
         return model
-
-
-def _kernel_sums(data: FitInput, weight: np.ndarray, beta: float, start: int, stop: int) -> np.ndarray:
-    """Return the compiled kernel's sums of rows ``[start, stop)`` (TS and WTS: one beta for every row)."""
-    out = np.zeros(kernels.N_OUT)
-    kernels.nll_derivatives(
-        data.logits, data.labels, start, stop, data.ignore_index, weight, float(beta), 0.0, np.empty(0), False, out
-    )
-    return out
-
-
-def _fit_rows(logits: Any, labels: Any, ignore_index: int, next_token: bool, index: int) -> tuple[Any, Any]:
-    """One batch of :meth:`TemperatureScaling.fit_batches` as rows: numpy (read by the kernel) or a device tensor."""
-    from calibkit.metrics.backends import on_device
-    from calibkit.metrics.validation import InputError, prepare
-
-    try:
-        prep = prepare(logits, labels, from_logits=True, ignore_index=ignore_index, next_token=next_token)
-    except InputError as exc:
-        raise InputError(exc.head, exc.index, exc.position, exc.tail, batch=index) from None
-    z, y = prep.values, prep.labels
-    from calibkit.metrics._kernels import MODE_LOGITS
-
-    if prep.mode != MODE_LOGITS:  # 1-D binary input: a temperature scales class logits
-        raise ValueError("`logits` must be (N, K) class logits (or (N, T, V) with next_token), not 1-D")
-    bad = (y != ignore_index) & ((y < 0) | (y >= z.shape[1]))
-    if bool(bad.any()):
-        i = int(bad.nonzero()[0][0]) if not on_device(y) else int(bad.nonzero()[0, 0])
-        raise ValueError(
-            f"`labels` of batch {index} (counting from 0) must lie in [0, {z.shape[1]}) or equal "
-            f"ignore_index={ignore_index}; got {int(y[i])} at flat row {i + int(next_token)}"
-        )
-    return z, y

@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 from transformers import TrainerCallback
 
+from calibkit.callbacks.causal_lm import CAUSAL_LM_FITS, CausalLMStreaming, is_causal_lm, label_key
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.registry import LOGGED, METRICS, metric_names
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
@@ -69,12 +70,6 @@ DEFAULT_METRICS = LOGGED
 
 DEFAULT_FITS = ("wts", "rd-ts")
 """The calibrators fitted at the end of training by default."""
-
-CAUSAL_LM_FITS = ("ts", "wts")
-"""The default fits of a causal LM: a temperature, by TS and by WTS."""
-
-TOP_TOKENS = 10
-"""A causal LM logs the ECE of this many next tokens, the most frequent, as ``eval_ece_class_<token>``."""
 
 
 def _fit_method(name: Any) -> str:
@@ -88,17 +83,6 @@ def _fit_method(name: Any) -> str:
         if mode is None:
             raise
         return mode
-
-
-def _is_causal_lm(model: Any) -> bool:
-    """Tell whether ``model`` is a causal LM (``*ForCausalLM``, or GPT-2's ``*LMHeadModel``) by its class."""
-    name = type(model).__name__
-    return name.endswith("ForCausalLM") or name.endswith("LMHeadModel")
-
-
-def _label_key(name: Any) -> str:
-    # Keys end up as TensorBoard tags and CSV headers: no spaces or slashes.
-    return re.sub(r"[^\w.\-]+", "_", str(name)).strip("_") or "class"
 
 
 def _concat_batches(batches: Any, pad: float) -> np.ndarray:
@@ -120,7 +104,7 @@ def _concat_batches(batches: Any, pad: float) -> np.ndarray:
     return np.concatenate(arrays)
 
 
-class CalibrationCallback(TrainerCallback):
+class CalibrationCallback(CausalLMStreaming, TrainerCallback):
     """Calibration metrics at every evaluation; fitted calibrators and calibrated models at the end.
 
     Parameters
@@ -258,7 +242,7 @@ class CalibrationCallback(TrainerCallback):
             if self._multilabel_given is not None:  # the user said so, and the model says otherwise
                 raise ValueError(f"`multilabel={self.settings.multilabel}` but the model's problem_type is {problem!r}")
             self.settings = self.settings.replace(multilabel=True)  # only None gets here: from the model
-        if _is_causal_lm(getattr(trainer, "model", None)) and self._next_token_given is None:
+        if is_causal_lm(getattr(trainer, "model", None)) and self._next_token_given is None:
             self.settings = self.settings.replace(next_token=True)  # what a causal LM's loss scores
             if not self._fit_given:
                 self.fit_methods = CAUSAL_LM_FITS
@@ -325,25 +309,10 @@ class CalibrationCallback(TrainerCallback):
         processed = self.user_preprocess(logits, labels)
         return (processed, logits) if self._evaluating else processed
 
-    def _stream_lm_batch(self, logits, labels):
-        """Add a causal LM's batch to the sums where its logits are; return an ``(N, 1)`` placeholder for them."""
-        processed = self.user_preprocess(logits, labels) if self.user_preprocess is not None else None
-        if self._evaluating and labels is not None:
-            if self._lm_accumulator is None:
-                self._lm_accumulator = CalibrationAccumulator(self._report_metrics(), settings=self.settings)
-            if self._lm_error is None:
-                try:
-                    self._lm_accumulator.update(logits, labels)
-                except ValueError as exc:  # NaN logits (fp16 overflow), ...: this evaluation's metrics are NaN
-                    self._lm_error = str(exc)
-        if processed is not None:
-            return processed
-        return logits.new_zeros((logits.shape[0], 1))
-
     # -- metrics -----------------------------------------------------------------------------
     def _class_names(self, num_classes: int) -> list[str]:
         id2label = getattr(getattr(getattr(self.trainer, "model", None), "config", None), "id2label", None) or {}
-        return [_label_key(id2label.get(k, k)) for k in range(num_classes)]
+        return [label_key(id2label.get(k, k)) for k in range(num_classes)]
 
     def _nan_metrics(self, num_classes: int | None = None) -> dict[str, float]:
         if self.settings.multilabel:
@@ -483,58 +452,6 @@ class CalibrationCallback(TrainerCallback):
                 f"calibkit: your compute_metrics already returns {clashes}; keeping your values", stacklevel=3
             )
         return {**ours, **user}
-
-    def _lm_report(self) -> dict[str, float]:
-        """Return the report of a causal LM's streamed evaluation (all processes' sums), flattened for the logs."""
-        accumulator, error = self._lm_accumulator, self._lm_error
-        self._lm_accumulator = None
-        if error is None and accumulator is None:
-            error = "the evaluation had no batch with labels"
-        if error is None:
-            try:
-                import torch.distributed as dist
-
-                if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-                    accumulator.all_reduce()
-            except ValueError as exc:
-                error = str(exc)
-        if error is not None:
-            warnings.warn(
-                f"calibkit: calibration metrics set to NaN for this evaluation: {error}", RuntimeWarning, stacklevel=3
-            )
-            return self._nan_metrics()
-        stats = accumulator.statistics.to_numpy()
-        self._class_counts = stats.top_table(stats.top_bins[0])[:, :, 0].sum(axis=1)  # labels per token: WTS's
-        return self._safely(lambda: self._flatten_lm(accumulator.compute()), None)
-
-    def _flatten_lm(self, report: dict[str, Any]) -> dict[str, float]:
-        """Flatten a causal LM's report: the metrics and the ECE of the most frequent next tokens, not of each."""
-        out = {name: float(report[name]) for name in self.metric_names if name != "subset_ece"}
-        if "ace" in out and report.get("ace_error_bound") is not None:
-            out["ace_error_bound"] = float(report["ace_error_bound"])
-        counts = self._class_counts
-        out["next_tokens_seen"] = float(np.count_nonzero(counts))
-        if (self.per_class or "subset_ece" in self.metric_names) and "subset_ece" in report:
-            top = [k for k in np.argsort(-counts, kind="stable")[:TOP_TOKENS] if counts[k] > 0]
-            out.update(
-                {f"ece_class_{name}": float(report["subset_ece"][k]) for name, k in zip(self._token_names(top), top)}
-            )
-        return out
-
-    def _token_names(self, ids: list[int]) -> list[str]:
-        """Keys for token ids: the tokenizer's text of each where there is one, else the id."""
-        tokenizer = getattr(self.trainer, "processing_class", None)
-        names = []
-        for token in ids:
-            text = None
-            if tokenizer is not None and hasattr(tokenizer, "convert_ids_to_tokens"):
-                try:
-                    text = tokenizer.convert_ids_to_tokens(int(token))
-                except (IndexError, KeyError, ValueError, TypeError):
-                    text = None
-            key = _label_key(text) if text else ""
-            names.append(f"{token}_{key}" if key else str(token))
-        return names
 
     def _user_metrics(self, eval_pred, compute_result: bool | None) -> dict[str, Any]:
         if self.user_compute_metrics is None:
@@ -714,67 +631,6 @@ class CalibrationCallback(TrainerCallback):
         except (ValueError, RuntimeError) as exc:  # nothing stops training: the fits are skipped, with the reason
             self.last_predictions = None
             self._no_fit_reason = f"the best checkpoint's logits could not be collected ({exc})"
-
-    def _fit_causal_lm(self, args, state) -> None:
-        """Fit TS/WTS on the evaluation set's next tokens, streamed through the model (never holding its logits)."""
-        from calibkit.calibrators.calibrated import calibrate, make_calibrator
-        from calibkit.calibrators.modeling_calibkit import CAUSAL_LM_METHODS
-
-        dataset = self.trainer.eval_dataset
-        if isinstance(dataset, dict):
-            dataset = list(dataset.values())[-1]
-        if dataset is None:
-            warnings.warn(
-                "calibkit: no calibrator fitted: the Trainer has no evaluation set", RuntimeWarning, stacklevel=2
-            )
-            return
-        model = self.trainer.model
-        logs: dict[str, float] = {}
-        for method in self.fit_methods:
-            if method not in CAUSAL_LM_METHODS:
-                warnings.warn(
-                    f"calibkit: {method} is not fitted on a causal LM: a vocabulary is calibrated by a temperature "
-                    f"({', '.join(CAUSAL_LM_METHODS)}); RD-TS's slope comes from classifiers' top-label confidence",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                continue
-            calibrator = make_calibrator(method, ignore_index=self.ignore_index)
-            try:
-                calibrator.fit_batches(
-                    lambda: self._lm_batches(dataset), next_token=True, class_counts=self._class_counts
-                )
-            except ValueError as exc:
-                warnings.warn(f"calibkit: {method} could not be fitted: {exc}", RuntimeWarning, stacklevel=2)
-                continue
-            self.fitted[method] = calibrator
-            calibrated = calibrate(model, calibrator, report=False)
-            logs[f"calibration/{method}/temperature"] = float(calibrator.temperature_)
-            logs[f"calibration/{method}/passes"] = float(calibrator.n_iter_)
-            if state.is_world_process_zero:
-                self._save(method, calibrated, args)
-        if logs:
-            self.trainer.log(logs)
-
-    def _lm_batches(self, dataset):
-        """Yield ``(logits, labels)`` of every evaluation batch, the model run on its device (one pass)."""
-        import torch
-
-        trainer = self.trainer
-        model = trainer.model
-        was_training = model.training
-        model.eval()
-        try:
-            for inputs in trainer.get_eval_dataloader(dataset):
-                inputs = trainer._prepare_inputs(inputs)
-                labels = inputs.get("labels")
-                if labels is None:
-                    continue
-                with torch.no_grad():
-                    logits = model(**{k: v for k, v in inputs.items() if k != "labels"}).logits
-                yield logits, labels
-        finally:
-            model.train(was_training)
 
     def _fit_one(self, method: str, model, logits, labels):
         from calibkit.calibrators.calibrated import CALIBRATORS, calibrate, make_calibrator

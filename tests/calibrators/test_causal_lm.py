@@ -13,7 +13,7 @@ import torch
 from calibkit.calibrators import TemperatureScaling, WeightedTemperatureScaling
 from calibkit.calibrators.base import prepare_fit
 from calibkit.calibrators.calibrated import calibrate, fold_into_classifier
-from calibkit.calibrators.temperature import _kernel_sums, nll_derivatives_torch
+from calibkit.calibrators.streamed import _kernel_sums, nll_derivatives_torch
 from calibkit.metrics.validation import shift_labels
 
 VOCAB = 48
