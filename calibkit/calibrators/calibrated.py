@@ -304,15 +304,7 @@ def calibrate(
         return _calibrate_causal_lm(model, calibrator, method, logits, labels, dataset, report)
     if getattr(model.config, "problem_type", None) == MULTI_LABEL or isinstance(calibrator, MULTILABEL_CLASSES):
         return _calibrate_multilabel(model, task, calibrator, method, logits, labels, dataset, report)
-    if calibrator is None:
-        if method is None:
-            raise ValueError("pass a fitted `calibrator`, or a `method` with `logits`/`labels` or a `dataset`")
-        calibrator = make_calibrator(method)
-    elif method is not None:
-        raise ValueError("pass either `calibrator` or `method`, not both")
-    elif not isinstance(calibrator, Calibrator):
-        hint = f"; for a method name pass method={calibrator!r}" if isinstance(calibrator, str) else ""
-        raise ValueError(f"`calibrator` must be a Calibrator (e.g. TemperatureScaling()), got {calibrator!r}{hint}")
+    calibrator = _calibrator_of(calibrator, method, "`logits`/`labels` or a `dataset`")
     if dataset is not None and (logits is not None or labels is not None):
         raise ValueError("pass either `dataset` or `logits`/`labels`, not both")
     if (logits is None) != (labels is None):  # one without the other would be silently unused
@@ -367,6 +359,20 @@ def _wrap(model, task: str, block: dict):
     return cls(config, base_model=model)
 
 
+def _calibrator_of(calibrator, method, data: str) -> Calibrator:
+    """Return the calibrator of :func:`calibrate`: the one given, or a new one for ``method`` (one of them)."""
+    if calibrator is None:
+        if method is None:
+            raise ValueError(f"pass a fitted `calibrator`, or a `method` with {data}")
+        return make_calibrator(method)
+    if method is not None:
+        raise ValueError("pass either `calibrator` or `method`, not both")
+    if not isinstance(calibrator, Calibrator):
+        hint = f"; for a method name pass method={calibrator!r}" if isinstance(calibrator, str) else ""
+        raise ValueError(f"`calibrator` must be a Calibrator (e.g. TemperatureScaling()), got {calibrator!r}{hint}")
+    return calibrator
+
+
 def _calibrate_causal_lm(model, calibrator, method, logits, labels, dataset, report: bool):
     """:func:`calibrate` for a causal LM: a temperature, fitted on next-token logits (t scored against t + 1)."""
     if dataset is not None:
@@ -375,14 +381,9 @@ def _calibrate_causal_lm(model, calibrator, method, logits, labels, dataset, rep
             "for an evaluation set of any size fit TemperatureScaling().fit_batches(..., next_token=True), which "
             "streams it"
         )
-    if calibrator is None:
-        if method is None:
-            raise ValueError("pass a fitted `calibrator`, or a `method` with `logits`/`labels`")
-        calibrator = make_calibrator(method)
-    elif method is not None:
-        raise ValueError("pass either `calibrator` or `method`, not both")
-    if not isinstance(calibrator, Calibrator) or calibrator.method not in CAUSAL_LM_METHODS:
-        name = getattr(calibrator, "method", calibrator)
+    calibrator = _calibrator_of(calibrator, method, "`logits`/`labels`")
+    if calibrator.method not in CAUSAL_LM_METHODS:
+        name = calibrator.method
         raise ValueError(
             f"a causal LM is calibrated by a temperature ({', '.join(CAUSAL_LM_METHODS)}), got {name!r}: RD-TS's "
             "slope comes from classifiers' top-label confidence (the region-balanced paper), vector and matrix "

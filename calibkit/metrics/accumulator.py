@@ -26,7 +26,7 @@ from calibkit.metrics.registry import metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
 from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics
-from calibkit.metrics.validation import InputError, check_num_threads, prepare
+from calibkit.metrics.validation import InputError, check_num_threads, prepare_for
 
 
 class CalibrationAccumulator:
@@ -207,13 +207,7 @@ class CalibrationAccumulator:
             return self.add_statistics(label_statistics(values, targets, self.metrics, self.settings, self.num_threads))
         with self._lock:
             batch, self._batches = self._batches, self._batches + 1
-        prep = prepare(
-            probs,
-            labels,
-            from_logits=self.from_logits,
-            ignore_index=self.ignore_index,
-            next_token=self.settings.next_token,
-        )
+        prep = prepare_for(probs, labels, self.settings)
         earlier = self.statistics
         if not isinstance(earlier, CalibrationStatistics) or earlier.num_classes == prep.num_classes:
             earlier = None

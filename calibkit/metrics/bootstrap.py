@@ -37,7 +37,7 @@ from calibkit.metrics.registry import metric, metric_names, plan, report_from_st
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
 from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics, SumsPlan
-from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare
+from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare, prepare_for
 
 __all__ = ["bootstrap_intervals"]
 
@@ -133,13 +133,7 @@ def bootstrap_intervals(
     if settings.multilabel:
         return _multilabel_intervals(probs, labels, metrics, settings, n_boot, confidence, max_blocks, seed)
     wanted = metric_names(metrics, settings)
-    prep = prepare(
-        probs,
-        labels,
-        from_logits=settings.from_logits,
-        ignore_index=settings.ignore_index,
-        next_token=settings.next_token,
-    )
+    prep = prepare_for(probs, labels, settings)
     rng = np.random.default_rng(seed)
     stacked, probe = _block_statistics(prep, plan(wanted, settings), settings.ignore_index, max_blocks, rng)
     blocks = stacked["scalars"].shape[0]

@@ -534,6 +534,29 @@ def prepare(
     return PreparedInput(np.ascontiguousarray(p), y, mode, num_classes, shape, next_token)
 
 
+def prepare_for(probs: Any, labels: Any, settings: Any) -> PreparedInput:
+    """Call :func:`prepare` with the input conventions of a settings object.
+
+    Parameters
+    ----------
+    probs, labels
+        As :func:`prepare`.
+    settings : CalibrationSettings
+        Its ``from_logits``, ``ignore_index`` and ``next_token``.
+
+    Returns
+    -------
+    PreparedInput
+    """
+    return prepare(
+        probs,
+        labels,
+        from_logits=settings.from_logits,
+        ignore_index=settings.ignore_index,
+        next_token=settings.next_token,
+    )
+
+
 def shift_labels(labels: np.ndarray, ignore_index: int) -> np.ndarray:
     """Return the labels of next-token prediction, flat: row ``(b, t)`` gets ``labels[b, t + 1]``.
 

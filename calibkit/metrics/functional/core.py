@@ -21,7 +21,7 @@ from calibkit.metrics.registry import metric_names
 from calibkit.metrics.report import exact_report
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
 from calibkit.metrics.statistics import CalibrationStatistics
-from calibkit.metrics.validation import check_num_threads, prepare
+from calibkit.metrics.validation import check_num_threads, prepare_for
 
 ArrayLike = Any
 
@@ -38,13 +38,7 @@ def _report(
     num_threads: int | None = None,
 ) -> tuple[dict[str, Any], CalibrationStatistics]:
     num_threads = check_num_threads(num_threads)
-    prep = prepare(
-        probs,
-        labels,
-        from_logits=settings.from_logits,
-        ignore_index=settings.ignore_index,
-        next_token=settings.next_token,
-    )
+    prep = prepare_for(probs, labels, settings)
     return exact_report(prep, settings, metrics, num_threads=num_threads)
 
 

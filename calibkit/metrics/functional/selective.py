@@ -21,7 +21,7 @@ import numpy as np
 from calibkit.metrics.functional.core import ArrayLike, _report
 from calibkit.metrics.ranking import risk_curve, top_label_rows
 from calibkit.metrics.settings import CalibrationSettings
-from calibkit.metrics.validation import check_coverage, prepare
+from calibkit.metrics.validation import check_coverage, prepare_for
 
 __all__ = ["aurc", "check_coverage", "risk_coverage", "selective_accuracy"]
 
@@ -67,13 +67,7 @@ def risk_coverage(
     """
     settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     _report(probs, labels, ("accuracy",), settings)  # every input check of the metrics, and their messages
-    prep = prepare(
-        probs,
-        labels,
-        from_logits=settings.from_logits,
-        ignore_index=settings.ignore_index,
-        next_token=settings.next_token,
-    )
+    prep = prepare_for(probs, labels, settings)
     confidence, wrong, _ = top_label_rows(prep, settings.ignore_index)
     if not isinstance(confidence, np.ndarray):  # a CUDA tensor's rows
         confidence, wrong = confidence.cpu().numpy(), wrong.cpu().numpy()
