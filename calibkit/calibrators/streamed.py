@@ -1,13 +1,14 @@
-"""Temperature fits on data read batch by batch and never held: :meth:`TemperatureScaling.fit_batches`.
+"""The sums of the temperature fits, over rows held and over batches read anew and never held.
 
-Each Newton step of :func:`calibkit.calibrators.temperature.fit_inverse_temperature` reads every
-batch once and adds its sums (the compiled kernel's on host rows, :func:`nll_derivatives_torch`'s on
-a device's tensors), so a fit on 10M tokens x 32,000 classes holds one batch at a time.
+:func:`nll_sums` adds them over rows in one threaded pass; :func:`streamed_derivatives` over
+batches (:meth:`TemperatureScaling.fit_batches`): each Newton step of
+:func:`calibkit.calibrators.temperature.fit_inverse_temperature` reads every batch once and adds
+its sums (the compiled kernel's on host rows, :func:`nll_derivatives_torch`'s on a device's
+tensors), so a fit on 10M tokens x 32,000 classes holds one batch at a time.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,6 +18,64 @@ from calibkit.calibrators import _kernels as kernels
 from calibkit.calibrators.base import FitInput
 from calibkit.metrics.engines.threads import parallel_map, row_ranges
 from calibkit.metrics.validation import check_bool
+
+
+def nll_sums(
+    data: FitInput,
+    class_weight: np.ndarray,
+    *,
+    beta: float = 1.0,
+    slope: float = 0.0,
+    h: np.ndarray | None = None,
+    num_threads: int | None = None,
+) -> np.ndarray:
+    """Add the weighted NLL, its first two derivatives and its slope at ``beta = 0`` over rows, in one threaded pass.
+
+    The sums add across batches (:func:`streamed_derivatives`);
+    :func:`calibkit.calibrators.temperature.nll_pass` divides them by the total weight.
+
+    Parameters
+    ----------
+    data : FitInput
+        The fitting rows.
+    class_weight : ndarray of shape (K,)
+        Weight of a row by its label (ones for TS, ``1 - n_k/N`` for WTS).
+    beta : float, default 1.0
+        The inverse temperature the logits are multiplied by (with ``h`` None).
+    slope : float, default 0.0
+        The RD-TS slope ``m`` (with ``h``): row i uses ``beta_i = 1 / (m h_i + 1)``.
+    h : ndarray of shape (rows,), optional
+        Each row's maximum softmax probability; selects the RD-TS parameter.
+    num_threads : int, optional
+        Threads of the pass (default: all cores).
+
+    Returns
+    -------
+    ndarray of shape (N_OUT,)
+        Indexed by ``calibkit.calibrators._kernels``' ``O_*`` columns (``O_NONFINITE``: rows
+        skipped for a NaN or inf).
+    """
+    region = h is not None
+    h_arr = h if region else np.empty(0)
+
+    def run(start: int, stop: int) -> np.ndarray:
+        out = np.zeros(kernels.N_OUT)
+        kernels.nll_derivatives(
+            data.logits,
+            data.labels,
+            start,
+            stop,
+            data.ignore_index,
+            class_weight,
+            float(beta),
+            float(slope),
+            h_arr,
+            region,
+            out,
+        )
+        return out
+
+    return np.sum(parallel_map(run, row_ranges(data.logits.shape[0], num_threads)), axis=0)
 
 
 def streamed_derivatives(
@@ -93,9 +152,7 @@ def streamed_derivatives(
                     device_weight = torch.as_tensor(weight)
                 part = nll_derivatives_torch(z, y, device_weight, beta, ignore_index)
             else:
-                data = FitInput(z, y, ignore_index, z.shape[1], 0)
-                run = functools.partial(_kernel_sums, data, weight, beta)
-                part = np.sum(parallel_map(run, row_ranges(z.shape[0], num_threads)), axis=0)
+                part = nll_sums(FitInput(z, y, ignore_index, z.shape[1], 0), weight, beta=beta, num_threads=num_threads)
             if part[kernels.O_NONFINITE] > 0:
                 raise ValueError(f"`logits` of batch {index} (counting from 0) contains NaN or inf in a labelled row")
             total += part
@@ -110,7 +167,7 @@ def streamed_derivatives(
 def nll_derivatives_torch(
     logits: Any, labels: Any, class_weight: Any, beta: float, ignore_index: int, chunk_entries: int = 2**25
 ) -> np.ndarray:
-    """:func:`nll_pass`'s sums of one batch of tensors, computed where they are (a GPU), float64.
+    """Compute :func:`nll_sums` of one batch of tensors where they are (a GPU), in float64.
 
     The same sums as the compiled kernel (``calibkit.calibrators._kernels``): per kept row with
     ``p = softmax(beta z)``, the weighted loss ``logsumexp(beta z) - beta z_y``, gradient
@@ -169,18 +226,8 @@ def nll_derivatives_torch(
     return out.cpu().numpy()
 
 
-def _kernel_sums(data: FitInput, weight: np.ndarray, beta: float, start: int, stop: int) -> np.ndarray:
-    """Return the compiled kernel's sums of rows ``[start, stop)`` (TS and WTS: one beta for every row)."""
-    out = np.zeros(kernels.N_OUT)
-    kernels.nll_derivatives(
-        data.logits, data.labels, start, stop, data.ignore_index, weight, float(beta), 0.0, np.empty(0), False, out
-    )
-    return out
-
-
 def _fit_rows(logits: Any, labels: Any, ignore_index: int, next_token: bool, index: int) -> tuple[Any, Any]:
     """One batch of :meth:`TemperatureScaling.fit_batches` as rows: numpy (read by the kernel) or a device tensor."""
-    from calibkit.metrics.backends import on_device
     from calibkit.metrics.validation import InputError, prepare
 
     try:
@@ -192,7 +239,7 @@ def _fit_rows(logits: Any, labels: Any, ignore_index: int, next_token: bool, ind
         raise ValueError("`logits` must be (N, K) class logits (or (N, T, V) with next_token), not 1-D")
     bad = (y != ignore_index) & ((y < 0) | (y >= z.shape[1]))
     if bool(bad.any()):
-        i = int(bad.nonzero()[0][0]) if not on_device(y) else int(bad.nonzero()[0, 0])
+        i = int(bad.nonzero()[0][0])  # numpy's first index array, or torch's first (row,)
         raise ValueError(
             f"`labels` of batch {index} (counting from 0) must lie in [0, {z.shape[1]}) or equal "
             f"ignore_index={ignore_index}; got {int(y[i])} at flat row {i + int(next_token)}"

@@ -21,6 +21,7 @@ import numpy as np
 
 from calibkit.calibrators import _kernels as kernels
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, check_num_classes
+from calibkit.calibrators.streamed import nll_sums, streamed_derivatives
 from calibkit.metrics.engines.threads import parallel_map, row_ranges
 from calibkit.metrics.validation import check_num_threads
 
@@ -45,18 +46,8 @@ def nll_pass(
 
     Parameters
     ----------
-    data : FitInput
-        The fitting rows.
-    class_weight : ndarray of shape (K,)
-        Weight of a row by its label (ones for TS, ``1 - n_k/N`` for WTS).
-    beta : float, default 1.0
-        The inverse temperature the logits are multiplied by (with ``h`` None).
-    slope : float, default 0.0
-        The RD-TS slope ``m`` (with ``h``): row i uses ``beta_i = 1 / (m h_i + 1)``.
-    h : ndarray of shape (rows,), optional
-        Each row's maximum softmax probability; selects the RD-TS parameter.
-    num_threads : int, optional
-        Threads of the pass (default: all cores).
+    data, class_weight, beta, slope, h, num_threads
+        As :func:`calibkit.calibrators.streamed.nll_sums`.
 
     Returns
     -------
@@ -69,27 +60,7 @@ def nll_pass(
     ValueError
         When a kept row holds NaN or inf.
     """
-    region = h is not None
-    h_arr = h if region else np.empty(0)
-
-    def run(start: int, stop: int) -> np.ndarray:
-        out = np.zeros(kernels.N_OUT)
-        kernels.nll_derivatives(
-            data.logits,
-            data.labels,
-            start,
-            stop,
-            data.ignore_index,
-            class_weight,
-            float(beta),
-            float(slope),
-            h_arr,
-            region,
-            out,
-        )
-        return out
-
-    total = np.sum(parallel_map(run, row_ranges(data.logits.shape[0], num_threads)), axis=0)
+    total = nll_sums(data, class_weight, beta=beta, slope=slope, h=h, num_threads=num_threads)
     if total[kernels.O_NONFINITE] > 0:
         check_finite(data.kept()[0])
     weight = total[kernels.O_WEIGHT]
@@ -332,8 +303,6 @@ class TemperatureScaling(Calibrator):
         ValueError
             On bad input, naming the batch; when no batch holds a labelled row.
         """
-        from calibkit.calibrators.streamed import streamed_derivatives
-
         counted = class_counts is not None or type(self)._class_weight is TemperatureScaling._class_weight
         derivatives, seen = streamed_derivatives(
             batches,

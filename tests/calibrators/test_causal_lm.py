@@ -13,7 +13,7 @@ import torch
 from calibkit.calibrators import TemperatureScaling, WeightedTemperatureScaling
 from calibkit.calibrators.base import prepare_fit
 from calibkit.calibrators.calibrated import calibrate, fold_into_classifier
-from calibkit.calibrators.streamed import _kernel_sums, nll_derivatives_torch
+from calibkit.calibrators.streamed import nll_derivatives_torch, nll_sums
 from calibkit.metrics.validation import shift_labels
 
 VOCAB = 48
@@ -91,7 +91,7 @@ def test_the_device_sums_equal_the_compiled_kernels_on_cpu_tensors():
     data = prepare_fit(z, y, IGNORE)
     weight = rng.uniform(0.5, 1.0, size=30)
     for beta in (0.3, 1.0, 2.5):
-        kernel = _kernel_sums(data, weight, beta, 0, 200)
+        kernel = nll_sums(data, weight, beta=beta)
         on_torch = nll_derivatives_torch(
             torch.from_numpy(z), torch.from_numpy(y), torch.from_numpy(weight), beta, IGNORE, chunk_entries=900
         )
