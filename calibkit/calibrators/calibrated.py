@@ -32,7 +32,7 @@ from calibkit.calibrators.modeling_calibkit import (
     CalibrationHead,
     output_classes,
 )
-from calibkit.calibrators.modeling_calibkit_lm import CalibratedModelForCausalLM
+from calibkit.calibrators.modeling_calibkit_lm import CalibratedModelForCausalLM, is_causal_lm
 from calibkit.calibrators.multilabel import MULTILABEL_METHODS, MultiLabelIsotonic, MultiLabelScaling
 from calibkit.metrics.registry import METRICS
 from calibkit.metrics.registry import metric as metric_entry
@@ -100,7 +100,7 @@ def _task_of(model) -> str:
         return "token-classification"
     if name.endswith("ForSequenceClassification"):
         return "sequence-classification"
-    if name.endswith("ForCausalLM") or name.endswith("LMHeadModel"):  # GPT2LMHeadModel: the older naming
+    if is_causal_lm(model):
         return "causal-lm"
     raise ValueError(
         f"`model` must be a sequence- or token-classification model or a causal LM (a *ForSequenceClassification, "

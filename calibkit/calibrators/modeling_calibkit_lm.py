@@ -8,10 +8,27 @@ LM on a machine without calibkit.
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import nn
 from transformers import PreTrainedModel
 
 from .modeling_calibkit import CAUSAL_LM_METHODS, CalibratedConfig, _CalibratedModel, _ForwardWithTheBaseInputs
+
+
+def is_causal_lm(model: Any) -> bool:
+    """Tell whether ``model`` is a causal LM by its class: ``*ForCausalLM``, or ``*LMHeadModel`` (GPT-2's older name).
+
+    Parameters
+    ----------
+    model : object
+
+    Returns
+    -------
+    bool
+    """
+    name = type(model).__name__
+    return name.endswith("ForCausalLM") or name.endswith("LMHeadModel")
 
 
 class CalibratedModelForCausalLM(_CalibratedModel):

@@ -246,6 +246,7 @@ class TemperatureScaling(Calibrator):
 
     method = "ts"
     affine = True
+    weighs_by_class = False  # WTS weighs a row by its label's count: a streamed fit counts them first
 
     def __init__(self, *, ignore_index: int = -100, num_threads: int | None = None) -> None:
         super().__init__(ignore_index=ignore_index)
@@ -303,14 +304,13 @@ class TemperatureScaling(Calibrator):
         ValueError
             On bad input, naming the batch; when no batch holds a labelled row.
         """
-        counted = class_counts is not None or type(self)._class_weight is TemperatureScaling._class_weight
         derivatives, seen = streamed_derivatives(
             batches,
             self._weight_of_counts,
             ignore_index=self.ignore_index,
             next_token=next_token,
             class_counts=class_counts,
-            read_counts=not counted,
+            read_counts=self.weighs_by_class and class_counts is None,
             num_threads=check_num_threads(self.num_threads),
         )
         beta = fit_inverse_temperature(derivatives, start=1.0)
@@ -420,6 +420,7 @@ class WeightedTemperatureScaling(TemperatureScaling):
     """
 
     method = "wts"
+    weighs_by_class = True
 
     def _class_weight(self, data: FitInput) -> np.ndarray:
         kept = data.labels[data.labels != data.ignore_index]

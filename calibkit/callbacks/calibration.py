@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 from transformers import TrainerCallback
 
-from calibkit.callbacks.causal_lm import CAUSAL_LM_FITS, CausalLMStreaming, is_causal_lm, label_key
+from calibkit.callbacks.causal_lm import CAUSAL_LM_FITS, CausalLMStreaming, label_key
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.registry import LOGGED, METRICS, metric_names
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
@@ -242,6 +242,8 @@ class CalibrationCallback(CausalLMStreaming, TrainerCallback):
             if self._multilabel_given is not None:  # the user said so, and the model says otherwise
                 raise ValueError(f"`multilabel={self.settings.multilabel}` but the model's problem_type is {problem!r}")
             self.settings = self.settings.replace(multilabel=True)  # only None gets here: from the model
+        from calibkit.calibrators.modeling_calibkit_lm import is_causal_lm
+
         if is_causal_lm(getattr(trainer, "model", None)) and self._next_token_given is None:
             self.settings = self.settings.replace(next_token=True)  # what a causal LM's loss scores
             if not self._fit_given:

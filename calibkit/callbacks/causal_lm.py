@@ -22,12 +22,6 @@ TOP_TOKENS = 10
 """A causal LM logs the ECE of this many next tokens, the most frequent, as ``eval_ece_class_<token>``."""
 
 
-def is_causal_lm(model: Any) -> bool:
-    """Tell whether ``model`` is a causal LM (``*ForCausalLM``, or GPT-2's ``*LMHeadModel``) by its class."""
-    name = type(model).__name__
-    return name.endswith("ForCausalLM") or name.endswith("LMHeadModel")
-
-
 def label_key(name: Any) -> str:
     """Return ``name`` as a log key: TensorBoard tags and CSV headers take no spaces or slashes."""
     return re.sub(r"[^\w.\-]+", "_", str(name)).strip("_") or "class"
@@ -70,8 +64,7 @@ class CausalLMStreaming:
                 f"calibkit: calibration metrics set to NaN for this evaluation: {error}", RuntimeWarning, stacklevel=3
             )
             return self._nan_metrics()
-        stats = accumulator.statistics.to_numpy()
-        self._class_counts = stats.top_table(stats.top_bins[0])[:, :, 0].sum(axis=1)  # labels per token: WTS's
+        self._class_counts = accumulator.statistics.to_numpy().label_counts()  # labels per token: WTS's
         return self._safely(lambda: self._flatten_lm(accumulator.compute()), None)
 
     def _flatten_lm(self, report: dict[str, Any]) -> dict[str, float]:

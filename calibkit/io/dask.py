@@ -68,6 +68,27 @@ class Part(NamedTuple):
     table: Any
     multilabel: bool = False
 
+    def arrays_for(self, reader: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Return the values and labels as ``reader`` takes them: with ``next_token``, as sequences.
+
+        Parameters
+        ----------
+        reader : CalibrationAccumulator or ExactACE
+            What reads the partition (its ``next_token`` and ``ignore_index``).
+
+        Returns
+        -------
+        values, labels : ndarray
+            As held; a DataFrame's flattened token rows as one sequence, each row's start unscored
+            (:func:`calibkit.io.prediction_files.as_next_token_input`).
+        """
+        if not reader.next_token:
+            return self.values, self.labels
+        from calibkit.io.prediction_files import as_next_token_input
+
+        where = f"partition {self.index}"
+        return as_next_token_input(self.values, self.labels, self.table, reader.ignore_index, where)
+
     def update(self, target: Any) -> None:
         """Call ``target.update(values, labels)``; an error names the partition and the row.
 
@@ -83,14 +104,8 @@ class Part(NamedTuple):
         ValueError
             Another error of the target, naming the partition.
         """
-        from calibkit.io.prediction_files import as_next_token_input
-
-        values, labels = self.values, self.labels
         try:
-            if target.next_token:  # a DataFrame's token rows flattened: one sequence, each row's start unscored
-                where = f"partition {self.index}"
-                values, labels = as_next_token_input(values, labels, self.table, target.ignore_index, where)
-            target.update(values, labels)
+            target.update(*self.arrays_for(target))
         except InputError as exc:
             from calibkit.io.prediction_files import row_of_value
 
@@ -175,14 +190,7 @@ def _merge_accumulators(*parts: tuple[int, CalibrationAccumulator] | None) -> tu
 def _contribution(batch: Part | None, exact: ExactACE) -> PassContribution:
     if batch is None:
         return exact.empty_contribution()
-    values, labels = batch.values, batch.labels
-    if exact.next_token:  # as pass 1 read it (Part.update)
-        from calibkit.io.prediction_files import as_next_token_input
-
-        values, labels = as_next_token_input(
-            values, labels, batch.table, exact.ignore_index, f"partition {batch.index}"
-        )
-    return exact.contribution(values, labels)  # checked in pass 1; a change is refused by ExactACE
+    return exact.contribution(*batch.arrays_for(exact))  # checked in pass 1; a change is refused by ExactACE
 
 
 def _rows(batch: Part | None) -> int:

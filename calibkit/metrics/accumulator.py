@@ -209,9 +209,8 @@ class CalibrationAccumulator:
             batch, self._batches = self._batches, self._batches + 1
         prep = prepare_for(probs, labels, self.settings)
         earlier = self.statistics
-        if not isinstance(earlier, CalibrationStatistics) or earlier.num_classes == prep.num_classes:
-            earlier = None
-        if earlier is not None:  # before the pass: a vocabulary that changed would read as bad labels
+        # Before the pass: a vocabulary that changed would otherwise read as bad labels.
+        if earlier is not None and earlier.num_classes != prep.num_classes:
             raise ValueError(
                 f"`probs` of batch {batch} (counting from 0) has {prep.num_classes} classes but earlier batches "
                 f"had {earlier.num_classes}"

@@ -174,7 +174,7 @@ class Sums:
         """
         if not self.settings.next_token:
             return None
-        return self.by_class(self.statistics.top_bins[0])[:, :, 0].sum(axis=1) > 0
+        return self.statistics.label_counts() > 0
 
     @cached_property
     def selective(self) -> dict[str, tuple[float, float]]:

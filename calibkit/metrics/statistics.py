@@ -224,6 +224,15 @@ class CalibrationStatistics:
         """Samples counted (after masking)."""
         return int(self.scalars[kernels.S_N])
 
+    def label_counts(self) -> np.ndarray:
+        """Return the samples of each true class (the class-wise family's table, counted over its bins).
+
+        Returns
+        -------
+        ndarray of shape (K,)
+        """
+        return self.top_table(self.top_bins[0], top_label=True)[:, :, 0].sum(axis=1)
+
 
 @dataclass(frozen=True)
 class SumsPlan:
