@@ -66,10 +66,8 @@ def accuracy(eval_pred):
     return {"accuracy": float((predictions[keep] == labels[keep]).mean())}
 
 
-def make_trainer(tmp_path, task="sequence", callback=None, compute_metrics=accuracy, **overrides):
-    torch.manual_seed(0)
-    config = BertConfig(num_labels=NUM_LABELS, **TINY)
-    model = (BertForSequenceClassification if task == "sequence" else BertForTokenClassification)(config)
+def training_args(tmp_path, **overrides) -> TrainingArguments:
+    """The tests' TrainingArguments: a few CPU steps, an evaluation every 2, no saving or reporting."""
     settings = dict(
         output_dir=str(tmp_path / "out"),
         max_steps=6,
@@ -86,7 +84,14 @@ def make_trainer(tmp_path, task="sequence", callback=None, compute_metrics=accur
         disable_tqdm=True,
     )
     settings.update(overrides)
-    args = TrainingArguments(**settings)
+    return TrainingArguments(**settings)
+
+
+def make_trainer(tmp_path, task="sequence", callback=None, compute_metrics=accuracy, **overrides):
+    torch.manual_seed(0)
+    config = BertConfig(num_labels=NUM_LABELS, **TINY)
+    model = (BertForSequenceClassification if task == "sequence" else BertForTokenClassification)(config)
+    args = training_args(tmp_path, **overrides)
     if task == "sequence":
         train, evaluation, collator = sequence_data(64), sequence_data(45, seed=1), None
     else:

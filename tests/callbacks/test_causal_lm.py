@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import torch
 from datasets import Dataset
-from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer
 
 import calibkit
 from calibkit.calibrators import TemperatureScaling
 from calibkit.callbacks import CalibrationCallback
+from tests.callbacks.test_callback import training_args
 
 VOCAB = 40
 LENGTH = 12
@@ -32,25 +33,12 @@ def make_lm_trainer(tmp_path, callback=None, compute_metrics=None, **overrides):
     config = GPT2Config(
         vocab_size=VOCAB, n_positions=32, n_embd=16, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0
     )
-    settings = dict(
-        output_dir=str(tmp_path / "out"),
-        max_steps=6,
-        per_device_train_batch_size=8,
-        per_device_eval_batch_size=7,
-        learning_rate=5e-3,
-        eval_strategy="steps",
-        eval_steps=3,
-        logging_steps=3,
-        save_strategy="no",
-        report_to=[],
-        use_cpu=True,
-        seed=0,
-        disable_tqdm=True,
+    args = training_args(
+        tmp_path, **{"per_device_eval_batch_size": 7, "eval_steps": 3, "logging_steps": 3, **overrides}
     )
-    settings.update(overrides)
     trainer = Trainer(
         model=GPT2LMHeadModel(config),
-        args=TrainingArguments(**settings),
+        args=args,
         train_dataset=lm_data(64, 0),
         eval_dataset=lm_data(30, 1),
         compute_metrics=compute_metrics,
