@@ -21,8 +21,42 @@ def format_value(value: Any) -> str:
     return "nan" if isinstance(value, float) and math.isnan(value) else f"{value:.4f}"
 
 
-def format_table(report: dict[str, Any], class_names: list[str] | None = None) -> str:
+def shown_classes(count: int, support: Any = None) -> tuple[list[int], str]:
+    """Return the per-class rows a table shows and the row that says what it leaves out.
+
+    Up to ``MAX_CLASS_ROWS`` classes, all of them; over a vocabulary, the classes of largest
+    ``support``, or none when the support is not known.
+
+    Parameters
+    ----------
+    count : int
+        The classes.
+    support : array-like of shape (count,), optional
+        Samples of each class.
+
+    Returns
+    -------
+    tuple of (list of int, str)
+        The classes, and a Markdown row for the others ("" when every class is shown).
+    """
+    import numpy as np
+
+    from calibkit.metrics.statistics import MAX_CLASS_ROWS, largest_classes
+
+    if count <= MAX_CLASS_ROWS:
+        return list(range(count)), ""
+    if support is None:
+        return [], f"| ece_class_* | {count:,} classes: see --json |"
+    shown = largest_classes(np.asarray(support))
+    labelled = int(np.count_nonzero(support))
+    return shown, f"| ece_class_* | {count - len(shown):,} more ({labelled:,} with a label): see --json |"
+
+
+def format_table(report: dict[str, Any], class_names: list[str] | None = None, support: Any = None) -> str:
     """Render a report as a Markdown table: every metric, then each class's ECE and ``n``.
+
+    Over a vocabulary (more than ``MAX_CLASS_ROWS`` classes) the per-class rows are those of the
+    classes of largest ``support``, and one row says how many more there are.
 
     Parameters
     ----------
@@ -30,6 +64,8 @@ def format_table(report: dict[str, Any], class_names: list[str] | None = None) -
         From :func:`calibkit.calibration_report`.
     class_names : list of str, optional
         Names of the per-class rows (default: the class indices).
+    support : array-like of shape (K,), optional
+        Samples of each class: which classes a vocabulary's table shows.
 
     Returns
     -------
@@ -43,13 +79,16 @@ def format_table(report: dict[str, Any], class_names: list[str] | None = None) -
             continue
         lines.append(f"| {name} | {format_value(report[name])} |")
     names = class_names or [str(k) for k in range(report["num_classes"])]
-    for k, value in enumerate(report["subset_ece"]):
-        lines.append(f"| ece_class_{names[k] if k < len(names) else k} | {format_value(float(value))} |")
+    per_class = report["subset_ece"]
+    shown, more = shown_classes(len(per_class), support)
+    for k in shown:
+        lines.append(f"| ece_class_{names[k] if k < len(names) else k} | {format_value(float(per_class[k]))} |")
+    lines += [more] if more else []
     lines.append(f"| n | {report['n']} |")
     return "\n".join(lines)
 
 
-def interval_lines(ci: dict[str, Any], class_names: list[str] | None) -> str:
+def interval_lines(ci: dict[str, Any], class_names: list[str] | None, support: Any = None) -> str:
     """Render bootstrap intervals as a Markdown table: every metric, then each class's ECE.
 
     Parameters
@@ -58,6 +97,8 @@ def interval_lines(ci: dict[str, Any], class_names: list[str] | None) -> str:
         From :func:`calibkit.metrics.bootstrap.bootstrap_intervals`.
     class_names : list of str or None
         Names of the per-class rows (default: the class indices).
+    support : array-like of shape (K,), optional
+        Samples of each class: which classes a vocabulary's table shows (:func:`shown_classes`).
 
     Returns
     -------
@@ -69,8 +110,10 @@ def interval_lines(ci: dict[str, Any], class_names: list[str] | None) -> str:
     if "subset_ece" in ci:
         low, high = ci["subset_ece"]
         names = class_names or [str(k) for k in range(len(low))]
-        for k in range(len(low)):
+        shown, more = shown_classes(len(low), support)
+        for k in shown:
             lines.append(f"| ece_class_{names[k]} | [{format_value(float(low[k]))}, {format_value(float(high[k]))}] |")
+        lines += [more] if more else []
     return "\n".join(lines)
 
 

@@ -183,10 +183,12 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
     else:
         print(f"calibkit report: {source}")
-        print(format_table(report, names))
+        kept = labels[labels != args.ignore_index].astype(np.int64)  # which classes a vocabulary's table shows
+        support = np.bincount(kept[(kept >= 0) & (kept < report["num_classes"])], minlength=report["num_classes"])
+        print(format_table(report, names, support))
         if ci is not None:
             print()
-            print(interval_lines(ci, names))
+            print(interval_lines(ci, names, support))
         if args.output:
             print("\n".join(f"{name}: {path}" for name, path in paths.items()))
     return 0

@@ -8,6 +8,7 @@ the device until :meth:`CalibrationAccumulator.compute`. Every metric comes from
 from __future__ import annotations
 
 import threading
+import types
 from collections.abc import Iterable
 from typing import Any
 
@@ -268,6 +269,11 @@ class CalibrationAccumulator:
         device = scalars.device if isinstance(scalars, torch.Tensor) else torch.device("cpu")
         if dist.get_backend(group) == "nccl" and device.type != "cuda":
             device = torch.device("cuda", torch.cuda.current_device())
+        if parts[0].top_classes is not None:  # a vocabulary's tables: the rows any process has
+            seen = [None] * dist.get_world_size(group)
+            rows = types.SimpleNamespace(top_classes=parts[0].top_classes, classwise_classes=parts[0].classwise_classes)
+            dist.all_gather_object(seen, rows, group=group)
+            parts = [parts[0].with_rows(*seen)]
         parts = [p.to_torch(device) for p in parts]
         fields = [(p, name) for p in parts for name in ADDITIVE_FIELDS]
         flat = torch.cat([getattr(p, name).reshape(-1) for p, name in fields])  # one collective, not one a field

@@ -36,7 +36,7 @@ from calibkit.metrics.multilabel import (
 from calibkit.metrics.registry import metric, metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
-from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics, SumsPlan
+from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics, SumsPlan, top_slots
 from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare, prepare_for
 
 __all__ = ["bootstrap_intervals"]
@@ -164,9 +164,12 @@ def _block_statistics(
     unit = prep.original_shape[1] if len(prep.original_shape) == 3 else 1
     units = rows // unit if unit else 0
     binary = prep.mode >= kernels.MODE_BINARY_PROBS
+    classes = None if binary else top_slots(prep.labels, prep.num_classes, ignore_index)[0]
     probe = CalibrationStatistics.zeros(
-        prep.num_classes, binary, sums.top_bins, sums.fuzzy_bins, sums.classwise_bins, sums.groups
+        prep.num_classes, binary, sums.top_bins, sums.fuzzy_bins, sums.classwise_bins, sums.groups, classes
     )
+    if probe.classwise_classes is not None:  # a vocabulary's class-wise rows: at most K, most often fewer
+        probe.classwise = np.zeros((prep.num_classes, sums.classwise_bins, 3))
     block_bytes = sum(getattr(probe, name).nbytes for name in ADDITIVE_FIELDS)
     blocks = max(1, min(units, max_blocks, _BLOCK_MEMORY // block_bytes))
     if blocks < units:  # random blocks: permute the units once (a copy), then cut
@@ -182,6 +185,7 @@ def _block_statistics(
     ).parts
     if sum(p.n for p in parts) == 0:  # as calibration_report: no interval of nothing
         raise ValueError(NO_SAMPLE.format(ignore_index))
+    probe.classwise_classes = parts[0].classwise_classes  # the blocks share their rows (on_same_rows)
     return {name: np.stack([getattr(p, name) for p in parts]) for name in ADDITIVE_FIELDS}, probe
 
 
@@ -212,6 +216,8 @@ def _replicates(
                 binary=probe.binary,
                 top_bins=probe.top_bins,
                 has=probe.has,
+                top_classes=probe.top_classes,
+                classwise_classes=probe.classwise_classes,
                 **{name: summed[name][j] for name in ADDITIVE_FIELDS},
             )
             if stats.scalars[0] == 0:

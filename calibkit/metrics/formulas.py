@@ -240,8 +240,19 @@ def fce_from_table(fuzzy: np.ndarray, variant: str = "paper") -> float:
     return float(np.abs(a - c).sum() / total) if total > 0 else float("nan")
 
 
-def sce_from_table(classwise: np.ndarray, n: float, classes: np.ndarray | None = None) -> float:
+def sce_from_table(
+    classwise: np.ndarray,
+    n: float,
+    classes: np.ndarray | None = None,
+    *,
+    missing_mass: float = 0.0,
+    missing_classes: int = 0,
+) -> float:
     """Compute SCE ``1/K sum_k sum_b n_bk/N |acc_bk - conf_bk|`` from the class-wise table.
+
+    A class with no label has ``acc_bk = 0`` in every bin, so its sum over bins is its column's
+    mass ``sum_i p_ik``: a vocabulary's table keeps rows for the labels that occur only, and the
+    other classes enter through ``missing_mass`` and ``missing_classes``.
 
     Parameters
     ----------
@@ -250,7 +261,11 @@ def sce_from_table(classwise: np.ndarray, n: float, classes: np.ndarray | None =
     n : float
         ``N``, the samples counted.
     classes : ndarray of bool, shape (K,), optional
-        The classes averaged over (default all K; over a vocabulary, those with a label).
+        The rows averaged over (default all; over a vocabulary, those with a label).
+    missing_mass : float, default 0.0
+        The summed probability of the classes averaged over that have no row.
+    missing_classes : int, default 0
+        How many they are.
 
     Returns
     -------
@@ -259,7 +274,43 @@ def sce_from_table(classwise: np.ndarray, n: float, classes: np.ndarray | None =
     """
     if classes is not None:
         classwise = classwise[classes]
-    return float(np.abs(classwise[:, :, 2] - classwise[:, :, 1]).sum() / (classwise.shape[0] * n))
+    gaps = np.abs(classwise[:, :, 2] - classwise[:, :, 1]).sum() + missing_mass
+    return float(gaps / ((classwise.shape[0] + missing_classes) * n))
+
+
+def sce_from_rows(
+    classwise: np.ndarray, rows: np.ndarray, column_first: np.ndarray, n: float, classes: np.ndarray | None = None
+) -> float:
+    """Compute SCE from a vocabulary's class-wise sums: rows for some columns, every column's first bin.
+
+    The columns without a row have nothing above their first bin and no label, so their
+    ``sum_b |acc_bk - conf_bk|`` is their first bin's sum of ``p_k`` (SPEC.md).
+
+    Parameters
+    ----------
+    classwise : ndarray of shape (R, M, 3)
+        The rows (``CalibrationStatistics.classwise``), whose first bins hold the labels only.
+    rows : ndarray of int64, shape (R,)
+        Their classes (``classwise_classes``).
+    column_first : ndarray of shape (K, 2)
+        Every column's first-bin count and sum.
+    n : float
+        ``N``, the samples counted.
+    classes : ndarray of bool, shape (K,), optional
+        The classes averaged over (default all K; over a vocabulary, those with a label).
+
+    Returns
+    -------
+    float
+        SCE, equal to :func:`sce_from_table` on the dense (K, M, 3) table.
+    """
+    averaged = np.ones(len(column_first), dtype=bool) if classes is None else classes
+    table = classwise.copy()
+    table[:, 0, :2] = column_first[rows]
+    others = averaged.copy()
+    others[rows] = False
+    mass = float(column_first[others, 1].sum())
+    return sce_from_table(table[averaged[rows]], n, missing_mass=mass, missing_classes=int(others.sum()))
 
 
 def ece_l2_from_table(table: np.ndarray) -> float:

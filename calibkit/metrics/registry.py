@@ -13,19 +13,14 @@ face in ``functional/<family>.py`` (see CONTRIBUTING.md).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
 from calibkit.metrics.formulas import (
-    MissingClassWarning,
-    ace_from_points,
-    class_wise_summary,
     ece_from_table,
     ece_l2_debiased_from_table,
     ece_l2_from_table,
@@ -33,155 +28,19 @@ from calibkit.metrics.formulas import (
     fce_from_table,
     mce_from_table,
     overconfidence_from_sums,
-    per_class_ece,
     rbece_from_table,
-    sce_from_table,
 )
-from calibkit.metrics.ranking import selective_from_buckets, selective_from_rows
 from calibkit.metrics.settings import CalibrationSettings
-from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points
+from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan
+from calibkit.metrics.sums import Sums
 
 SUMS = ("top", "rows", "classwise", "ace", "fuzzy", "selective")
 
-FEW_CLASSES = 10
-"""A message lists at most this many class ids, then gives the count."""
 """The groups of sums a pass can fill: ``top`` (top-label bins, one table per bin count),
 ``rows`` (per-entry logs and squares: ECD, NLL, Brier), ``classwise`` (per-column bins, SCE),
 ``ace`` (fine per-column buckets), ``fuzzy`` (FCE) and ``selective`` (fine buckets of the
 top-label confidence: AURC, selective accuracy). The scalars (n, correct, confidence and
 count of wrong predictions) are always kept."""
-
-
-class Sums:
-    """What a metric's ``compute`` reads: the statistics, the settings, and shared intermediate values.
-
-    Values that several metrics share (a table, the per-class ECEs, ACE's boundary points) are
-    computed once per report.
-
-    Parameters
-    ----------
-    statistics : CalibrationStatistics
-        The sums of a pass.
-    settings : CalibrationSettings
-        The settings the sums were filled with.
-    ace_partials : tuple of ndarray, optional
-        Exact sums where a range boundary cuts an ACE bucket (ACE is then exact).
-    selective_rows : tuple of ndarray, optional
-        Every row's top-label confidence and error (AURC and selective accuracy are then exact).
-    """
-
-    def __init__(
-        self,
-        statistics: CalibrationStatistics,
-        settings: CalibrationSettings,
-        ace_partials: tuple[np.ndarray, np.ndarray] | None = None,
-        selective_rows: tuple[np.ndarray, np.ndarray] | None = None,
-    ) -> None:
-        self.statistics = statistics
-        self.settings = settings
-        self.ace_partials = ace_partials
-        self.selective_rows = selective_rows
-        self._tables: dict[int, np.ndarray] = {}
-
-    @property
-    def n(self) -> float:
-        """Samples counted (after masking)."""
-        return float(self.statistics.scalars[kernels.S_N])
-
-    def scalar(self, slot: int) -> float:
-        """Return one of the always-kept scalar sums.
-
-        Parameters
-        ----------
-        slot : int
-            Its index, one of ``kernels.S_*``.
-
-        Returns
-        -------
-        float
-        """
-        return float(self.statistics.scalars[slot])
-
-    def by_class(self, n_bins: int) -> np.ndarray:
-        """Return the top-label table of ``n_bins`` bins split by true label, the class-wise family's.
-
-        For 1-D binary input, that of the top label of ``[1 - p, p]`` (SPEC.md).
-
-        Parameters
-        ----------
-        n_bins : int
-            A bin count the statistics hold.
-
-        Returns
-        -------
-        ndarray of shape (K, n_bins, 4)
-        """
-        return self.statistics.top_table(n_bins, top_label=True)
-
-    def top(self, n_bins: int) -> np.ndarray:
-        """Return the top-label table of ``n_bins`` bins over all samples (computed once).
-
-        Parameters
-        ----------
-        n_bins : int
-            A bin count the statistics hold.
-
-        Returns
-        -------
-        ndarray of shape (n_bins, 4)
-        """
-        if n_bins not in self._tables:
-            self._tables[n_bins] = self.statistics.top_table(n_bins).sum(axis=0)
-        return self._tables[n_bins]
-
-    @cached_property
-    def class_ece(self) -> np.ndarray:
-        """``ECE_k`` per class on the ``n_bins`` table; NaN (with one warning) for absent classes."""
-        value = per_class_ece(self.by_class(self.settings.n_bins))
-        absent = np.flatnonzero(np.isnan(value))
-        if absent.size and not self.settings.next_token:  # a vocabulary's unseen tokens are expected
-            # A count and the first ids: at a vocabulary's 16,000 classes the whole list is a wall of text
-            shown = ", ".join(str(k) for k in absent[:FEW_CLASSES].tolist())
-            which = f"classes [{shown}]" if absent.size <= FEW_CLASSES else f"{absent.size} classes ([{shown}, ...])"
-            warnings.warn(
-                f"{which} have no sample: their ECE_k is NaN and they are left out of "
-                "CECE, MSECE, WSECE and ECE variance",
-                MissingClassWarning,
-                stacklevel=5,
-            )
-        return value
-
-    @cached_property
-    def class_wise(self) -> dict[str, float]:
-        """CECE, MSECE, WSECE and ECE variance (class-wise paper, eq 3.4-3.7)."""
-        table = self.by_class(self.settings.n_bins)
-        # the ECE the variance is taken around: top-label, as the ECE_k (the same table as ece's but
-        # for 1-D binary input, whose ece bins the class-1 probability)
-        return class_wise_summary(self.class_ece, table[:, :, 0].sum(axis=1), ece_from_table(table.sum(axis=0)))
-
-    @cached_property
-    def ace(self) -> tuple[float, float]:
-        """ACE and the bound on its error (0 when ``ace_partials`` resolve every cut bucket)."""
-        points = ace_points(self.statistics.ace, self.settings.ace_ranges)
-        return ace_from_points(self.statistics.ace, points, self.ace_partials, self.scored_classes)
-
-    @cached_property
-    def scored_classes(self) -> np.ndarray | None:
-        """The classes ACE and SCE average over: all (None), or over a vocabulary (next_token) those with a label.
-
-        A vocabulary's unseen tokens would each add ``mean p_k`` (about 1/V) to ACE and SCE and divide
-        them by V: the class-wise metrics over a vocabulary are those of the tokens that occur (SPEC.md).
-        """
-        if not self.settings.next_token:
-            return None
-        return self.statistics.label_counts() > 0
-
-    @cached_property
-    def selective(self) -> dict[str, tuple[float, float]]:
-        """AURC and the selective accuracy, each with the bound on its error (0 from the rows)."""
-        if self.selective_rows is not None:
-            return selective_from_rows(*self.selective_rows, self.settings.coverage)
-        return selective_from_buckets(self.statistics.selective, self.settings.coverage)
 
 
 @dataclass(frozen=True)
@@ -326,7 +185,7 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(
         "sce",
         "static calibration error: class-wise ECE over every class column",
-        lambda s: sce_from_table(s.statistics.classwise, s.n, s.scored_classes),
+        lambda s: s.sce,
         frozenset({"classwise"}),
         None,
         ("sce_bins",),

@@ -10,6 +10,7 @@ evaluation never holds its predictions (:class:`~calibkit.metrics.accumulator.Ca
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -22,7 +23,7 @@ from calibkit.metrics.ranking import SELECTIVE_BUCKETS
 FUZZY_COLUMNS = 6  # see CalibrationStatistics.fuzzy
 
 
-ADDITIVE_FIELDS = ("top", "fuzzy", "classwise", "ace", "selective", "scalars")
+ADDITIVE_FIELDS = ("top", "fuzzy", "classwise", "ace", "selective", "scalars", "column_first")
 """The fields of :class:`CalibrationStatistics` that are sums (added, reduced and resampled)."""
 
 
@@ -47,13 +48,17 @@ class CalibrationStatistics:
         correct, sum of per-sample ECD. Binary 1-D input bins the class-1 probability with
         outcome ``y == 1`` instead (SPEC.md), and then also keeps, in the last S tables, those
         of the top label of ``[1 - p, p]``, which the class-wise family reads
-        (:meth:`top_table`).
+        (:meth:`top_table`). Over a vocabulary (``top_classes`` given) the second axis has a
+        row per label that occurs instead of one per class.
     fuzzy : ndarray (M_f, 6)
         FCE fuzzy bins: total membership, membership-weighted correct and confidence; then the
         authors' variant's sums: total membership rounded to 3 decimals, rounded-membership-weighted
         correct, and rounded-membership-weighted confidence of the correct predictions only.
     classwise : ndarray (K, M_c, 3)
         Per class column, equal-width bins of ``p_k``: count, sum ``p_k``, sum ``1[y = k]``.
+        Over a vocabulary, a row per class of ``classwise_classes`` only, and the first bin's
+        count and sum of every class in ``column_first`` instead (the table's first bin then
+        holds the labels only).
     ace : ndarray (K, B, 3)
         The same sums on fine buckets (16 an octave of the float64 pattern) for ACE.
     selective : ndarray (B, 2)
@@ -64,6 +69,16 @@ class CalibrationStatistics:
     has : frozenset of str, default frozenset()
         Which optional groups of sums were filled (``rows``, ``classwise``, ``ace``, ``fuzzy``,
         ``selective``).
+    top_classes : ndarray of int64, optional
+        The sorted class ids of the rows of ``top`` when it is compact (at least
+        ``kernels.COMPACT_CLASSES`` classes: the labels that occur); None when it has a row per
+        class. Adding two compact statistics takes the union of their classes.
+    classwise_classes : ndarray of int64, optional
+        Over a vocabulary, the sorted class ids of the rows of ``classwise``: the columns with a
+        value above their first bin or a label (the others have nothing but a first bin). None:
+        a row per class.
+    column_first : ndarray (K, 2) or (0, 2)
+        Over a vocabulary with ``classwise``: every class column's first-bin count and sum.
     """
 
     num_classes: int
@@ -76,6 +91,9 @@ class CalibrationStatistics:
     scalars: np.ndarray
     has: frozenset = field(default_factory=frozenset)  # which optional groups were filled
     selective: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    top_classes: np.ndarray | None = None
+    classwise_classes: np.ndarray | None = None
+    column_first: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
 
     @classmethod
     def zeros(
@@ -86,6 +104,7 @@ class CalibrationStatistics:
         fuzzy_bins: int,
         classwise_bins: int,
         has: Iterable[str],
+        top_classes: np.ndarray | None = None,
     ) -> CalibrationStatistics:
         """Create empty statistics of the given shape, ready to be filled by a pass.
 
@@ -103,6 +122,8 @@ class CalibrationStatistics:
             Bins per class column of SCE (used when ``"classwise"`` is in ``has``).
         has : iterable of str
             The optional groups to allocate: ``rows``, ``classwise``, ``ace``, ``fuzzy``, ``selective``.
+        top_classes : ndarray of int64, optional
+            The classes of a compact ``top`` (see :func:`top_slots`); default: a row per class.
 
         Returns
         -------
@@ -112,22 +133,36 @@ class CalibrationStatistics:
         top_bins = tuple(sorted(set(int(b) for b in top_bins))) or (1,)
         has = frozenset(has)
         k = num_classes
+        tables = (2 if binary else 1) * len(top_bins)
+        rows = k if top_classes is None else len(top_classes)  # of the label-split table
+        columns = "classwise" in has
+        compact = top_classes is not None and columns  # a vocabulary's class-wise layout
         return cls(
             num_classes=k,
             binary=binary,
             top_bins=top_bins,
-            top=np.zeros(((2 if binary else 1) * len(top_bins), k, max(top_bins), 4)),
+            top=np.zeros((tables, rows, max(top_bins), 4)),
             fuzzy=np.zeros((fuzzy_bins if "fuzzy" in has else 1, FUZZY_COLUMNS)),
-            classwise=np.zeros((k if "classwise" in has else 0, classwise_bins, 3)),
+            classwise=np.zeros((k if columns and not compact else 0, classwise_bins, 3)),
             ace=np.zeros((k if "ace" in has else 0, kernels.ACE_BUCKETS if "ace" in has else 0, 3)),
             scalars=np.zeros(kernels.N_SCALARS),
             has=has,
             selective=np.zeros((SELECTIVE_BUCKETS if "selective" in has else 0, 2)),
+            top_classes=top_classes,
+            classwise_classes=np.zeros(0, dtype=np.int64) if compact else None,
+            column_first=np.zeros((k if compact else 0, 2)),
         )
 
     def _check_compatible(self, other: CalibrationStatistics) -> None:
-        mine = (self.num_classes, self.binary, self.top_bins, self.fuzzy.shape, self.classwise.shape, self.has)
-        theirs = (other.num_classes, other.binary, other.top_bins, other.fuzzy.shape, other.classwise.shape, other.has)
+        mine = (self.num_classes, self.binary, self.top_bins, self.fuzzy.shape, self.classwise.shape[1:], self.has)
+        theirs = (
+            other.num_classes,
+            other.binary,
+            other.top_bins,
+            other.fuzzy.shape,
+            other.classwise.shape[1:],
+            other.has,
+        )
         if mine != theirs:
             raise ValueError(
                 f"`other` statistics are not compatible (classes, binary, bins, groups): {theirs} vs {mine}"
@@ -155,8 +190,10 @@ class CalibrationStatistics:
         out = CalibrationStatistics(**{f.name: getattr(self, f.name) for f in fields(self)})
         if isinstance(self.scalars, np.ndarray) != isinstance(other.scalars, np.ndarray):
             other = other.to_numpy() if isinstance(self.scalars, np.ndarray) else other.to_torch(self.scalars.device)
+        if self.top_classes is not None:  # a vocabulary's tables: the union of their rows
+            out, other = out.with_rows(self, other), other.with_rows(self, other)
         for name in ADDITIVE_FIELDS:
-            setattr(out, name, getattr(self, name) + getattr(other, name))
+            setattr(out, name, getattr(out, name) + getattr(other, name))
         return out
 
     def to_numpy(self) -> CalibrationStatistics:
@@ -198,6 +235,63 @@ class CalibrationStatistics:
             setattr(out, name, value.to(device=device if device is not None else value.device, dtype=torch.float64))
         return out
 
+    @property
+    def table_classes(self) -> np.ndarray:
+        """The class id of each row of ``top`` (every class, or a compact table's ``top_classes``)."""
+        return np.arange(self.num_classes) if self.top_classes is None else self.top_classes
+
+    def with_rows(self, *others: CalibrationStatistics) -> CalibrationStatistics:
+        """Return these statistics with compact tables over the union of their rows and ``others``'.
+
+        A row a table lacks is zero: a class absent from the label-split table had no label, and
+        one absent from the class-wise table nothing above its first bin (which ``column_first``
+        holds), so adding after the union is exact.
+
+        Parameters
+        ----------
+        *others : CalibrationStatistics
+            Compact statistics of the same classes and settings.
+
+        Returns
+        -------
+        CalibrationStatistics
+            ``self`` when its rows are the union already; otherwise a copy with zero rows added.
+        """
+        out = CalibrationStatistics(**{f.name: getattr(self, f.name) for f in fields(self)})
+        for table, ids in (("top", "top_classes"), ("classwise", "classwise_classes")):
+            mine = getattr(self, ids)
+            if mine is None:
+                continue
+            union = functools.reduce(np.union1d, [getattr(o, ids) for o in others], mine).astype(np.int64)
+            if len(union) == len(mine):
+                continue
+            rows = np.searchsorted(union, mine)
+            axis = 1 if table == "top" else 0
+            value = getattr(self, table)
+            setattr(out, table, _spread_rows(value.swapaxes(0, axis), rows, len(union)).swapaxes(0, axis))
+            setattr(out, ids, union)
+        return out
+
+    def by_label(self, values: np.ndarray, fill: float) -> np.ndarray:
+        """Spread per-row values of ``top`` (one per class of ``table_classes``) over all ``K`` classes.
+
+        Parameters
+        ----------
+        values : ndarray of shape (rows of top,)
+            A value per row of the label-split table.
+        fill : float
+            The value of the classes with no row (no label).
+
+        Returns
+        -------
+        ndarray of shape (K,)
+        """
+        if self.top_classes is None:
+            return values
+        out = np.full(self.num_classes, fill, dtype=np.result_type(values, np.float64))
+        out[self.top_classes] = values
+        return out
+
     def top_table(self, n_bins: int, top_label: bool = False) -> np.ndarray:
         """Return the top-label sums for a bin count that was accumulated.
 
@@ -212,7 +306,8 @@ class CalibrationStatistics:
         Returns
         -------
         ndarray of shape (K, n_bins, 4)
-            Per true class and bin: count, sum of confidence, sum of correct, sum of ECD.
+            Per true class and bin: count, sum of confidence, sum of correct, sum of ECD; over a
+            vocabulary a row per class of ``top_classes`` only (see :attr:`table_classes`).
         """
         s = self.top_bins.index(n_bins)
         if top_label and self.binary:
@@ -231,7 +326,7 @@ class CalibrationStatistics:
         -------
         ndarray of shape (K,)
         """
-        return self.top_table(self.top_bins[0], top_label=True)[:, :, 0].sum(axis=1)
+        return self.by_label(self.top_table(self.top_bins[0], top_label=True)[:, :, 0].sum(axis=1), 0.0)
 
 
 @dataclass(frozen=True)
@@ -257,6 +352,78 @@ class SumsPlan:
     fuzzy_bins: int
     classwise_bins: int
     eps: float
+
+
+def _spread_rows(table: Any, rows: np.ndarray, count: int) -> Any:
+    """Return ``count`` zero rows (numpy or torch, as ``table``) holding ``table``'s rows at ``rows``."""
+    if isinstance(table, np.ndarray):
+        out = np.zeros((count, *table.shape[1:]))
+        out[rows] = table
+        return out
+    import torch  # a streaming accumulator's sums on the device
+
+    out = table.new_zeros((count, *table.shape[1:]))
+    out[torch.as_tensor(rows, device=table.device)] = table
+    return out
+
+
+def compact_columns(classwise: Any) -> tuple[Any, np.ndarray, Any]:
+    """Return a dense class-wise table in a vocabulary's layout (``classwise_classes``, ``column_first``).
+
+    Parameters
+    ----------
+    classwise : ndarray or tensor of shape (K, M, 3)
+        A row per class.
+
+    Returns
+    -------
+    table : ndarray or tensor of shape (K', M, 3)
+        The rows of the columns with a value above their first bin or a label, first bins
+        holding the labels only.
+    classes : ndarray of int64, shape (K',)
+        Their class ids.
+    column_first : ndarray or tensor of shape (K, 2)
+        Every column's first-bin count and sum.
+    """
+    active = (classwise[:, 1:, 0].sum(axis=1) > 0) | (classwise[:, :, 2].sum(axis=1) > 0)
+    if isinstance(classwise, np.ndarray):
+        classes = np.flatnonzero(active).astype(np.int64)
+    else:
+        classes = active.nonzero().reshape(-1).cpu().numpy().astype(np.int64)
+    table = classwise[active].clone() if not isinstance(classwise, np.ndarray) else classwise[active]
+    first = classwise[:, 0, :2] * 1.0  # a copy
+    table[:, 0, :2] = 0.0
+    return table, classes, first
+
+
+def top_slots(labels: np.ndarray, num_classes: int, ignore_index: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """Return the classes of a compact top-label table for a pass and each row's row in it.
+
+    Below ``kernels.COMPACT_CLASSES`` classes the table has a row per class: ``(None, empty)``,
+    and the kernels index it by the label. Over a vocabulary, a row per label that occurs
+    (sorted), so that the table grows with the tokens, not with the vocabulary.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (N,)
+        The pass's labels (``ignore_index`` on skipped rows).
+    num_classes : int
+        ``K``.
+    ignore_index : int
+        The label of skipped rows.
+
+    Returns
+    -------
+    tuple of (ndarray or None, ndarray of int64)
+        The classes (``top_classes``) and a row index per label (0 on skipped rows; an
+        out-of-range label gets a row too, so that the kernel reports it, not an index error).
+    """
+    if num_classes < kernels.COMPACT_CLASSES:
+        return None, np.empty(0, dtype=np.int64)
+    kept = labels[labels != ignore_index]
+    classes = np.unique(kept).astype(np.int64)
+    slots = np.searchsorted(classes, labels).astype(np.int64)
+    return classes, np.minimum(slots, max(len(classes) - 1, 0))
 
 
 def ace_points(ace: np.ndarray, n_ranges: int) -> dict[str, np.ndarray]:
@@ -291,6 +458,54 @@ def ace_points(ace: np.ndarray, n_ranges: int) -> dict[str, np.ndarray]:
     before = np.take_along_axis(cum, bucket[:, :, None], axis=1)
     inside = ranks[None, :] - before[:, :, 0]
     return {"ranks": ranks, "bucket": bucket, "inside": inside, "before": before}
+
+
+MAX_CLASS_ROWS = 20
+"""Beyond this many classes (a vocabulary), tables and figures show the classes of largest support only."""
+
+
+def largest_classes(support: np.ndarray, limit: int = MAX_CLASS_ROWS) -> list[int]:
+    """Return the classes a table shows: all of them, or beyond ``limit`` the ``limit`` of largest support.
+
+    Parameters
+    ----------
+    support : ndarray of shape (K,)
+        Samples of each class (:meth:`CalibrationStatistics.label_counts`).
+    limit : int, default MAX_CLASS_ROWS
+        The most rows.
+
+    Returns
+    -------
+    list of int
+        Every class in order up to ``limit`` classes; else by support, largest first (ties by class).
+
+    Examples
+    --------
+    >>> largest_classes(np.array([5, 0, 9, 9]), limit=2)
+    [2, 3]
+    """
+    if len(support) <= limit:
+        return list(range(len(support)))
+    order = np.lexsort((np.arange(len(support)), -np.asarray(support)))  # support down, then class up
+    return [int(c) for c in order[:limit]]
+
+
+def on_same_rows(parts: list[CalibrationStatistics]) -> list[CalibrationStatistics]:
+    """Return ``parts`` with their vocabulary tables over the same rows (the bootstrap stacks them).
+
+    Parameters
+    ----------
+    parts : list of CalibrationStatistics
+        The statistics of a pass's row ranges.
+
+    Returns
+    -------
+    list of CalibrationStatistics
+        ``parts`` itself below ``kernels.COMPACT_CLASSES`` classes.
+    """
+    if len(parts) < 2 or parts[0].top_classes is None:
+        return parts
+    return [part.with_rows(*parts) for part in parts]
 
 
 def sum_statistics(parts: list[CalibrationStatistics]) -> CalibrationStatistics:

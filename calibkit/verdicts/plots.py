@@ -51,9 +51,12 @@ def _table(statistics: CalibrationStatistics, n_bins: int, class_index: int | No
         return table.sum(axis=0)
     if isinstance(class_index, bool) or not isinstance(class_index, (int, np.integer)):
         raise ValueError(f"`class_index` must be an integer, got {class_index!r}")
-    if not 0 <= class_index < table.shape[0]:
-        raise ValueError(f"`class_index` must lie in [0, {table.shape[0]}), got {class_index!r}")
-    return table[class_index]
+    if not 0 <= class_index < statistics.num_classes:
+        raise ValueError(f"`class_index` must lie in [0, {statistics.num_classes}), got {class_index!r}")
+    row = np.searchsorted(statistics.table_classes, class_index)  # a vocabulary's table: labels that occur
+    if row == len(statistics.table_classes) or statistics.table_classes[row] != class_index:
+        return np.zeros(table.shape[1:])
+    return table[row]
 
 
 def _statistics(probs: Any, labels: Any, metrics: tuple[str, ...], settings: CalibrationSettings):

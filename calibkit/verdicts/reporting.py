@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.statistics import largest_classes
 from calibkit.verdicts import resplits as rs
 from calibkit.verdicts.claims import what_this_means
 from calibkit.verdicts.comparison import HIGHER_IS_BETTER, METHOD_LABELS, SIGNED, TABLE_METRICS, Comparison
@@ -65,8 +66,36 @@ def markdown_table(comparison: Comparison) -> str:
     return "\n".join(lines)
 
 
+def more_classes_line(support: np.ndarray, shown: int) -> str:
+    """Say, in one line, what a table of the largest classes leaves out.
+
+    Parameters
+    ----------
+    support : ndarray of shape (K,)
+        Samples of each class.
+    shown : int
+        The classes shown.
+
+    Returns
+    -------
+    str
+        Empty when every class is shown.
+    """
+    left = len(support) - shown
+    if left <= 0:
+        return ""
+    labelled = int(np.count_nonzero(support))
+    return (
+        f"The {shown} classes of largest support are shown; {left:,} more ({labelled:,} of the "
+        f"{len(support):,} classes have a test sample) are in the JSON output."
+    )
+
+
 def per_class_table(comparison: Comparison) -> str:
     """Render each class's test-set ECE (rows) under each method (columns), with its support.
+
+    Beyond ``MAX_CLASS_ROWS`` classes (a vocabulary), the classes of largest support and a line
+    saying how many more there are.
 
     Parameters
     ----------
@@ -78,16 +107,18 @@ def per_class_table(comparison: Comparison) -> str:
     str
         A Markdown table.
     """
-    support = comparison.statistics["uncalibrated"].top_table(comparison.n_bins)[:, :, 0].sum(axis=1)
+    support = comparison.statistics["uncalibrated"].label_counts()
     methods = list(comparison.rows)
     lines = ["| class | n | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |", "|---" * (len(methods) + 2) + "|"]
-    for k, name in enumerate(comparison.class_names):
+    shown = largest_classes(support)
+    for k in shown:
         cells = []
         for m in methods:
             ci = comparison.class_intervals.get(m)
             cells.append(_cell(float(comparison.per_class[m][k]), None if ci is None else (ci[0][k], ci[1][k])))
-        lines.append(f"| {name} | {int(support[k])} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        lines.append(f"| {comparison.class_names[k]} | {int(support[k])} | " + " | ".join(cells) + " |")
+    more = more_classes_line(support, len(shown))
+    return "\n".join(lines) + (f"\n\n{more}" if more else "")
 
 
 def write_csv(comparison: Comparison, path: str | Path) -> None:
@@ -472,9 +503,10 @@ def per_class_figure(comparison: Comparison) -> Any:
     """
     n_bins = comparison.n_bins
     methods = _drawn_methods(comparison)
-    support = comparison.statistics["uncalibrated"].top_table(n_bins)[:, :, 0].sum(axis=1)
-    drawn = [c for c in range(len(comparison.class_names)) if support[c] >= MIN_PANEL_SUPPORT]
-    rest = [c for c in range(len(comparison.class_names)) if support[c] < MIN_PANEL_SUPPORT]
+    support = comparison.statistics["uncalibrated"].label_counts()
+    shown = largest_classes(support)
+    drawn = [c for c in shown if support[c] >= MIN_PANEL_SUPPORT]
+    rest = [c for c in shown if support[c] < MIN_PANEL_SUPPORT]
     cols = min(max(len(drawn), 1), 4)
     rows = math.ceil(max(len(drawn), 1) / cols)
     fig = new_figure(figsize=(3.6 * cols, 3.4 * rows + (0.5 if rest else 0)))
@@ -517,7 +549,7 @@ def class_ece_figure(comparison: Comparison) -> Any:
     -------
     matplotlib.figure.Figure
     """
-    support = comparison.statistics["uncalibrated"].top_table(comparison.n_bins)[:, :, 0].sum(axis=1)
+    support = comparison.statistics["uncalibrated"].label_counts()
     fig = new_figure(figsize=(6.5, 4.2))
     ax = fig.subplots()
     styles = {"uncalibrated": ("tab:red", "o"), "ts": ("tab:orange", "s"), "wts": ("tab:blue", "^")}
@@ -529,7 +561,7 @@ def class_ece_figure(comparison: Comparison) -> Any:
             support[present], comparison.per_class[method][present], color=colour, marker=marker, s=24,
             label=f"{METHOD_LABELS[method]} (CECE {cece:.3f})",
         )  # fmt: skip
-    for c in np.flatnonzero(present):
+    for c in (c for c in largest_classes(support) if present[c]):  # over a vocabulary, the largest only
         ax.annotate(comparison.class_names[c], (support[c], comparison.per_class["uncalibrated"][c]), fontsize=6)
     ax.set_xscale("log")
     ax.set_xlabel("test samples of the class (log scale)")

@@ -145,6 +145,20 @@ def _add_sample(table, lane, k, b, p):
     table[lane, k, b, 1] += p
 
 
+@nb.njit(cache=CACHE, inline="always")
+def _column_row(class_slot, slot_class, slots_used, k):
+    """Over a vocabulary, the row of class ``k`` in the compact class-wise table, given on first use."""
+    if class_slot.shape[0] == 0:
+        return k
+    r = class_slot[k]
+    if r < 0:
+        r = slots_used[0]
+        class_slot[k] = r
+        slot_class[r] = k
+        slots_used[0] = r + 1
+    return r
+
+
 class AccumulateArgs(NamedTuple):
     """The arguments of :func:`_accumulate` (``ACCUMULATE[mode]``) and :func:`_accumulate_top`
     (``ACCUMULATE_TOP[mode, long]``, :func:`accumulate_top_small_probs`), one named tuple so
@@ -169,6 +183,13 @@ class AccumulateArgs(NamedTuple):
               whole softmax. Empty: not kept.
     errors    (N_ERRORS,): first offending row of each kind, -1 if none. The kernel stops at
               the first bad row: the caller raises.
+    top_slots (N,) or (0,): each row's row of a compact ``top`` (over a vocabulary: a row per
+              label that occurs, ``statistics.top_slots``); empty: ``top`` has a row per class.
+    class_slot (K,) or (0,): over a vocabulary, each class's row of ``classwise`` (-1 until a
+              value above its first bin or its label arrives, :func:`_column_row`), with
+              ``slot_class`` (K,) the class of each row and ``slots_used`` (1,) the rows taken;
+              the first bin's count and sum of every class then go to ``column_first`` (K, 2),
+              and the table's first bin holds only the labels. Empty: a row per class.
     """
 
     x: np.ndarray  # (N, K) probabilities or logits, (N, 1) for binary input; float32 or float64
@@ -190,6 +211,11 @@ class AccumulateArgs(NamedTuple):
     do_ace: bool
     do_fuzzy: bool
     row_softmax: np.ndarray
+    top_slots: np.ndarray
+    class_slot: np.ndarray
+    slot_class: np.ndarray
+    slots_used: np.ndarray
+    column_first: np.ndarray
 
 
 @nb.njit(cache=CACHE, inline="always")
@@ -199,7 +225,9 @@ def _accumulate(mode, args):
     """
     x, labels, start, stop, ignore_index, eps = args.x, args.labels, args.start, args.stop, args.ignore_index, args.eps
     top_bins, top, fuzzy, classwise, ace = args.top_bins, args.top, args.fuzzy, args.classwise, args.ace
-    scalars, errors, row_softmax = args.scalars, args.errors, args.row_softmax
+    scalars, errors, row_softmax, top_slots = args.scalars, args.errors, args.row_softmax, args.top_slots
+    class_slot, slot_class, slots_used = args.class_slot, args.slot_class, args.slots_used
+    compact = top_slots.shape[0] > 0
     do_rows, do_classwise, do_ace, do_fuzzy = args.do_rows, args.do_classwise, args.do_ace, args.do_fuzzy
     K = args.num_classes
     binary = mode >= MODE_BINARY_PROBS
@@ -312,12 +340,13 @@ def _accumulate(mode, args):
                 s_brier += brier_i
                 s_nll -= log_py
                 s_ecd += ecd_i
+            t = top_slots[i] if compact else y
             for s in range(n_specs):
                 b = _bin_index(c_top, top_bins[s])
-                top[lane, s, y, b, 0] += 1.0
-                top[lane, s, y, b, 1] += c_top
-                top[lane, s, y, b, 2] += a_top
-                top[lane, s, y, b, 3] += ecd_i
+                top[lane, s, t, b, 0] += 1.0
+                top[lane, s, t, b, 1] += c_top
+                top[lane, s, t, b, 2] += a_top
+                top[lane, s, t, b, 3] += ecd_i
             if binary:  # and the top label's tables, after those of the class-1 probability
                 for s in range(n_specs):
                     b = _bin_index(conf, top_bins[s])
@@ -334,8 +363,9 @@ def _accumulate(mode, args):
                         p = P[o + k]
                         if (p * n_cw) * EDGE_SHRINK > 1.0:
                             b = _bin_index(p, n_cw)
-                            _add_sample(classwise, cw, k, b, p)
-                    classwise[cw, y, _bin_index(P[o + y], n_cw), 2] += 1.0
+                            _add_sample(classwise, cw, _column_row(class_slot, slot_class, slots_used, k), b, p)
+                    r = _column_row(class_slot, slot_class, slots_used, y)
+                    classwise[cw, r, _bin_index(P[o + y], n_cw), 2] += 1.0
                 else:
                     for k in range(K):
                         b = index[o + k]
@@ -359,8 +389,9 @@ def _accumulate(mode, args):
                         _add_sample(ace, lane, k, j, p)
                         if (p * n_cw) * EDGE_SHRINK > 1.0:
                             b = _bin_index(p, n_cw)
-                            _add_sample(classwise, cw, k, b, p)
-                    classwise[cw, y, _bin_index(P[o + y], n_cw), 2] += 1.0
+                            _add_sample(classwise, cw, _column_row(class_slot, slot_class, slots_used, k), b, p)
+                    r = _column_row(class_slot, slot_class, slots_used, y)
+                    classwise[cw, r, _bin_index(P[o + y], n_cw), 2] += 1.0
                 elif do_classwise:
                     cw = i & cw_lanes
                     for k in range(K):
@@ -375,9 +406,15 @@ def _accumulate(mode, args):
                         j = buckets[o + k]
                         _add_sample(ace, lane, k, j, P[o + k])
                 ace[lane, y, buckets[o + y], 2] += 1.0
-    for k in range(first_count.shape[0]):
-        classwise[0, k, 0, 0] += first_count[k]
-        classwise[0, k, 0, 1] += first_sum[k]
+    if sparse_cw and class_slot.shape[0] > 0:  # a vocabulary: every column's first bin, dense
+        column_first = args.column_first
+        for k in range(K):
+            column_first[k, 0] += first_count[k]
+            column_first[k, 1] += first_sum[k]
+    else:
+        for k in range(first_count.shape[0]):
+            classwise[0, k, 0, 0] += first_count[k]
+            classwise[0, k, 0, 1] += first_sum[k]
     scalars[S_N] += s_n
     scalars[S_CORRECT] += s_correct
     scalars[S_BRIER] += s_brier
@@ -401,6 +438,8 @@ def _accumulate_top(mode, args):
     and ``scalars`` are filled."""
     x, labels, start, stop, ignore_index = args.x, args.labels, args.start, args.stop, args.ignore_index
     top_bins, top, scalars, errors = args.top_bins, args.top, args.scalars, args.errors
+    top_slots = args.top_slots
+    compact = top_slots.shape[0] > 0
     K = args.num_classes
     n_specs = top_bins.shape[0]
     blocked = mode == MODE_LOGITS
@@ -446,11 +485,12 @@ def _accumulate_top(mode, args):
             s_correct += correct
             s_wrong_conf += (1.0 - correct) * conf
             lane = i & (LANES - 1)
+            t = top_slots[i] if compact else y
             for s in range(n_specs):
                 b = _bin_index(conf, top_bins[s])
-                top[lane, s, y, b, 0] += 1.0
-                top[lane, s, y, b, 1] += conf
-                top[lane, s, y, b, 2] += correct
+                top[lane, s, t, b, 0] += 1.0
+                top[lane, s, t, b, 1] += conf
+                top[lane, s, t, b, 2] += correct
         if failed:
             break
     scalars[S_N] += s_n

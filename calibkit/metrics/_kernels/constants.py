@@ -58,3 +58,10 @@ when rows are short (K = 4)."""
 LANES = 4
 """Copies of every histogram, row ``i`` adding into copy ``i % LANES``: consecutive rows that
 hit the same bin would otherwise wait on each other's store (a 2-3x slowdown measured here)."""
+
+
+COMPACT_CLASSES = 2048
+"""From this many classes on (a vocabulary), the top-label table split by true label holds a row
+per label that occurs, not per class (``CalibrationStatistics.top_classes``): at 128,000 classes
+the dense table is 3 x 128,000 x 20 x 4 float64 (246 MB) a pass, whatever the rows, and the
+label-split table then costs more than reading the logits of a few hundred tokens."""

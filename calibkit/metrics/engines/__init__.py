@@ -28,7 +28,7 @@ from calibkit.metrics.engines import auto
 from calibkit.metrics.engines.numba_engine import exact_statistics_numba, statistics_numba
 from calibkit.metrics.engines.torch_engine import exact_ace_partials_torch, statistics_torch
 from calibkit.metrics.ranking import selective_sums
-from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points, sum_statistics
+from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points, on_same_rows, sum_statistics
 from calibkit.metrics.validation import PreparedInput
 
 MANY_RANGES = 64
@@ -167,10 +167,14 @@ def fill_statistics(
     if engine == "torch":
         with auto.torch_call(_kind(prep, sums, exact_ace_ranges), math.prod(prep.values.shape)):  # numpy or torch
             spans = ranges if ranges is not None else [(0, prep.values.shape[0])]
-            parts = [
-                statistics_torch(prep, sums, ignore_index=ignore_index, start=a, stop=b, keep_on_device=keep_on_device)
-                for a, b in spans
-            ]
+            parts = on_same_rows(
+                [
+                    statistics_torch(
+                        prep, sums, ignore_index=ignore_index, start=a, stop=b, keep_on_device=keep_on_device
+                    )
+                    for a, b in spans
+                ]
+            )
             total = sum_statistics(parts)
             if exact_ace_ranges is not None and total.n > 0:
                 points = ace_points(total.ace, exact_ace_ranges)

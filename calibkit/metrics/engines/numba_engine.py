@@ -16,7 +16,15 @@ import numpy as np
 from calibkit.metrics import _kernels as kernels
 from calibkit.metrics._kernels.bins import ace_bucket_bounds
 from calibkit.metrics.engines.threads import parallel_map, row_ranges
-from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, ace_points, sum_statistics
+from calibkit.metrics.statistics import (
+    CalibrationStatistics,
+    SumsPlan,
+    ace_points,
+    compact_columns,
+    on_same_rows,
+    sum_statistics,
+    top_slots,
+)
 from calibkit.metrics.validation import PreparedInput, raise_input_error
 
 _LANED = ("top", "fuzzy", "classwise", "ace")
@@ -110,9 +118,18 @@ def statistics_numba(
     elif not groups and prep.mode in kernels.ACCUMULATE_TOP:
         kernel = kernels.ACCUMULATE_TOP[prep.mode]
 
+    # over a vocabulary the tables have a row per label, or per column above its first bin (SPEC.md)
+    classes, slots = top_slots(prep.labels, prep.num_classes, ignore_index)
+    vocabulary_columns = classes is not None and "classwise" in groups and not classwise_from_ace
+
     def run(start: int, stop: int) -> tuple[CalibrationStatistics, np.ndarray]:
-        part = CalibrationStatistics.zeros(prep.num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups)
+        part = CalibrationStatistics.zeros(
+            prep.num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups, top_classes=classes
+        )
         lanes = {name: np.zeros((_lanes(name, prep.num_classes), *getattr(part, name).shape)) for name in _LANED}
+        columns = _ColumnRows(prep.num_classes, classwise_bins, vocabulary_columns)
+        if vocabulary_columns:  # rows given on first use: np.zeros leaves the untouched ones unmapped
+            lanes["classwise"] = columns.table
         errors = np.full(kernels.N_ERRORS, -1, dtype=np.int64)
         kernel(
             kernels.AccumulateArgs(
@@ -135,8 +152,16 @@ def statistics_numba(
                 do_ace="ace" in groups,
                 do_fuzzy="fuzzy" in groups,
                 row_softmax=row_softmax if row_softmax is not None else np.empty((0, 2)),
+                top_slots=slots,
+                class_slot=columns.class_slot,
+                slot_class=columns.slot_class,
+                slots_used=columns.used,
+                column_first=part.column_first,
             )
         )
+        if vocabulary_columns:
+            part.classwise, part.classwise_classes = columns.rows()
+            del lanes["classwise"]
         for name, array in lanes.items():
             setattr(part, name, array.sum(axis=0))
         return part, errors
@@ -145,7 +170,24 @@ def statistics_numba(
     for _, errors in results:
         if (errors >= 0).any():
             raise_input_error(prep, errors, ignore_index)
-    return [part for part, _ in results]
+    return on_same_rows([part for part, _ in results])
+
+
+class _ColumnRows:
+    """A range's class-wise table over a vocabulary: rows given to columns on first use (``_column_row``)."""
+
+    def __init__(self, num_classes: int, n_bins: int, compact: bool) -> None:
+        size = num_classes if compact else 0
+        self.table = np.zeros((1, size, n_bins, 3))
+        self.class_slot = np.full(size, -1, dtype=np.int64)
+        self.slot_class = np.empty(size, dtype=np.int64)
+        self.used = np.zeros(1, dtype=np.int64)
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return the rows used, sorted by class, and their classes."""
+        used = int(self.used[0])
+        order = np.argsort(self.slot_class[:used])
+        return self.table[0, :used][order], self.slot_class[:used][order]
 
 
 CLASSWISE_FROM_ACE_MAX_BINS = 32
@@ -424,6 +466,12 @@ def exact_statistics_numba(
         classwise_bins=sums.classwise_bins if derive else None,
     )
     if derive:
+        if total.top_classes is not None:  # a vocabulary's layout
+            classwise, rows, first = compact_columns(classwise)
+            total.classwise_classes = parts[0].classwise_classes = rows
+            total.column_first = parts[0].column_first = first
+            for part in parts[1:]:
+                part.classwise_classes, part.column_first = rows, np.zeros_like(first)
         total.classwise = parts[0].classwise = classwise
         for part in parts[1:]:
             part.classwise = np.zeros_like(classwise)

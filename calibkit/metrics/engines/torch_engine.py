@@ -25,7 +25,7 @@ import numpy as np
 
 from calibkit.metrics import _kernels as kernels
 from calibkit.metrics._kernels.bins import ace_buckets_of_patterns
-from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan
+from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan, compact_columns
 from calibkit.metrics.validation import PreparedInput, raise_input_error
 
 BLOCK_ENTRIES = {"cpu": 1 << 18, "cuda": 1 << 24}
@@ -363,11 +363,20 @@ def statistics_torch(
     stop = x.shape[0] if stop is None else stop
     num_classes = prep.num_classes
     binary = prep.mode >= kernels.MODE_BINARY_PROBS
-    shape = CalibrationStatistics.zeros(num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups)
+    classes = None  # over a vocabulary the label-split top table has a row per label that occurs
+    if not binary and num_classes >= kernels.COMPACT_CLASSES:
+        scored = labels[start:stop]
+        classes = torch.unique(scored[scored != ignore_index]).to(torch.int64)
+    host_classes = None if classes is None else classes.cpu().numpy()
+    shape = CalibrationStatistics.zeros(
+        num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups, top_classes=host_classes
+    )
+    table_rows = shape.top.shape[1]
     f64 = {"dtype": torch.float64, "device": device}
     top = torch.zeros(shape.top.shape, **f64)
     fuzzy = torch.zeros(shape.fuzzy.shape, **f64)
-    classwise = torch.zeros(shape.classwise.shape, **f64)
+    # a vocabulary's class-wise table is dense here (on the device) and compacted at the end
+    classwise = torch.zeros((num_classes if "classwise" in groups else 0, classwise_bins, 3), **f64)
     ace = torch.zeros(shape.ace.shape, **f64)
     scalars = torch.zeros(kernels.N_SCALARS, **f64)
     specs = shape.top_bins
@@ -411,11 +420,12 @@ def statistics_torch(
         scalars[kernels.S_CORRECT] += correct.sum()
         scalars[kernels.S_WRONG_CONF] += ((1.0 - correct) * conf).sum()
         scalars[kernels.S_WRONG] += (1.0 - correct).sum()
+        row = y if classes is None else torch.searchsorted(classes, y.to(torch.int64))
         for s, n_bins in enumerate(specs):
-            flat = (s * num_classes + y) * m_max + _bin_index(torch, c_top, n_bins)
+            flat = (s * table_rows + row) * m_max + _bin_index(torch, c_top, n_bins)
             _add_cells(torch, top.view(-1, 4), flat, (c_top, a_top, ecd if want_logs else None))
             if binary:  # and the top label's tables, after those of the class-1 probability
-                flat = ((len(specs) + s) * num_classes + y) * m_max + _bin_index(torch, conf, n_bins)
+                flat = ((len(specs) + s) * table_rows + row) * m_max + _bin_index(torch, conf, n_bins)
                 _add_cells(torch, top.view(-1, 4), flat, (conf, correct, ecd if want_logs else None))
         if "fuzzy" in groups:
             _fuzzy_sums(torch, c_top, a_top, fuzzy.shape[0], fuzzy)
@@ -428,7 +438,11 @@ def statistics_torch(
         errors[first_bad[1]] = first_bad[0]
         raise_input_error(prep, errors, ignore_index)
     selective = torch.zeros(shape.selective.shape, **f64)  # filled by fill_statistics, for every engine
+    column_first = torch.zeros(shape.column_first.shape, **f64)
+    if classes is not None and "classwise" in groups:
+        classwise, shape.classwise_classes, column_first = compact_columns(classwise)
     sums = {"top": top, "fuzzy": fuzzy, "classwise": classwise, "ace": ace, "selective": selective, "scalars": scalars}
+    sums["column_first"] = column_first
     for name, tensor in sums.items():
         setattr(shape, name, tensor if keep_on_device else tensor.cpu().numpy())
     return shape
