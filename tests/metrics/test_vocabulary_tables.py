@@ -7,7 +7,11 @@ forced here by raising the threshold), at every door that adds statistics: one c
 with different labels, merged accumulators, bootstrap, both engines, and a bad label still named.
 """
 
+import subprocess
+import sys
+import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,3 +159,42 @@ def test_a_bad_label_is_still_named():
     labels[17] = V
     with pytest.raises(ValueError, match=r"labels.*17"):
         calibkit.calibration_report(logits, labels, from_logits=True)
+
+
+def test_all_reduce_takes_the_union_of_every_process_rows(tmp_path):
+    """torch.distributed (gloo, 2 processes) whose batches hold different labels: each gets the sums of all."""
+    script = textwrap.dedent(
+        f"""
+        import json, sys, warnings
+        import numpy as np, torch, torch.distributed as dist
+        import calibkit
+        from tests.metrics.test_vocabulary_tables import vocabulary_batch
+        rank = int(sys.argv[1])
+        dist.init_process_group("gloo", init_method="file://{tmp_path}/rendezvous", rank=rank, world_size=2)
+        parts = [vocabulary_batch(seed=8, labels_from=np.arange(0, 900))]
+        parts.append(vocabulary_batch(seed=9, labels_from=np.arange(800, 2500)))
+        metrics = ["ece", "sce", "cece", "wsece", "nll"]
+        warnings.simplefilter("ignore")
+        acc = calibkit.CalibrationAccumulator(from_logits=True, metrics=metrics).update(*parts[rank])
+        out = acc.all_reduce().compute()
+        z, y = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+        whole = calibkit.calibration_report(z, y, from_logits=True, metrics=metrics)
+        ok = all(abs(out[k] - whole[k]) <= 1e-9 * abs(whole[k]) for k in metrics)
+        print(json.dumps({{"ok": ok, "rows": int(acc.statistics.top.shape[1])}}))
+        dist.destroy_process_group()
+        """
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(rank)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        for rank in range(2)
+    ]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    for (stdout, stderr), p in zip(outputs, procs):
+        assert p.returncode == 0, stderr[-2000:]
+        assert '"ok": true' in stdout, stdout
