@@ -145,10 +145,10 @@ def bootstrap_intervals(
         warnings.simplefilter("ignore")  # all-NaN columns (e.g. RBECE with no bin above theta)
         intervals = {m: tuple(float(v) for v in np.nanpercentile(values[m], [tail, 100 - tail])) for m in scalars}
         intervals["accuracy"] = intervals.pop("accuracy")  # last, as in every report
-        low, high = np.nanpercentile(per_class, [tail, 100 - tail], axis=0)
+        sides = np.nanpercentile(per_class, [tail, 100 - tail], axis=0) if "subset_ece" in wanted else ()
     out = {"intervals": intervals, "n_boot": n_boot, "n_blocks": blocks, "confidence": confidence}
     if "subset_ece" in wanted:
-        out["subset_ece"] = (low, high)
+        out["subset_ece"] = tuple(probe.by_label(side, np.nan) for side in sides)
     return out
 
 
@@ -200,12 +200,14 @@ def _replicates(
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Every replicate's metrics: Poisson(1) weights per block, the weighted sums, the formulas.
 
-    Returns each scalar metric's ``n_boot`` values and the per-class ECE of each replicate (NaN
-    where a replicate drew no sample).
+    Returns each scalar metric's ``n_boot`` values and, when ``subset_ece`` is wanted, the per-class
+    ECE of each replicate (NaN where a replicate drew no sample) for the classes of
+    ``probe.table_classes`` (over a vocabulary, those with a label: ``n_boot x V`` would not fit).
     """
     blocks = stacked["scalars"].shape[0]
     values = {m: np.full(n_boot, np.nan) for m in scalars}
-    per_class = np.full((n_boot, probe.num_classes), np.nan)
+    columns = probe.table_classes if "subset_ece" in wanted else np.empty(0, dtype=np.int64)
+    per_class = np.full((n_boot, len(columns)), np.nan)
     for start in range(0, n_boot, _REPLICATE_CHUNK):
         # drawn chunk by chunk: n_boot x blocks weights at once would be 3 GB at 1e5 x 4000
         chunk = rng.poisson(1.0, size=(min(_REPLICATE_CHUNK, n_boot - start), blocks)).astype(np.float64)
@@ -229,7 +231,7 @@ def _replicates(
                 if m in report:
                     values[m][start + j] = report[m]
             if "subset_ece" in report:
-                per_class[start + j] = report["subset_ece"]
+                per_class[start + j] = report["subset_ece"][columns]
     return values, per_class
 
 

@@ -144,7 +144,7 @@ def test_torch_sums_kept_on_the_device_add_up(dense, monkeypatch):
 
 def test_bootstrap_intervals_match(dense):
     logits, labels = vocabulary_batch(n=60, seed=6)
-    kw = {"from_logits": True, "n_boot": 40, "metrics": ("ece", "sce", "cece"), "seed": 1}
+    kw = {"from_logits": True, "n_boot": 40, "metrics": ("ece", "sce", "cece", "subset_ece"), "seed": 1}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = bootstrap_intervals(logits, labels, **kw)
@@ -152,6 +152,9 @@ def test_bootstrap_intervals_match(dense):
     assert got["n_blocks"] == want["n_blocks"] > 50  # the blocks' tables are small: no fewer blocks
     for name in ("ece", "sce", "cece"):
         np.testing.assert_allclose(got["intervals"][name], want["intervals"][name], rtol=1e-12, err_msg=name)
+    for side in (0, 1):  # per class: kept for the labelled tokens only, NaN elsewhere as in the dense run
+        np.testing.assert_array_equal(got["subset_ece"][side], want["subset_ece"][side])
+    assert got["subset_ece"][0].shape == (V,)
 
 
 def test_a_bad_label_is_still_named():
