@@ -232,13 +232,15 @@ def read_npz(file: Path) -> tuple[np.ndarray, np.ndarray, bool]:
 # Tables: Parquet, CSV, JSON
 
 
-def read_table(file: Path):
+def read_table(file: Path, option: str = "--predictions"):
     """Read a ``.parquet``, ``.csv``, ``.json`` or ``.jsonl`` file whole as a ``pyarrow.Table``.
 
     Parameters
     ----------
     file : Path
         The file; its suffix says the format.
+    option : str, default "--predictions"
+        The command-line option the messages name.
 
     Returns
     -------
@@ -247,13 +249,13 @@ def read_table(file: Path):
     Raises
     ------
     ValueError
-        One line naming ``--predictions`` and the file, when it cannot be read or would not fit
-        in memory.
+        One line naming ``option`` and the file, when it cannot be read or would not fit in
+        memory.
     """
     import pyarrow as pa
 
     suffix = file.suffix.lower()
-    what = f"--predictions: {file}"
+    what = f"{option}: {file}"
     try:
         if suffix == ".parquet":
             import pyarrow.parquet as pq

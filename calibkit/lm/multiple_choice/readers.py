@@ -112,7 +112,7 @@ def read_choices(location: str | Path) -> ChoiceData:
             raise ValueError(f"--predictions: no lm-evaluation-harness samples or lighteval details file in {location}")
         seen: dict[str, Path] = {}
         for file in logs:
-            task = _task_of(file)
+            task = task_of(file)
             if task in seen:
                 raise ValueError(
                     f"--predictions: task {task!r} is in {seen[task]} and {file} (two runs?): point at one run's folder"
@@ -130,8 +130,19 @@ def read_choices(location: str | Path) -> ChoiceData:
     return READERS.get(kind, _read_choice_table)(path)
 
 
-def _task_of(file: Path) -> str:
-    """Return the task of a log file: from its name as the tools write it, else the file's stem."""
+def task_of(file: Path) -> str:
+    """Return the task of a log file: from its name as the tools write it, else the file's stem.
+
+    Parameters
+    ----------
+    file : Path
+        An lm-evaluation-harness ``samples_{task}_{date}.jsonl``, a lighteval ``details_...``
+        file, or any other file.
+
+    Returns
+    -------
+    str
+    """
     match = _SAMPLES.match(file.name) or DETAILS.match(file.name)
     return match["task"] if match else file.stem
 
@@ -183,7 +194,7 @@ def _number(text: Any, what: str) -> float:
 
 def _read_samples(file: Path) -> ChoiceData:
     """Read one lm-evaluation-harness samples file (one task)."""
-    task = _task_of(file)
+    task = task_of(file)
     delimiter = _delimiters(file).get(task, " ")
     rows = []
     first_line: dict[str, int] = {}  # doc_id -> the line it was first read on

@@ -1,0 +1,42 @@
+"""Confidence of generated answers: calibration for language models that answer in free text.
+
+When a model answers in its own words, its confidence is not a softmax over choices but one of:
+
+- **given**: any numeric column of the answers' file (a tool's score: LM-Polygraph, uqlm, a judge),
+  in [0, 1], used as it is;
+- **verbalized**: the number the model states ("Confidence: 80%"), parsed from the answer's text
+  (:mod:`calibkit.lm.generations.verbalized` documents the accepted forms; answers that state
+  none are counted, never dropped silently);
+- **white-box** scores computed with the model (sequence probability, its length-normalised
+  form, P(True)): to come.
+
+Each source is judged as a binary classifier of "the answer is right" (calibkit's 1-D binary
+convention, class 1 = right): ECE, ACE, Brier, NLL, AURC and the selective accuracy, per task and
+pooled, with bootstrap intervals by question (:func:`generations_report`); and its recalibration
+(Platt, isotonic, histogram binning on the score) is fitted on half of the questions and judged
+on the other half over re-splits, with verdicts (:func:`recalibration_resplits`).
+
+Readers (:func:`read_generations`): lm-evaluation-harness ``--log_samples`` of ``generate_until``
+tasks, and calibkit's generations format (JSON Lines, CSV or Parquet: ``id``, ``answer``,
+``correct``, optionally ``task`` and ``question``, and any number of confidence columns).
+"""
+
+from calibkit.lm.generations.data import Generations
+from calibkit.lm.generations.readers import kind_of, read_generations
+from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit_score_map
+from calibkit.lm.generations.report import generations_report, recalibration_resplits, source_metrics
+from calibkit.lm.generations.verbalized import parse_confidence, verbalized_confidence
+
+__all__ = [
+    "SCORE_MAPS",
+    "Generations",
+    "apply_score_map",
+    "fit_score_map",
+    "generations_report",
+    "kind_of",
+    "parse_confidence",
+    "read_generations",
+    "recalibration_resplits",
+    "source_metrics",
+    "verbalized_confidence",
+]

@@ -1,0 +1,240 @@
+"""Calibration of generated answers: each confidence source judged against correctness, per task and pooled.
+
+A source's confidence is the probability it gives the answer of being right, so it is scored in
+calibkit's 1-D binary convention with class 1 = right (SPEC.md): ECE and ACE of the confidence
+against correctness, Brier and NLL of it, and how well it ranks answers (AURC and the accuracy of
+the most confident 80%, ``calibkit.metrics.ranking``). Answers without a confidence from a source
+(a verbalized one the text does not state) are left out of that source's numbers, and the share
+of them is reported.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from calibkit.lm.generations.data import Generations
+from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit_score_map
+from calibkit.metrics.bootstrap import bootstrap_intervals
+from calibkit.metrics.functional.core import calibration_report
+from calibkit.metrics.ranking import selective_from_rows
+from calibkit.verdicts.claims import verdict_from_shares
+
+SOURCE_METRICS = ("ece", "ace", "brier", "nll")
+"""What each source is judged by from the calibration sums (``calibration_report``, 1-D binary)."""
+
+RANKING = ("aurc", "selective_accuracy")
+"""How well each source ranks answers (from the rows: exact)."""
+
+COVERAGE = 0.8
+
+
+def source_metrics(
+    confidence: np.ndarray, right: np.ndarray, *, n_bins: int = 15, bootstrap: int = 0, seed: int = 0
+) -> dict[str, Any]:
+    """Judge one confidence source on some answers.
+
+    Parameters
+    ----------
+    confidence : ndarray of shape (n,)
+        In [0, 1], NaN where the source gave none.
+    right : ndarray of shape (n,)
+        1 for a right answer, 0 for a wrong one.
+    n_bins : int, default 15
+        Bins of ECE.
+    bootstrap : int, default 0
+        Replicates of 95% intervals, resampling answers (a question has one answer).
+    seed : int, default 0
+
+    Returns
+    -------
+    dict
+        ``answers`` (with a confidence), ``without`` (the share without one), ``accuracy`` of those
+        answered, :data:`SOURCE_METRICS`, :data:`RANKING`, ``mean_confidence`` and, with
+        ``bootstrap``, ``intervals``. The metrics are None when no answer has a confidence.
+    """
+    has = ~np.isnan(confidence)
+    out: dict[str, Any] = {"answers": int(has.sum()), "without": float(1 - has.mean()) if has.size else 0.0}
+    if not has.any():
+        return {**out, **dict.fromkeys(("accuracy", *SOURCE_METRICS, *RANKING, "mean_confidence"))}
+    p, y = confidence[has], right[has].astype(np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one class only (every answer right): ACE's empty side is NaN
+        report = calibration_report(p, y, metrics=list(SOURCE_METRICS), n_bins=n_bins)
+    ranks = selective_from_rows(p, 1.0 - y, COVERAGE)
+    out.update(accuracy=float(y.mean()), mean_confidence=float(p.mean()))
+    out.update({m: _clean(report[m]) for m in SOURCE_METRICS})
+    out.update({m: ranks[m][0] for m in RANKING})
+    if bootstrap:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ci = bootstrap_intervals(p, y, metrics=SOURCE_METRICS, n_boot=bootstrap, seed=seed, n_bins=n_bins)
+        out["intervals"] = {m: [_clean(v) for v in ci["intervals"][m]] for m in SOURCE_METRICS}
+    return out
+
+
+def generations_report(
+    data: Generations,
+    *,
+    sources: list[str] | None = None,
+    threshold: float = 0.5,
+    n_bins: int = 15,
+    bootstrap: int = 0,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Judge every confidence source of some generated answers, per task and pooled.
+
+    Parameters
+    ----------
+    data : Generations
+        From :func:`~calibkit.lm.generations.read_generations` (and any source added since).
+    sources : list of str, optional
+        The sources to judge (default: all of ``data.confidence``).
+    threshold : float, default 0.5
+        A ``correct`` score at least this high is a right answer (0/1 correctness is unchanged by
+        any threshold in (0, 1]).
+    n_bins : int, default 15
+    bootstrap : int, default 0
+        Replicates of 95% intervals of each source's metrics (pooled).
+    seed : int, default 0
+
+    Returns
+    -------
+    dict
+        ``pooled`` and ``tasks`` (task -> the same): ``questions``, ``accuracy`` and ``sources``
+        (source -> :func:`source_metrics`); ``kinds`` (source -> kind), ``threshold``, and
+        ``best``: the source of lowest pooled ECE (``calibration``) and of lowest AURC
+        (``ranking``).
+
+    Raises
+    ------
+    ValueError
+        On an unknown source, a threshold outside (0, 1], or no source at all.
+    """
+    names = list(data.confidence) if sources is None else list(sources)
+    unknown = [s for s in names if s not in data.confidence]
+    if unknown:
+        raise ValueError(f"unknown confidence source {unknown[0]!r}; the data has {sorted(data.confidence)}")
+    if not names:
+        raise ValueError(
+            "the generations have no confidence source: add a numeric column, --confidence verbalized, or a "
+            "model's (--model DIR --confidence sequence,ptrue)"
+        )
+    if not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
+        raise ValueError(f"`threshold` must be a number in (0, 1], got {threshold!r}")
+    right = (data.correct >= threshold).astype(np.float64)
+
+    def group(rows: np.ndarray, intervals: int) -> dict[str, Any]:
+        return {
+            "questions": int(rows.sum()),
+            "accuracy": float(right[rows].mean()),
+            "sources": {
+                s: source_metrics(data.confidence[s][rows], right[rows], n_bins=n_bins, bootstrap=intervals, seed=seed)
+                for s in names
+            },
+        }
+
+    pooled = group(np.ones(len(data), dtype=bool), bootstrap)
+    tasks = {t: group(data.task == t, 0) for t in sorted(set(data.task.tolist()))}
+    scored = {s: v for s, v in pooled["sources"].items() if v["ece"] is not None}
+    best = {
+        "calibration": min(scored, key=lambda s: scored[s]["ece"]) if scored else None,
+        "ranking": min(scored, key=lambda s: scored[s]["aurc"]) if scored else None,
+    }
+    return {
+        "pooled": pooled,
+        "tasks": tasks,
+        "kinds": {s: data.kinds.get(s, "given") for s in names},
+        "threshold": threshold,
+        "best": best,
+    }
+
+
+def recalibration_resplits(
+    data: Generations,
+    *,
+    sources: list[str] | None = None,
+    methods: tuple[str, ...] = SCORE_MAPS,
+    resplits: int = 20,
+    threshold: float = 0.5,
+    n_bins: int = 15,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Fit each recalibration of each source on half of the questions and judge it on the other half.
+
+    Parameters
+    ----------
+    data : Generations
+    sources : list of str, optional
+        Default: every source.
+    methods : tuple of str, default ("platt", "isotonic", "histogram")
+    resplits : int, default 20
+        Random halvings of the questions (every source's answers split alike).
+    threshold, n_bins, seed
+        As :func:`generations_report`.
+
+    Returns
+    -------
+    dict
+        ``values``: source -> method (``raw`` and each map) -> metric -> ``R`` held-out values
+        (metrics: ECE, Brier, NLL, AURC); ``verdicts``: a list of ``{"claim", "verdict",
+        "better", "worse"}``: each recalibration against its raw source on ECE, and the best
+        recalibrated source against every other raw source.
+    """
+    names = list(data.confidence) if sources is None else list(sources)
+    right = (data.correct >= threshold).astype(np.float64)
+    metrics = ("ece", "brier", "nll", "aurc")
+    rng = np.random.default_rng(seed)
+    values = {s: {m: {k: np.full(resplits, np.nan) for k in metrics} for m in ("raw", *methods)} for s in names}
+    for r in range(resplits):  # a loop over re-splits; each fit and metric inside is vectorised
+        fit = np.zeros(len(data), dtype=bool)
+        fit[rng.permutation(len(data))[: len(data) // 2]] = True
+        for s in names:
+            p = data.confidence[s]
+            has = ~np.isnan(p)
+            train, held = fit & has, ~fit & has
+            if not train.any() or not held.any():
+                continue
+            mapped = {"raw": p[held]}
+            for method in methods:
+                mapped[method] = apply_score_map(fit_score_map(method, p[train], right[train]), p[held])
+            for method, q in mapped.items():
+                judged = source_metrics(q, right[held], n_bins=n_bins)
+                for k in metrics:
+                    values[s][method][k][r] = np.nan if judged[k] is None else judged[k]
+    return {"values": values, "verdicts": _verdicts(values, names, methods), "resplits": resplits}
+
+
+def _verdicts(values: dict, names: list[str], methods: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Recalibration against raw on ECE, per source; the best recalibrated source against every raw one."""
+    out = []
+
+    def claim(text: str, a: np.ndarray, b: np.ndarray) -> None:
+        both = ~np.isnan(a) & ~np.isnan(b)
+        better = float(np.mean(a[both] < b[both])) if both.any() else float("nan")
+        worse = float(np.mean(a[both] > b[both])) if both.any() else float("nan")
+        out.append({"claim": text, "verdict": verdict_from_shares(better, worse), "better": better, "worse": worse})
+
+    for s in names:
+        for m in methods:
+            claim(f"{m}-recalibrated {s} lowers ECE below raw {s}", values[s][m]["ece"], values[s]["raw"]["ece"])
+    means = {
+        (s, m): np.nanmean(values[s][m]["ece"])
+        for s in names
+        for m in methods
+        if not np.isnan(values[s][m]["ece"]).all()
+    }
+    if means:
+        s, m = min(means, key=means.get)
+        for other in names:
+            if other != s:
+                a, b = values[s][m]["ece"], values[other]["raw"]["ece"]
+                claim(f"{m}-recalibrated {s} beats raw {other} on ECE", a, b)
+    return out
+
+
+def _clean(value: Any) -> float | None:
+    value = float(value)
+    return None if np.isnan(value) else value
