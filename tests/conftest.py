@@ -43,11 +43,17 @@ TINY_WORDS = [f"w{i}" for i in range(59)]
 
 
 def tiny_tokenizer(folder):
-    """A WordPiece tokenizer over w0..w58 (ids 5..63, for 64-token tiny models), built offline in ``folder``."""
+    """A WordPiece tokenizer over w0..w58 (ids 5..63, for 64-token tiny models), built offline in ``folder``.
+
+    The vocabulary goes positionally: transformers 5 renamed ``vocab_file`` to ``vocab`` and
+    ignores the old keyword, which left a 5-token tokenizer mapping every word to [UNK].
+    """
     from transformers import BertTokenizer
 
     (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *TINY_WORDS]) + "\n")
-    return BertTokenizer(vocab_file=str(folder / "vocab.txt"))
+    tokenizer = BertTokenizer(str(folder / "vocab.txt"))
+    assert len(tokenizer) == 5 + len(TINY_WORDS), "the tiny vocabulary was not read"
+    return tokenizer
 
 
 @pytest.fixture

@@ -15,13 +15,21 @@ from calibkit.demos.llm import LLM_METRICS, run_llm_demo
 from tests.conftest import TINY_WORDS, tiny_tokenizer
 
 
-def tiny_causal_lm():
+def tiny_causal_lm(tokenizer, texts):
+    """A 64-token GPT-2 trained a little on the texts: it favours the right next tokens, unevenly."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
     config = GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=1, n_head=2, pad_token_id=0)
-    model = GPT2LMHeadModel(config).eval()
-    return model
+    model = GPT2LMHeadModel(config)
+    batch = tokenizer(texts, truncation=True, max_length=10, padding="max_length", return_tensors="pt")
+    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+    for _ in range(40):  # over-fitted to a few sentences: over-confident on fresh ones
+        optimizer.zero_grad()
+        model(**batch, labels=labels).loss.backward()
+        optimizer.step()
+    return model.eval()
 
 
 def sentences(n, seed=0):
@@ -33,7 +41,8 @@ def sentences(n, seed=0):
 def demo(tmp_path_factory):
     folder = tmp_path_factory.mktemp("llm-demo")
     tokenizer = tiny_tokenizer(folder)
-    model, texts = tiny_causal_lm(), sentences(12)
+    texts = sentences(12)
+    model = tiny_causal_lm(tokenizer, sentences(12, seed=1))
     out = run_llm_demo(
         folder / "out", documents=12, tokens=10, resplits=4, model=model, tokenizer=tokenizer, texts=texts
     )
@@ -82,3 +91,22 @@ def test_the_cli_refuses_options_the_llm_demo_has_no_use_for(tmp_path, capsys):
     assert "`--documents` must be an integer >= 4, got 2" in capsys.readouterr().err
     assert main(["demo", "--task", "llm", "--resplits", "0", "--output", str(tmp_path)]) == 2
     assert "`--resplits` must be >= 1 for the llm demo" in capsys.readouterr().err
+
+
+def test_a_model_at_chance_is_said_to_be_so(tmp_path):
+    """An untrained LM's logits do not favour the next tokens: no temperature lowers the NLL, and the
+    demo says so instead of failing or printing a verdict on nothing."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=1, n_head=2)).eval()
+    out = run_llm_demo(
+        tmp_path / "out", documents=6, tokens=10, resplits=2, model=model, tokenizer=tiny_tokenizer(tmp_path),
+        texts=sentences(6),
+    )  # fmt: skip
+    assert out["not_fitted"]["count"] == 2 and "do not favour the labels" in out["not_fitted"]["message"]
+    assert out["temperature"]["mean"] is None and out["verdicts"]["ece"]["verdict"] == "inconclusive"
+    assert out["verdicts"]["ece"]["better"] is None  # no NaN in the JSON
+    page = (tmp_path / "out" / "report.html").read_text()
+    table = (tmp_path / "out" / "table.md").read_text()
+    assert "TS could not be fitted on 2 of 2 halves" in page and "| temperature | 1 | 1 | not fitted |" in table

@@ -246,3 +246,45 @@ def test_missing_columns_and_unknown_files(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(ValueError, match="is neither an lm-evaluation-harness generate_until samples file"):
         read_generations(tmp_path / "notes.txt")
+
+
+# -- white-box sources ------------------------------------------------------------------------
+
+WORDS = ["question", "possible", "answer", "is", "the", "a", "b", "true", "false", "paris", "lyon", "capital", "of"]
+
+
+def tiny_lm_and_tokenizer(folder):
+    from transformers import BertTokenizer, GPT2Config, GPT2LMHeadModel
+
+    (folder / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, ":", "(", ")", "?", "."]) + "\n"
+    )
+    tokenizer = BertTokenizer(str(folder / "vocab.txt"))  # positional: vocab_file in transformers 4, vocab in 5
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=128, n_embd=16, n_layer=1, n_head=2)
+    return GPT2LMHeadModel(config).eval(), tokenizer
+
+
+def test_whitebox_sources_equal_a_per_answer_loop(tmp_path):
+    import torch
+
+    from calibkit.lm.generations.whitebox import PTRUE_PROMPT, whitebox_confidence
+
+    model, tokenizer = tiny_lm_and_tokenizer(tmp_path)
+    questions = ["the capital of paris ?", "capital ?", "the capital of lyon is the capital ?"] * 4
+    answers = ["paris", "lyon lyon .", "the capital of paris is lyon"] * 3 + ["a", "b", "true"]
+    got = whitebox_confidence(model, tokenizer, questions, answers)
+    true_id, false_id = tokenizer.convert_tokens_to_ids(["true", "false"])
+    for i, (q, a) in enumerate(zip(questions, answers)):  # one answer at a time, no padding
+        prompt = tokenizer(q)["input_ids"]
+        reply = tokenizer(a, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([prompt + reply])).logits[0].double(), dim=-1)
+        token_lp = [float(logp[len(prompt) + t - 1, reply[t]]) for t in range(len(reply))]
+        assert got["sequence"][i] == pytest.approx(math.exp(sum(token_lp)), rel=1e-6)
+        assert got["sequence_normalized"][i] == pytest.approx(math.exp(np.mean(token_lp)), rel=1e-6)
+        ids = tokenizer(PTRUE_PROMPT.format(q=q, a=a))["input_ids"]
+        with torch.no_grad():
+            p = torch.softmax(model(torch.tensor([ids])).logits[0, -1].double(), dim=-1)
+        assert got["ptrue"][i] == pytest.approx(float(p[true_id] / (p[true_id] + p[false_id])), rel=1e-6)

@@ -178,23 +178,33 @@ def resplit_temperature(logits: Any, labels: Any, resplits: int, seed: int) -> d
     values = {m: {k: np.full(resplits, np.nan) for k in LLM_METRICS} for m in ("uncalibrated", "ts")}
     temperatures = np.full(resplits, np.nan)
     first: dict[str, Any] = {}
+    not_fitted: list[str] = []
     for r in range(resplits):  # a loop over re-splits; each pass inside reads a batch of articles at once
         order = rng.permutation(articles)
         fit, held = np.sort(order[: articles // 2]), np.sort(order[articles // 2 :])
-        ts = TemperatureScaling().fit_batches(lambda fit=fit: _batches(logits, labels, fit), next_token=True)
+        try:
+            ts = TemperatureScaling().fit_batches(lambda fit=fit: _batches(logits, labels, fit), next_token=True)
+        except ValueError as exc:  # a model at chance: no temperature lowers the NLL; said, not hidden
+            not_fitted.append(str(exc))
+            continue
         temperatures[r] = ts.temperature_
         for method, t in (("uncalibrated", 1.0), ("ts", ts.temperature_)):
             report, statistics = _report(_batches(logits, labels, held, t))
             for k in LLM_METRICS:
                 values[method][k][r] = report[k]
-            if r == 0:
+            if method not in first:  # the first fitted re-split's held-out half draws the figure
                 first[method] = statistics
     verdicts = {}
     for k in JUDGED:
-        better = float(np.mean(values["ts"][k] < values["uncalibrated"][k]))
-        worse = float(np.mean(values["ts"][k] > values["uncalibrated"][k]))
+        ts, raw = values["ts"][k], values["uncalibrated"][k]
+        both = ~np.isnan(ts) & ~np.isnan(raw)
+        better = float(np.mean(ts[both] < raw[both])) if both.any() else float("nan")
+        worse = float(np.mean(ts[both] > raw[both])) if both.any() else float("nan")
         verdicts[k] = {"verdict": verdict_from_shares(better, worse), "better": better, "worse": worse}
-    return {"values": values, "temperatures": temperatures, "verdicts": verdicts, "first": first}
+    return {
+        "values": values, "temperatures": temperatures, "verdicts": verdicts, "first": first,
+        "not_fitted": {"count": len(not_fitted), "message": not_fitted[0] if not_fitted else None},
+    }  # fmt: skip
 
 
 def _summary(values: np.ndarray) -> dict[str, float | None]:
@@ -219,14 +229,21 @@ def _table(whole: dict[str, Any], split: dict[str, Any]) -> str:
             cells.append("nan" if s["mean"] is None else f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]")
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     t = _summary(split["temperatures"])
-    lines.append(f"| temperature | 1 | 1 | {t['mean']:.3f} [{t['low']:.3f}, {t['high']:.3f}] |")
+    fitted = "not fitted" if t["mean"] is None else f"{t['mean']:.3f} [{t['low']:.3f}, {t['high']:.3f}]"
+    lines.append(f"| temperature | 1 | 1 | {fitted} |")
     return "\n".join(lines)
 
 
 def _verdict_lines(split: dict[str, Any], resplits: int) -> list[tuple[str, str]]:
     """Return ``(verdict, sentence)`` for each judged metric: "TS lowers ECE: holds (...)"."""
     out = []
+    failed = split["not_fitted"]
+    if failed["count"]:
+        reason = f"TS could not be fitted on {failed['count']} of {resplits} halves: {failed['message']}"
+        out.append(("inconclusive", reason))
     for k, v in split["verdicts"].items():
+        if math.isnan(v["better"]):
+            continue
         out.append(
             (
                 v["verdict"],
@@ -244,7 +261,8 @@ def _figure(split: dict[str, Any], path: Path) -> Path:
     fig = new_figure(figsize=(5.5, 5.2))
     grid = fig.add_gridspec(2, 1, height_ratios=[3, 1])
     ax, support_ax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
-    for j, (method, label, colour) in enumerate((("uncalibrated", "as is", "tab:red"), ("ts", "TS", "tab:blue"))):
+    drawn = [m for m in (("uncalibrated", "as is", "tab:red"), ("ts", "TS", "tab:blue")) if m[0] in split["first"]]
+    for j, (method, label, colour) in enumerate(drawn):
         ReliabilityDiagram.from_statistics(
             split["first"][method], label=label, ax=ax, support_ax=support_ax, color=colour, diagonal=j == 0
         )
@@ -343,6 +361,7 @@ def run_llm_demo(
         ],
     )
     (folder / "report.html").write_text(page, encoding="utf-8")
+    judged = split["verdicts"].items()
     out = {
         "model": name,
         "articles": len(texts),
@@ -354,9 +373,10 @@ def run_llm_demo(
         "seed": seed,
         "held_out": {m: {k: _summary(split["values"][m][k]) for k in LLM_METRICS} for m in ("uncalibrated", "ts")},
         "temperature": _summary(split["temperatures"]),
-        "verdicts": split["verdicts"],
+        "verdicts": {k: {key: _clean(v) if isinstance(v, float) else v for key, v in d.items()} for k, d in judged},
+        "not_fitted": split["not_fitted"],
     }
-    (folder / "report.json").write_text(json.dumps(out, indent=2) + "\n")
+    (folder / "report.json").write_text(json.dumps(out, indent=2) + "\n")  # no NaN: JSON has none
     print(f"\n{about}\n\n{table}\n\n" + "\n".join(s for _, s in verdicts))
     print(f"\nreport: {folder / 'report.html'}\ncalibkit demo finished in {time.perf_counter() - start:.0f} s")
     return out

@@ -1,0 +1,186 @@
+"""White-box confidence of an answer, computed with the causal LM that gave it (or any other).
+
+- ``sequence``: the probability of the answer's tokens after the question,
+  ``exp(sum_t log p(a_t | question, a_<t))`` (LM-Polygraph's MaximumSequenceProbability is
+  ``-sum_t log p``);
+- ``sequence_normalized``: the geometric mean of those token probabilities,
+  ``exp(mean_t log p(a_t | ...))``, which does not fall with the answer's length;
+- ``ptrue``: P(True) (Kadavath et al. 2022) with LM-Polygraph's prompt :data:`PTRUE_PROMPT`: the
+  next-token probabilities of ``True`` and ``False`` (each as the tokenizer encodes the word
+  alone, as LM-Polygraph takes ``True``), renormalised over the two,
+  ``p(True) / (p(True) + p(False))``: the raw ``p(True)`` of a small model over a 50,000-token
+  vocabulary is a few percent whatever the answer, no confidence at all.
+
+The question and the answer are tokenized apart and joined (question, then the answer without
+special tokens), as a model that generated the answer saw them. Batches of :data:`BATCH`
+answers, right-padded, on the model's device; only the answer's positions are read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+WHITEBOX = ("sequence", "sequence_normalized", "ptrue")
+"""The white-box sources, in the order of every output."""
+
+PTRUE_PROMPT = (
+    "Question: {q}\n Possible answer:{a}\n Is the possible answer:\n (A) True\n (B) False\n The possible answer is:"
+)
+"""LM-Polygraph's P(True) prompt (``PromptCalculator``), ``{q}`` the question and ``{a}`` the answer."""
+
+BATCH = 8
+
+
+def _pad(tokenizer: Any) -> int:
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0):
+        if candidate is not None:
+            return int(candidate)
+    return 0  # pragma: no cover - the loop's last candidate is 0
+
+
+def _batch(ids: list[list[int]], pad: int, device: Any) -> tuple[Any, Any]:
+    import torch
+
+    width = max(len(x) for x in ids)
+    tokens = torch.full((len(ids), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for i, row in enumerate(ids):  # one row a sequence: building the batch, not a metric
+        tokens[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+        mask[i, : len(row)] = 1
+    return tokens.to(device), mask.to(device)
+
+
+def answer_logprobs(
+    model: Any, tokenizer: Any, questions: list[str], answers: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sum and count the answer tokens' log-probabilities after their question.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A causal LM.
+    tokenizer : transformers.PreTrainedTokenizerBase
+        Its tokenizer.
+    questions, answers : list of str
+
+    Returns
+    -------
+    tuple of ndarray
+        ``sum_t log p(a_t | ...)`` (float64) and the number of answer tokens, per answer.
+
+    Raises
+    ------
+    ValueError
+        When an answer has no token.
+    """
+    import torch
+
+    sums, counts = np.zeros(len(answers)), np.zeros(len(answers), dtype=np.int64)
+    pad = _pad(tokenizer)
+    for start in range(0, len(answers), BATCH):
+        prompts = [tokenizer(q)["input_ids"] for q in questions[start : start + BATCH]]
+        replies = [tokenizer(a, add_special_tokens=False)["input_ids"] for a in answers[start : start + BATCH]]
+        empty = [start + i for i, r in enumerate(replies) if not r]
+        if empty:
+            raise ValueError(f"answer {empty[0]} has no token: {answers[empty[0]]!r}")
+        tokens, mask = _batch([p + r for p, r in zip(prompts, replies)], pad, model.device)
+        with torch.inference_mode():
+            logits = model(input_ids=tokens, attention_mask=mask).logits.float()
+        # position t predicts token t + 1; the answer's tokens are those after its prompt
+        logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(2, tokens[:, 1:, None]).squeeze(2)
+        position = torch.arange(tokens.shape[1] - 1, device=tokens.device)[None, :] + 1
+        first = torch.tensor([len(p) for p in prompts], device=tokens.device)[:, None]
+        last = first + torch.tensor([len(r) for r in replies], device=tokens.device)[:, None]
+        inside = (position >= first) & (position < last)
+        sums[start : start + len(replies)] = (logp.double() * inside).sum(dim=1).cpu().numpy()
+        counts[start : start + len(replies)] = inside.sum(dim=1).cpu().numpy()
+    return sums, counts
+
+
+def p_true(model: Any, tokenizer: Any, questions: list[str], answers: list[str]) -> np.ndarray:
+    """P(True) of each answer with :data:`PTRUE_PROMPT`, renormalised over ``True`` and ``False``.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A causal LM.
+    tokenizer : transformers.PreTrainedTokenizerBase
+        Its tokenizer.
+    questions, answers : list of str
+
+    Returns
+    -------
+    ndarray of float64
+        ``p(True) / (p(True) + p(False))`` at the prompt's next token.
+    """
+    import torch
+
+    words = [_word_token(tokenizer, w) for w in ("True", "False")]
+    out = np.zeros(len(answers))
+    pad = _pad(tokenizer)
+    for start in range(0, len(answers), BATCH):
+        texts = [
+            PTRUE_PROMPT.format(q=q, a=a)
+            for q, a in zip(questions[start : start + BATCH], answers[start : start + BATCH])
+        ]
+        tokens, mask = _batch([tokenizer(t)["input_ids"] for t in texts], pad, model.device)
+        with torch.inference_mode():
+            logits = model(input_ids=tokens, attention_mask=mask).logits.float()
+        last = logits[torch.arange(len(texts)), mask.sum(dim=1) - 1]  # the prompt's next token
+        pair = last[:, words].double()
+        out[start : start + len(texts)] = torch.softmax(pair, dim=1)[:, 0].cpu().numpy()
+    return out
+
+
+def _word_token(tokenizer: Any, word: str) -> int:
+    """Return the one token ``word`` is encoded to alone (special tokens left out), as LM-Polygraph reads it."""
+    special = set(tokenizer.all_special_ids)
+    ids = [t for t in tokenizer(word)["input_ids"] if t not in special]
+    if len(ids) != 1:
+        raise ValueError(f"P(True) needs {word!r} to be one token of the tokenizer; it is {len(ids)}: {ids}")
+    return ids[0]
+
+
+def whitebox_confidence(
+    model: Any, tokenizer: Any, questions: list[str], answers: list[str], sources: tuple[str, ...] = WHITEBOX
+) -> dict[str, np.ndarray]:
+    """Compute the white-box confidence sources of answers with a causal LM.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A causal LM, in evaluation mode, on its device.
+    tokenizer : transformers.PreTrainedTokenizerBase
+        Its tokenizer.
+    questions, answers : list of str
+        The prompts the answers followed, and the answers.
+    sources : tuple of str, default WHITEBOX
+        Which of :data:`WHITEBOX`.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Each source's confidence in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        On an unknown source, unequal lengths, or an answer with no token.
+    """
+    unknown = [s for s in sources if s not in WHITEBOX]
+    if unknown:
+        raise ValueError(f"unknown white-box source {unknown[0]!r}; known: {list(WHITEBOX)}")
+    if len(questions) != len(answers):
+        raise ValueError(f"{len(questions)} questions for {len(answers)} answers")
+    out = {}
+    if {"sequence", "sequence_normalized"} & set(sources):
+        sums, counts = answer_logprobs(model, tokenizer, questions, answers)
+        if "sequence" in sources:
+            out["sequence"] = np.exp(sums)
+        if "sequence_normalized" in sources:
+            out["sequence_normalized"] = np.exp(sums / counts)
+    if "ptrue" in sources:
+        out["ptrue"] = p_true(model, tokenizer, questions, answers)
+    return {s: out[s] for s in sources}
