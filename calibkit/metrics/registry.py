@@ -447,6 +447,11 @@ def module_metrics() -> dict[str, tuple[str, ...]]:
     return dict(sorted(out.items(), key=lambda item: _MODULE_ORDER[item[0]]))
 
 
+CONFIDENCE_METRICS: tuple[str, ...] = ("ece", "ace", "brier", "nll")
+"""What a confidence that an outcome holds (a generated answer is right) is judged by, in the 1-D
+binary convention: its calibration (ECE, ACE) and its proper scores (Brier, NLL)
+(``calibkit.lm.generations``); how well it ranks is ON_REQUEST's AURC and selective accuracy."""
+
 NEXT_TOKEN_METRICS: tuple[str, ...] = tuple(m for m in METRICS if m != "ace")
 """The default report over a vocabulary (``next_token=True``): ACE only when asked for by name, as
 its sums are V x 1,026 buckets (3.2 GB at V = 128,000) where every other metric's grow with the

@@ -20,13 +20,14 @@ from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit
 from calibkit.metrics.bootstrap import bootstrap_intervals
 from calibkit.metrics.functional.core import calibration_report
 from calibkit.metrics.ranking import selective_from_rows
+from calibkit.metrics.registry import CONFIDENCE_METRICS, ON_REQUEST
 from calibkit.verdicts.claims import verdict_from_shares
 
-SOURCE_METRICS = ("ece", "ace", "brier", "nll")
+SOURCE_METRICS = CONFIDENCE_METRICS
 """What each source is judged by from the calibration sums (``calibration_report``, 1-D binary)."""
 
-RANKING = ("aurc", "selective_accuracy")
-"""How well each source ranks answers (from the rows: exact)."""
+RANKING = ON_REQUEST
+"""How well each source ranks answers (AURC, selective accuracy; from the rows: exact)."""
 
 COVERAGE = 0.8
 
@@ -179,13 +180,13 @@ def recalibration_resplits(
     -------
     dict
         ``values``: source -> method (``raw`` and each map) -> metric -> ``R`` held-out values
-        (metrics: ECE, Brier, NLL, AURC); ``verdicts``: a list of ``{"claim", "verdict",
+        (metrics: ECE, ACE, Brier, NLL, AURC); ``verdicts``: a list of ``{"claim", "verdict",
         "better", "worse"}``: each recalibration against its raw source on ECE, and the best
         recalibrated source against every other raw source.
     """
     names = list(data.confidence) if sources is None else list(sources)
     right = (data.correct >= threshold).astype(np.float64)
-    metrics = ("ece", "brier", "nll", "aurc")
+    metrics = (*SOURCE_METRICS, RANKING[0])
     rng = np.random.default_rng(seed)
     values = {s: {m: {k: np.full(resplits, np.nan) for k in metrics} for m in ("raw", *methods)} for s in names}
     for r in range(resplits):  # a loop over re-splits; each fit and metric inside is vectorised

@@ -1,0 +1,225 @@
+"""``calibkit report --generations PATH``: the confidence of generated answers, per source, task and pooled.
+
+Reads lm-evaluation-harness ``generate_until`` samples or calibkit's generations format
+(:mod:`calibkit.lm.generations`); the sources are the file's numeric columns, the verbalized
+confidence parsed from the answers, and, with ``--model``, the white-box scores of a causal LM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibkit.cli.common import format_value, writable_folder
+from calibkit.metrics.registry import CONFIDENCE_METRICS
+
+WHITEBOX_HELP = "sequence, sequence_normalized, ptrue"
+
+
+def _sources(args: argparse.Namespace, data: Any) -> list[str]:
+    """Add the asked-for computed sources to ``data`` (in place of its reference) and return their names."""
+    from calibkit.lm.generations.verbalized import check_words, verbalized_confidence
+    from calibkit.lm.generations.whitebox import WHITEBOX
+
+    asked = [s.strip() for s in args.confidence.split(",")] if args.confidence else None
+    names = list(data.confidence) if asked is None else []
+    texts = data.raw if data.raw is not None else data.answers
+    verbal = verbalized_confidence(texts, data.origin, check_words(args.confidence_words))
+    if asked is None and not np.isnan(verbal).all():  # by default, when some answer states one
+        asked_verbal = True
+    else:
+        asked_verbal = asked is not None and "verbalized" in asked
+    for name in asked or []:
+        if name in data.confidence:
+            names.append(name)
+        elif name not in ("verbalized", *WHITEBOX):
+            raise ValueError(
+                f"--confidence: {name!r} is neither a column of {args.generations} ({sorted(data.confidence)}) nor "
+                f"verbalized, {WHITEBOX_HELP}"
+            )
+    if asked_verbal:
+        data.confidence["verbalized"], data.kinds["verbalized"] = verbal, "verbalized"
+        names.append("verbalized")
+    whitebox = [s for s in (asked or []) if s in WHITEBOX]
+    if whitebox:
+        if not args.model:
+            raise ValueError(f"--confidence {','.join(whitebox)}: white-box sources need the causal LM: --model DIR")
+        if data.questions is None:
+            raise ValueError(f"--confidence {','.join(whitebox)}: {args.generations} has no question column")
+        model, tokenizer = _causal_lm(args.model, args.gguf_file)
+        from calibkit.lm.generations.whitebox import whitebox_confidence
+
+        computed = whitebox_confidence(model, tokenizer, data.questions, data.answers, tuple(whitebox))
+        for name, values in computed.items():
+            data.confidence[name], data.kinds[name] = values, name
+            names.append(name)
+    return names
+
+
+def _causal_lm(folder: str, gguf_file: str | None) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
+        model = AutoModelForCausalLM.from_pretrained(folder, **extra)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--model: cannot load a causal LM from {folder}: {str(exc).splitlines()[0]}") from None
+    return model.eval(), tokenizer
+
+
+def format_generations_table(report: dict[str, Any]) -> str:
+    """Render the sources side by side, pooled and per task, as a Markdown table.
+
+    Parameters
+    ----------
+    report : dict
+        From :func:`calibkit.lm.generations.generations_report`.
+
+    Returns
+    -------
+    str
+    """
+    columns = ("answers", "without", "accuracy", "mean_confidence", *CONFIDENCE_METRICS, "aurc")
+    head = "| task | source | kind | " + " | ".join(columns) + " | selective accuracy (80%) |"
+    lines = [head, "|---" * (len(columns) + 4) + "|"]
+    groups = [("pooled", report["pooled"])] + ([*report["tasks"].items()] if len(report["tasks"]) > 1 else [])
+    for task, group in groups:
+        for source, row in group["sources"].items():
+            cells = [str(row["answers"]), f"{row['without']:.1%}"]
+            cells += ["" if row[c] is None else format_value(row[c]) for c in columns[2:]]
+            cells.append("" if row["selective_accuracy"] is None else format_value(row["selective_accuracy"]))
+            lines.append(f"| {task} | {source} | {report['kinds'][source]} | " + " | ".join(cells) + " |")
+    best = report["best"]
+    lines.append(
+        f"\nbest calibrated (lowest pooled ECE): {best['calibration']}; best at ranking answers (lowest AURC): "
+        f"{best['ranking']}"
+    )
+    return "\n".join(lines)
+
+
+def format_recalibration(resplits: dict[str, Any]) -> str:
+    """Render the held-out means over re-splits and the verdicts of the recalibrations.
+
+    Parameters
+    ----------
+    resplits : dict
+        From :func:`calibkit.lm.generations.recalibration_resplits`.
+
+    Returns
+    -------
+    str
+    """
+    names = list(next(iter(next(iter(resplits["values"].values())).values())))
+    lines = ["| source | map | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
+    for source, maps in resplits["values"].items():
+        for name, values in maps.items():
+            cells = [format_value(float(np.nanmean(v))) if not np.isnan(v).all() else "" for v in values.values()]
+            lines.append(f"| {source} | {name} | " + " | ".join(cells) + " |")
+    verdicts = [f"- **{v['verdict']}**: {v['claim']} ({_share(v)})" for v in resplits["verdicts"]]
+    return "\n".join(lines) + "\n\n" + "\n".join(verdicts)
+
+
+def _share(verdict: dict[str, Any]) -> str:
+    if verdict["better"] is None or np.isnan(verdict["better"]):
+        return "nothing compared"
+    return f"better in {verdict['better']:.0%}, worse in {verdict['worse']:.0%} of the re-splits"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``calibkit report --generations PATH``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``calibkit report``.
+
+    Returns
+    -------
+    int
+        The exit status, 0 (bad input raises a one-line ``ValueError``, which :func:`calibkit.cli.main`
+        prints as exit status 2).
+    """
+    from calibkit.lm.generations import generations_report, read_generations, recalibration_resplits
+
+    data = read_generations(args.generations, metric=args.metric, harness_filter=args.harness_filter)
+    names = _sources(args, data)
+    report = generations_report(
+        data, sources=names, threshold=args.threshold, n_bins=args.n_bins, bootstrap=args.bootstrap, seed=args.seed
+    )
+    tasks = len(report["tasks"])
+    source = (
+        f"{args.generations} ({len(data)} answers, {tasks} task{'s' * (tasks != 1)}; right when correct >= "
+        f"{args.threshold:g})"
+    )
+    table = format_generations_table(report)
+    out: dict[str, Any] = {"source": source, **report}
+    if args.resplits:
+        resplit = recalibration_resplits(
+            data, sources=names, resplits=args.resplits, threshold=args.threshold, n_bins=args.n_bins, seed=args.seed
+        )
+        how = f"fitted on half of the answers, judged on the other half, {args.resplits} re-splits; held-out means"
+        table += f"\n\nRecalibration of each source ({how}):\n{format_recalibration(resplit)}"
+        out["recalibration"] = {
+            "resplits": args.resplits,
+            "means": {
+                s: {m: {k: _mean(v) for k, v in metrics.items()} for m, metrics in maps.items()}
+                for s, maps in resplit["values"].items()
+            },
+            "verdicts": resplit["verdicts"],
+        }
+    text = json.dumps(out, indent=2, default=_plain)
+    print(text if args.json else f"calibkit report: {source}\n{table}")
+    if args.output:
+        folder = writable_folder(args.output)
+        (folder / "report.json").write_text(text + "\n")
+        (folder / "table.md").write_text(f"# calibkit report: {source}\n{table}\n")
+        page = _html(folder, source, table, data, names, args)
+        if not args.json:
+            print(f"report: {page}")
+    return 0
+
+
+def _mean(values: np.ndarray) -> float | None:
+    return None if np.isnan(values).all() else float(np.nanmean(values))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return None
+
+
+def _html(folder: Path, source: str, table: str, data: Any, names: list[str], args: argparse.Namespace) -> Path:
+    """Write ``report.html``: the tables and one reliability diagram per source (pooled)."""
+    import html
+
+    from calibkit.verdicts.plots import ReliabilityDiagram
+    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html_table, new_figure
+
+    right = (data.correct >= args.threshold).astype(np.int64)
+    fig = new_figure(figsize=(4.2 * len(names), 4.4))
+    axes = fig.subplots(1, len(names), squeeze=False)[0]
+    for ax, name in zip(axes, names):
+        has = ~np.isnan(data.confidence[name])
+        if has.any():
+            ReliabilityDiagram.from_predictions(data.confidence[name][has], right[has], n_bins=args.n_bins, ax=ax)
+        ax.set_title(f"{name} ({data.kinds[name]})", fontsize=9)
+        ax.set_xlabel("confidence that the answer is right")
+        ax.set_ylabel("share of right answers")
+    fig.tight_layout()
+    figure = folder / "reliability.png"
+    fig.savefig(figure, dpi=100)
+    sections = []
+    for chunk in table.split("\n\n"):  # Markdown tables become HTML tables, the other lines paragraphs
+        rows = [line for line in chunk.splitlines() if line.startswith("|")]
+        words = [html.escape(line.lstrip("- ").replace("**", "")) for line in chunk.splitlines() if line not in rows]
+        sections += [f"<p>{'<br>'.join(words)}</p>"] if words else []
+        sections += [markdown_to_html_table("\n".join(rows))] if rows else []
+    page = folder / "report.html"
+    page.write_text(html_page(f"calibkit report: {source}", [*sections, embedded_figure(figure)]), encoding="utf-8")
+    return page
