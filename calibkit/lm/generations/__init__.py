@@ -7,8 +7,9 @@ When a model answers in its own words, its confidence is not a softmax over choi
 - **verbalized**: the number the model states ("Confidence: 80%"), parsed from the answer's text
   (:mod:`calibkit.lm.generations.verbalized` documents the accepted forms; answers that state
   none are counted, never dropped silently);
-- **white-box** scores computed with the model (sequence probability, its length-normalised
-  form, P(True)): to come.
+- **white-box** scores computed with a causal LM (:mod:`calibkit.lm.generations.whitebox`): the
+  answer's sequence probability, its geometric mean over tokens, and P(True) with LM-Polygraph's
+  prompt.
 
 Each source is judged as a binary classifier of "the answer is right" (calibkit's 1-D binary
 convention, class 1 = right): ECE, ACE, Brier, NLL, AURC and the selective accuracy, per task and
@@ -26,9 +27,12 @@ from calibkit.lm.generations.readers import kind_of, read_generations
 from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit_score_map
 from calibkit.lm.generations.report import generations_report, recalibration_resplits, source_metrics
 from calibkit.lm.generations.verbalized import parse_confidence, verbalized_confidence
+from calibkit.lm.generations.whitebox import PTRUE_PROMPT, WHITEBOX, whitebox_confidence
 
 __all__ = [
+    "PTRUE_PROMPT",
     "SCORE_MAPS",
+    "WHITEBOX",
     "Generations",
     "apply_score_map",
     "fit_score_map",
@@ -39,4 +43,5 @@ __all__ = [
     "recalibration_resplits",
     "source_metrics",
     "verbalized_confidence",
+    "whitebox_confidence",
 ]
