@@ -83,6 +83,7 @@ API_MODULES = {
     "calibkit.io.prediction_files": "Prediction files",
     "calibkit.metrics.backends": "Engines",
     "calibkit.lm.multiple_choice": "Language models on multiple-choice benchmarks",
+    "calibkit.lm.generations": "Generated answers: confidence sources, report and recalibration",
     "calibkit.verdicts.comparison": "Comparing calibrators",
     "calibkit.verdicts.resplits": "Re-splits and verdicts",
     "calibkit.verdicts.claims": "The papers' claims",

@@ -5,9 +5,9 @@ When a model answers in its own words, its confidence is not a softmax over choi
 - **given**: any numeric column of the answers' file (a tool's score: LM-Polygraph, uqlm, a judge),
   in [0, 1], used as it is;
 - **verbalized**: the number the model states ("Confidence: 80%"), parsed from the answer's text
-  (:mod:`calibkit.lm.generations.verbalized` documents the accepted forms; answers that state
+  (:func:`parse_confidence` documents the accepted forms; answers that state
   none are counted, never dropped silently);
-- **white-box** scores computed with a causal LM (:mod:`calibkit.lm.generations.whitebox`): the
+- **white-box** scores computed with a causal LM (:func:`whitebox_confidence`): the
   answer's sequence probability, its geometric mean over tokens, and P(True) with LM-Polygraph's
   prompt.
 

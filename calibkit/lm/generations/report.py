@@ -53,7 +53,7 @@ def source_metrics(
     -------
     dict
         ``answers`` (with a confidence), ``without`` (the share without one), ``accuracy`` of those
-        answered, :data:`SOURCE_METRICS`, :data:`RANKING`, ``mean_confidence`` and, with
+        answered, ECE, ACE, Brier, NLL, AURC, the selective accuracy, ``mean_confidence`` and, with
         ``bootstrap``, ``intervals``. The metrics are None when no answer has a confidence.
     """
     has = ~np.isnan(confidence)
