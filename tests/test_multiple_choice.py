@@ -563,3 +563,23 @@ def test_logs_are_told_by_their_content_not_their_names(tmp_path):
     assert not is_choice_location(str(shards))  # class predictions: the shard reader's
     with pytest.raises(ValueError, match="is no lm-evaluation-harness samples file, lighteval details file"):
         read_choices(shards / "a.parquet")
+
+
+def test_a_task_at_chance_is_said_to_be_so(tmp_path, capsys):
+    """Random scores over 4 choices: the table says the task is at chance, beside TS's verdicts; an
+    informative task gets no such line."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for _ in range(300):
+        gold = int(rng.integers(4))
+        noise = rng.normal(size=4).tolist()
+        informed = [v + (3.0 if j == gold else 0.0) for j, v in enumerate(noise)]
+        rows.append({"task": "noise", "choice_logprobs": noise, "gold": gold})
+        rows.append({"task": "known", "choice_logprobs": informed, "gold": gold})
+    path = tmp_path / "choices.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["report", "--predictions", str(path), "--calibrate", "--resplits", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "at chance: noise's accuracy" in text and "(250 questions)" not in text
+    assert "noise's accuracy 0.260 is within two standard errors of chance (0.250, 300 questions)" in text
+    assert "at chance: known" not in text

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_llm(args: argparse.Namespace) -> int:
-    """``calibkit demo --task llm``: SmolLM2's next tokens on BBC News, TS judged over re-splits."""
+    """``calibkit demo --task llm``: SmolLM2's next tokens on BBC News and its answers to BIG-bench questions."""
     for option, unused in (("--bootstrap", args.bootstrap), ("--epochs", args.epochs), ("--max-train", args.max_train)):
         if unused:
             raise ValueError(f"{option}: the llm demo trains nothing and gives re-split intervals (--resplits)")
@@ -87,8 +87,14 @@ def _run_llm(args: argparse.Namespace) -> int:
         import matplotlib  # noqa: F401
     except ImportError as exc:
         raise ValueError(f"the demo needs its extra: pip install 'calibkit[demo]' ({exc})") from exc
+    from calibkit.demos.llm_answers import load_questions
+
+    load_questions()  # before the model is loaded: a missing bigbench says so at once
     writable_folder(args.output)
     from calibkit.demos.llm import run_llm_demo
 
-    run_llm_demo(args.output, documents=args.documents, resplits=args.resplits, seed=args.seed, threads=args.threads)
+    run_llm_demo(
+        args.output, documents=args.documents, resplits=args.resplits, seed=args.seed, threads=args.threads,
+        answers=True,
+    )  # fmt: skip
     return 0

@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
         prints as exit status 2).
     """
     from calibkit.lm.multiple_choice import (
+        chance_notes,
         choice_temperature_scaling,
         format_choice_table,
         format_ts_table,
@@ -56,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
         out["temperature_scaling"] = ts
         how = f"fitted per task on one half, evaluated on the other, {args.resplits} re-splits"
         table += f"\n\nTemperature scaling over the choices ({how}):\n{format_ts_table(ts)}"
+    notes = chance_notes(report, data, out.get("temperature_scaling"))
+    if notes:  # true verdicts about noise are useless ones: say so beside them
+        out["at_chance"] = notes
+        table += "\n\n" + "\n".join(notes)
     if args.json:
         print(json.dumps(out, indent=2, default=lambda v: None))
     else:

@@ -284,6 +284,7 @@ def run_llm_demo(
     model: Any = None,
     tokenizer: Any = None,
     texts: list[str] | None = None,
+    answers: bool = False,
 ) -> dict[str, Any]:
     """Run the next-token demo and write its report into ``output``.
 
@@ -304,6 +305,9 @@ def run_llm_demo(
         A causal LM and its tokenizer (default: SmolLM2-135M-Instruct, :func:`load_smollm2`).
     texts : list of str, optional
         The texts (default: BBC News articles, :func:`calibkit.demos.data.load_bbc_news`).
+    answers : bool, default False
+        Also put BIG-bench's ``general_knowledge`` questions to the model, as multiple choice and
+        in free text (``calibkit.demos.llm_answers``; needs ``bigbench``).
 
     Returns
     -------
@@ -320,7 +324,7 @@ def run_llm_demo(
             f"the llm demo needs `documents` >= 4, `tokens` >= 2 and `resplits` >= 1, got {documents}, {tokens}, "
             f"{resplits}"
         )
-    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html_table
+    from calibkit.verdicts.reporting import embedded_figure, html_page
 
     start = time.perf_counter()
     folder = Path(output)
@@ -348,6 +352,13 @@ def run_llm_demo(
         f"vocabulary of {vocab:,}. Next-token accuracy {whole['accuracy']:.3f} (chance: 1/{vocab:,}). "
         f"Re-splits: {resplits} halvings of the articles; TS fitted on one half, judged on the other."
     )
+    extra = {}
+    if answers:
+        from calibkit.demos.llm_answers import answers_section
+
+        extra = answers_section(model, tokenizer, resplits=resplits, seed=seed)
+        table += f"\n\n{extra['text']}"
+        verdicts = verdicts + extra["verdicts"]
     figure = _figure(split, folder / "reliability.png")
     (folder / "table.md").write_text(f"{about}\n\n{table}\n\n" + "\n".join(f"- {s}" for _, s in verdicts) + "\n")
     items = "".join(f'<li class="{v.replace(" ", "-")}"><b>{v}</b>: {html.escape(s)}</li>' for v, s in verdicts)
@@ -355,7 +366,7 @@ def run_llm_demo(
         "calibkit demo: next-token calibration of a causal LM",
         [
             f"<p>{html.escape(about)}</p>",
-            markdown_to_html_table(table),
+            *_html_chunks(table),
             f"<h2>Verdicts</h2><ul>{items}</ul>",
             embedded_figure(figure),
         ],
@@ -376,10 +387,27 @@ def run_llm_demo(
         "verdicts": {k: {key: _clean(v) if isinstance(v, float) else v for key, v in d.items()} for k, d in judged},
         "not_fitted": split["not_fitted"],
     }
-    (folder / "report.json").write_text(json.dumps(out, indent=2) + "\n")  # no NaN: JSON has none
+    if extra:
+        out["answers"] = extra["json"]
+    (folder / "report.json").write_text(json.dumps(out, indent=2, default=_plain) + "\n")
     print(f"\n{about}\n\n{table}\n\n" + "\n".join(s for _, s in verdicts))
     print(f"\nreport: {folder / 'report.html'}\ncalibkit demo finished in {time.perf_counter() - start:.0f} s")
     return out
+
+
+def _html_chunks(text: str) -> list[str]:
+    """Markdown paragraphs and pipe tables as HTML, in order."""
+    from calibkit.verdicts.reporting import markdown_to_html_table
+
+    out = []
+    for chunk in text.split("\n\n"):
+        table = chunk.lstrip().startswith("|")
+        out.append(markdown_to_html_table(chunk) if table else f"<p>{html.escape(chunk)}</p>")
+    return out
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value.tolist() if isinstance(value, np.ndarray) else None
 
 
 def _clean(value: float) -> float | None:

@@ -39,6 +39,8 @@ from calibkit.lm.multiple_choice.readers import is_choice_location, read_choices
 from calibkit.lm.multiple_choice.report import (
     POSITION_METRICS,
     TS_METRICS,
+    at_chance,
+    chance_notes,
     choice_temperature_scaling,
     format_choice_table,
     format_ts_table,
@@ -50,6 +52,8 @@ __all__ = [
     "SCORES",
     "TS_METRICS",
     "ChoiceData",
+    "at_chance",
+    "chance_notes",
     "check_score",
     "choice_logits",
     "choice_probabilities",

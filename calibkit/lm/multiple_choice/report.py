@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -275,6 +276,64 @@ def format_ts_table(result: dict[str, Any]) -> str:
             ]
         lines.append("| " + " | ".join(cells) + " |")
     return _with_skipped(lines, result["skipped"], ["-"] * (len(head) - 1))
+
+
+def at_chance(accuracy: float, chance: float, n: int) -> bool:
+    """Tell whether an accuracy is within two binomial standard errors of chance.
+
+    A model at chance on a task gives scores that carry no information about the answer: their
+    calibration numbers describe noise, and temperature scaling fitted on them only flattens them
+    (a huge T, "lowering ECE" towards the uninformative prior).
+
+    Parameters
+    ----------
+    accuracy : float
+    chance : float
+        The accuracy of a uniform guess: the mean of ``1 / choices``.
+    n : int
+        Questions.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> at_chance(0.26, 0.25, 300), at_chance(0.45, 0.14, 70)
+    (True, False)
+    """
+    return accuracy - chance < 2 * math.sqrt(chance * (1 - chance) / max(n, 1))
+
+
+def chance_notes(report: dict[str, Any], data: ChoiceData, ts: dict[str, Any] | None = None) -> list[str]:
+    """Say which tasks a model answers at chance (:func:`at_chance`), with the temperature fitted there.
+
+    Parameters
+    ----------
+    report : dict
+        From :func:`multiple_choice_report`.
+    data : ChoiceData
+        Its questions.
+    ts : dict, optional
+        From :func:`choice_temperature_scaling`.
+
+    Returns
+    -------
+    list of str
+        One line per task at chance.
+    """
+    notes = []
+    for task, row in report["tasks"].items():
+        chance = float(np.mean(1.0 / data.n_choices[data.task == task]))
+        if not at_chance(row["accuracy"], chance, row["questions"]):
+            continue
+        fitted = ts["tasks"].get(task) if ts else None  # a task TS skipped says why in its own line
+        t = f" (the fitted T, {fitted['temperature']:.4g}, only flattens them)" if fitted else ""
+        notes.append(
+            f"at chance: {task}'s accuracy {row['accuracy']:.3f} is within two standard errors of chance "
+            f"({chance:.3f}, {row['questions']} questions): its scores carry no information{t}"
+        )
+    return notes
 
 
 def _with_skipped(lines: list[str], skipped: dict[str, str], cells: list[str]) -> str:
