@@ -201,10 +201,14 @@ def answers_section(
         verdicts.append(("inconclusive", f"multiple choice: accuracy {mc['accuracy']:.2f} is at chance ({chance:.2f}): "
                          "the scores carry no information, and calibrating them only flattens them"))  # fmt: skip
     for metric in ("ece", "nll"):
-        v = ts.get(metric, {}).get("verdict")
-        if v:
-            verdicts.append((v, f"multiple choice: TS over the choices lowers {metric.upper()}: {v}"))
-    verdicts += [(v["verdict"], f"free text: {v['claim']}: {v['verdict']}") for v in recal["verdicts"]]
+        row = ts.get(metric, {})
+        if row.get("verdict"):
+            share = f"lower in {row['paired']['better']:.0%} of {row['paired']['n']} re-splits"
+            verdicts.append((row["verdict"], f"multiple choice: TS over the choices lowers {metric.upper()}: "
+                             f"{row['verdict']} ({share})"))  # fmt: skip
+    for v in recal["verdicts"]:
+        share = "" if math.isnan(v["better"]) else f" (lower in {v['better']:.0%}, higher in {v['worse']:.0%})"
+        verdicts.append((v["verdict"], f"free text: {v['claim']}: {v['verdict']}{share}"))
     lines = [
         f"SmolLM2 answered {n} BIG-bench {TASK} questions ({SHOTS.count('Q:')} worked examples before each).",
         "",
