@@ -40,16 +40,21 @@ def _pad(tokenizer: Any) -> int:
     return 0  # pragma: no cover - the loop's last candidate is 0
 
 
-def _batch(ids: list[list[int]], pad: int, device: Any) -> tuple[Any, Any]:
+def _forward(model: Any, tokenizer: Any, ids: list[list[int]]) -> tuple[Any, Any, Any]:
+    """Run the model on token lists, right-padded into one batch: float32 logits, the tokens, the mask."""
     import torch
 
+    pad = _pad(tokenizer)
     width = max(len(x) for x in ids)
     tokens = torch.full((len(ids), width), pad, dtype=torch.long)
     mask = torch.zeros((len(ids), width), dtype=torch.long)
     for i, row in enumerate(ids):  # one row a sequence: building the batch, not a metric
         tokens[i, : len(row)] = torch.tensor(row, dtype=torch.long)
         mask[i, : len(row)] = 1
-    return tokens.to(device), mask.to(device)
+    tokens, mask = tokens.to(model.device), mask.to(model.device)
+    with torch.inference_mode():
+        logits = model(input_ids=tokens, attention_mask=mask).logits.float()
+    return logits, tokens, mask
 
 
 def answer_logprobs(
@@ -78,16 +83,13 @@ def answer_logprobs(
     import torch
 
     sums, counts = np.zeros(len(answers)), np.zeros(len(answers), dtype=np.int64)
-    pad = _pad(tokenizer)
     for start in range(0, len(answers), BATCH):
         prompts = [tokenizer(q)["input_ids"] for q in questions[start : start + BATCH]]
         replies = [tokenizer(a, add_special_tokens=False)["input_ids"] for a in answers[start : start + BATCH]]
         empty = [start + i for i, r in enumerate(replies) if not r]
         if empty:
             raise ValueError(f"answer {empty[0]} has no token: {answers[empty[0]]!r}")
-        tokens, mask = _batch([p + r for p, r in zip(prompts, replies)], pad, model.device)
-        with torch.inference_mode():
-            logits = model(input_ids=tokens, attention_mask=mask).logits.float()
+        logits, tokens, _ = _forward(model, tokenizer, [p + r for p, r in zip(prompts, replies)])
         # position t predicts token t + 1; the answer's tokens are those after its prompt
         logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(2, tokens[:, 1:, None]).squeeze(2)
         position = torch.arange(tokens.shape[1] - 1, device=tokens.device)[None, :] + 1
@@ -119,15 +121,12 @@ def p_true(model: Any, tokenizer: Any, questions: list[str], answers: list[str])
 
     words = [_word_token(tokenizer, w) for w in ("True", "False")]
     out = np.zeros(len(answers))
-    pad = _pad(tokenizer)
     for start in range(0, len(answers), BATCH):
         texts = [
             PTRUE_PROMPT.format(q=q, a=a)
             for q, a in zip(questions[start : start + BATCH], answers[start : start + BATCH])
         ]
-        tokens, mask = _batch([tokenizer(t)["input_ids"] for t in texts], pad, model.device)
-        with torch.inference_mode():
-            logits = model(input_ids=tokens, attention_mask=mask).logits.float()
+        logits, _, mask = _forward(model, tokenizer, [tokenizer(t)["input_ids"] for t in texts])
         last = logits[torch.arange(len(texts)), mask.sum(dim=1) - 1]  # the prompt's next token
         pair = last[:, words].double()
         out[start : start + len(texts)] = torch.softmax(pair, dim=1)[:, 0].cpu().numpy()
