@@ -180,8 +180,8 @@ def test_bad_input_exits_with_one_line(tmp_path, capsys):
 
 
 def test_a_vocabulary_shows_its_largest_classes_not_a_line_each(tmp_path, capsys):
-    """2,100 classes: the table, the intervals and the HTML report's per-class table show the 20
-    classes of largest support and say how many more there are, never one line per class."""
+    """2,100 classes: the table and the HTML report's per-class table show the 20 classes of largest
+    support and say how many more there are, never one line per class."""
     rng = np.random.default_rng(3)
     vocab = 2100
     labels = np.concatenate([np.full(40, 7), np.full(30, 2099), rng.integers(0, vocab, 130)])
@@ -189,12 +189,25 @@ def test_a_vocabulary_shows_its_largest_classes_not_a_line_each(tmp_path, capsys
     logits[np.arange(200), labels] += 4
     path = tmp_path / "vocab.parquet"
     Dataset.from_dict({"logits": logits.tolist(), "labels": labels}).to_parquet(path)
-    assert main(["report", "--predictions", str(path), "--bootstrap", "5", "--output", str(tmp_path / "out")]) == 0
+    assert main(["report", "--predictions", str(path), "--output", str(tmp_path / "out")]) == 0
     text = capsys.readouterr().out
     rows = [line for line in text.splitlines() if line.startswith("| ece_class_")]
-    assert len(rows) == 2 * 21  # 20 classes and one line of the rest, in the table and the intervals
+    assert len(rows) == 21  # 20 classes and one line of the rest
     assert rows[0].startswith("| ece_class_7 |") and rows[1].startswith("| ece_class_2099 |")
     labelled = len(np.unique(labels))
     assert f"| ece_class_* | {vocab - 20:,} more ({labelled:,} with a label): see --json |" in text
     html_table = (tmp_path / "out" / "table.md").read_text()
     assert html_table.count("\n| ") < 60 and f"{vocab - 20:,} more" in html_table
+
+
+def test_the_interval_table_of_a_vocabulary_shows_its_largest_classes():
+    from calibkit.cli.common import interval_lines
+
+    support = np.zeros(3000)
+    support[[5, 9, 2999]] = [50, 70, 60]
+    low = np.linspace(0, 1, 3000)
+    ci = {"confidence": 0.95, "n_boot": 10, "intervals": {"ece": (0.1, 0.2)}, "subset_ece": (low, low + 0.1)}
+    rows = [line for line in interval_lines(ci, None, support).splitlines() if line.startswith("| ece_class")]
+    assert len(rows) == 21 and rows[0].startswith("| ece_class_9 |") and rows[1].startswith("| ece_class_2999 |")
+    assert rows[-1] == "| ece_class_* | 2,980 more (3 with a label): see --json |"
+    assert len(interval_lines(ci, None).splitlines()) == 2 + 1 + 1  # support unknown: one line for all classes

@@ -71,6 +71,9 @@ def samples_of(out: Path) -> list[dict]:
     return [json.loads(line) for line in files[0].read_text().splitlines()]
 
 
+pytestmark = pytest.mark.slow  # two harness runs, 20 s: with the slow tests (.ci/run runs them)
+
+
 @pytest.fixture(scope="module")
 def harness_run(tmp_path_factory):
     pytest.importorskip("lm_eval")
