@@ -43,6 +43,8 @@ setup(
             "uncertainty-calibration>=0.1.4",
             # A real client of calibkit.lm.multiple_choice: the harness runs offline on a tiny model in the tests.
             "lm-eval==0.4.13",
+            # The CORP score decomposition's reference (calibkit.metrics.decomposition).
+            "model-diagnostics==1.5.0",
         ],
         # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],

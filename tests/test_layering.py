@@ -176,6 +176,7 @@ METRICS_FLOORS = (
             "calibkit.metrics.bootstrap",
             "calibkit.metrics.exact_ace",
             "calibkit.metrics.multilabel",
+            "calibkit.metrics.decomposition",
         ),
     ),
     ("functions and warm-up", ("calibkit.metrics.functional", "calibkit.metrics.warmup")),

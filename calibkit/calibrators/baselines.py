@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.calibrators import _kernels as kernels
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, softmax_rows
+from calibkit.metrics.formulas import isotonic_points
 from calibkit.metrics.validation import check_bins, check_positive_int
 
 
@@ -176,33 +176,6 @@ class MatrixScaling(_AffineScaling):
         """
         self._check_fitted()
         return {"method": self.method, "weight": self.weight_.tolist(), "bias": self.bias_.tolist()}
-
-
-def isotonic_points(scores: np.ndarray, outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Fit a non-decreasing map of ``scores`` onto 0/1 ``outcomes`` (pool adjacent violators).
-
-    Equal scores share one fitted value; the map is given by its interpolation points, each
-    block's first and last distinct score (one point where they coincide).
-
-    Parameters
-    ----------
-    scores : ndarray of shape (n,)
-    outcomes : ndarray of float64, shape (n,)
-
-    Returns
-    -------
-    thresholds, values : ndarray
-        Sorted interpolation points and the fitted values there.
-    """
-    x, inverse = np.unique(scores, return_inverse=True)
-    weight = np.bincount(inverse, minlength=x.size).astype(np.float64)
-    mean = np.bincount(inverse, weights=outcomes, minlength=x.size) / weight
-    values, ends = kernels.pool_adjacent_violators(mean, weight)
-    starts = np.concatenate([[0], ends[:-1]])
-    xs = np.stack([x[starts], x[ends - 1]], axis=1).ravel()
-    vs = np.repeat(values, 2)
-    keep = np.concatenate([[True], xs[1:] != xs[:-1]])
-    return xs[keep], vs[keep]
 
 
 class IsotonicCalibration(Calibrator):

@@ -290,7 +290,7 @@ class MultiLabelIsotonic:
         ValueError
             On bad input, or a label with no entry to fit on (named).
         """
-        from calibkit.calibrators.baselines import isotonic_points
+        from calibkit.metrics.formulas import isotonic_points
 
         z, y, w = fit_arrays(logits, labels, self.ignore_index)
         p = np.exp(_log_sigmoid(z))

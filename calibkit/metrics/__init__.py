@@ -7,6 +7,7 @@ docstring gives its formula and paper.
 """
 
 from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.decomposition import score_decomposition
 from calibkit.metrics.formulas import (
     EmptyRegionWarning,
     MissingClassWarning,
@@ -77,6 +78,7 @@ __all__ = [
     "risk_coverage",
     "report_from_statistics",
     "sce",
+    "score_decomposition",
     "selective_accuracy",
     "subset_ece",
     "wsece",

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics import _kernels as kernels
 from calibkit.metrics._kernels.bins import ace_bucket_bounds
 
 
@@ -427,3 +428,30 @@ def ace_from_points(
     if classes is not None:
         gaps, bound = gaps[classes], bound[classes]
     return float(gaps.mean()), float(bound.mean())
+
+
+def isotonic_points(scores: np.ndarray, outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fit a non-decreasing map of ``scores`` onto 0/1 ``outcomes`` (pool adjacent violators).
+
+    Equal scores share one fitted value; the map is given by its interpolation points, each
+    block's first and last distinct score (one point where they coincide).
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,)
+    outcomes : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    thresholds, values : ndarray
+        Sorted interpolation points and the fitted values there.
+    """
+    x, inverse = np.unique(scores, return_inverse=True)
+    weight = np.bincount(inverse, minlength=x.size).astype(np.float64)
+    mean = np.bincount(inverse, weights=outcomes, minlength=x.size) / weight
+    values, ends = kernels.pool_adjacent_violators(mean, weight)
+    starts = np.concatenate([[0], ends[:-1]])
+    xs = np.stack([x[starts], x[ends - 1]], axis=1).ravel()
+    vs = np.repeat(values, 2)
+    keep = np.concatenate([[True], xs[1:] != xs[:-1]])
+    return xs[keep], vs[keep]

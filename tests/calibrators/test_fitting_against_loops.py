@@ -20,6 +20,7 @@ from calibkit.calibrators import (
 )
 from calibkit.calibrators import _kernels as ck
 from calibkit.calibrators.temperature import fit_inverse_temperature, minimise_1d
+from calibkit.metrics import _kernels as metric_kernels
 
 
 def logits_and_labels(seed=0, n=300, k=4, temperature=2.0, dtype=np.float64):
@@ -132,7 +133,7 @@ def test_pool_adjacent_violators_matches_a_plain_merge_loop(seed):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 4, 25).astype(float)  # ties: equal neighbours merge into one block
     w = rng.uniform(0.5, 2.0, 25)
-    values, ends = ck.pool_adjacent_violators(y, w)
+    values, ends = metric_kernels.pool_adjacent_violators(y, w)
     expected_values, expected_ends = plain_isotonic(y, w)
     np.testing.assert_allclose(values, expected_values, rtol=1e-12)
     np.testing.assert_array_equal(ends, expected_ends)

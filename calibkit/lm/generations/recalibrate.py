@@ -6,7 +6,7 @@ answers, and applied with :func:`apply_score_map`:
 - ``platt``: ``sigmoid(a * logit(s) + b)`` by Newton's method on the log-loss (Platt 1999, on the
   score's logit; scores clipped to ``[1e-6, 1 - 1e-6]`` first, so that 0 and 1 have a logit);
 - ``isotonic``: the non-decreasing step map of pool-adjacent-violators, interpolated between its
-  points (``calibkit.calibrators.baselines.isotonic_points``, the one of the classifiers' IR);
+  points (``calibkit.metrics.formulas.isotonic_points``, the one of the classifiers' IR);
 - ``histogram``: 15 equal-width bins, right-closed as the metrics' bins, each mapped to the share
   of right answers in it; an empty bin maps to its centre (as the classifiers' HB).
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.calibrators.baselines import isotonic_points
+from calibkit.metrics.formulas import isotonic_points
 
 SCORE_MAPS = ("platt", "isotonic", "histogram")
 """The recalibration maps of a 1-D score, in the order of every output."""
