@@ -19,6 +19,7 @@ from calibkit.lm.generations import (
     recalibration_resplits,
     verbalized_confidence,
 )
+from calibkit.metrics.decomposition import binary_decomposition
 
 
 def write_jsonl(path, rows):
@@ -84,6 +85,9 @@ def test_each_source_equals_a_plain_loop(tmp_path):
         nll = -np.mean([math.log(a) if b else math.log(1 - a) for a, b in zip(p, y)])
         assert got["nll"] == pytest.approx(nll, rel=1e-9)
         assert got["aurc"] == pytest.approx(aurc_loop(p, y), rel=1e-9)
+        parts = binary_decomposition(np.array(p), np.array(y), "brier")  # equal to model-diagnostics' (tested there)
+        assert got["miscalibration"] == parts["miscalibration"] and got["discrimination"] == parts["discrimination"]
+        assert parts["score"] == pytest.approx(got["brier"], rel=1e-12)
     math_rows = [r for r in rows if r["task"] == "math"]
     assert report["tasks"]["math"]["questions"] == len(math_rows)
     assert report["tasks"]["math"]["accuracy"] == pytest.approx(np.mean([r["correct"] for r in math_rows]))

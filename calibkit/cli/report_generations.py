@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.cli.common import format_value, writable_folder
+from calibkit.lm.generations.report import DECOMPOSED
 from calibkit.metrics.registry import CONFIDENCE_METRICS
 
 WHITEBOX_HELP = "sequence, sequence_normalized, ptrue"
@@ -84,7 +85,7 @@ def format_generations_table(report: dict[str, Any]) -> str:
     -------
     str
     """
-    columns = ("answers", "without", "accuracy", "mean_confidence", *CONFIDENCE_METRICS, "aurc")
+    columns = ("answers", "without", "accuracy", "mean_confidence", *CONFIDENCE_METRICS, *DECOMPOSED, "aurc")
     head = "| task | source | kind | " + " | ".join(columns) + " | selective accuracy (80%) |"
     lines = [head, "|---" * (len(columns) + 4) + "|"]
     groups = [("pooled", report["pooled"])] + ([*report["tasks"].items()] if len(report["tasks"]) > 1 else [])

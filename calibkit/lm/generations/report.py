@@ -18,6 +18,7 @@ import numpy as np
 from calibkit.lm.generations.data import Generations
 from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit_score_map
 from calibkit.metrics.bootstrap import bootstrap_intervals
+from calibkit.metrics.decomposition import binary_decomposition
 from calibkit.metrics.functional.core import calibration_report
 from calibkit.metrics.ranking import selective_from_rows
 from calibkit.metrics.registry import CONFIDENCE_METRICS, ON_REQUEST
@@ -30,6 +31,10 @@ RANKING = ON_REQUEST
 """How well each source ranks answers (AURC, selective accuracy; from the rows: exact)."""
 
 COVERAGE = 0.8
+
+DECOMPOSED = ("miscalibration", "discrimination")
+"""The Brier score's CORP parts reported per source (``calibkit.score_decomposition``): what
+recalibrating would remove, and what the confidence knows beyond the base rate."""
 
 
 def source_metrics(
@@ -53,13 +58,14 @@ def source_metrics(
     -------
     dict
         ``answers`` (with a confidence), ``without`` (the share without one), ``accuracy`` of those
-        answered, ECE, ACE, Brier, NLL, AURC, the selective accuracy, ``mean_confidence`` and, with
+        answered, ECE, ACE, Brier, NLL, AURC, the selective accuracy, ``mean_confidence``, the
+        Brier score's ``miscalibration`` and ``discrimination`` (CORP) and, with
         ``bootstrap``, ``intervals``. The metrics are None when no answer has a confidence.
     """
     has = ~np.isnan(confidence)
     out: dict[str, Any] = {"answers": int(has.sum()), "without": float(1 - has.mean()) if has.size else 0.0}
     if not has.any():
-        return {**out, **dict.fromkeys(("accuracy", *SOURCE_METRICS, *RANKING, "mean_confidence"))}
+        return {**out, **dict.fromkeys(("accuracy", *SOURCE_METRICS, *RANKING, "mean_confidence", *DECOMPOSED))}
     p, y = confidence[has], right[has].astype(np.int64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one class only (every answer right): ACE's empty side is NaN
@@ -68,6 +74,8 @@ def source_metrics(
     out.update(accuracy=float(y.mean()), mean_confidence=float(p.mean()))
     out.update({m: _clean(report[m]) for m in SOURCE_METRICS})
     out.update({m: ranks[m][0] for m in RANKING})
+    parts = binary_decomposition(p, y, "brier")  # how much of the Brier score recalibrating would remove
+    out.update({m: parts[m] for m in DECOMPOSED})
     if bootstrap:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
