@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.cli.common import format_value, writable_folder
+from calibkit.io.jsonable import json_ready
 from calibkit.lm.generations.report import DECOMPOSED
 from calibkit.metrics.registry import CONFIDENCE_METRICS
 
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
             },
             "verdicts": resplit["verdicts"],
         }
-    text = json.dumps(out, indent=2, default=_plain)
+    text = json.dumps(json_ready(out), indent=2)
     print(text if args.json else f"calibkit report: {source}\n{table}")
     if args.output:
         folder = writable_folder(args.output)
@@ -189,18 +190,10 @@ def _mean(values: np.ndarray) -> float | None:
     return None if np.isnan(values).all() else float(np.nanmean(values))
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    return None
-
-
 def _html(folder: Path, source: str, table: str, data: Any, names: list[str], args: argparse.Namespace) -> Path:
     """Write ``report.html``: the tables and one reliability diagram per source (pooled)."""
-    import html
-
     from calibkit.verdicts.plots import ReliabilityDiagram
-    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html_table, new_figure
+    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html, new_figure
 
     right = (data.correct >= args.threshold).astype(np.int64)
     fig = new_figure(figsize=(4.2 * len(names), 4.4))
@@ -215,12 +208,7 @@ def _html(folder: Path, source: str, table: str, data: Any, names: list[str], ar
     fig.tight_layout()
     figure = folder / "reliability.png"
     fig.savefig(figure, dpi=100)
-    sections = []
-    for chunk in table.split("\n\n"):  # Markdown tables become HTML tables, the other lines paragraphs
-        rows = [line for line in chunk.splitlines() if line.startswith("|")]
-        words = [html.escape(line.lstrip("- ").replace("**", "")) for line in chunk.splitlines() if line not in rows]
-        sections += [f"<p>{'<br>'.join(words)}</p>"] if words else []
-        sections += [markdown_to_html_table("\n".join(rows))] if rows else []
     page = folder / "report.html"
-    page.write_text(html_page(f"calibkit report: {source}", [*sections, embedded_figure(figure)]), encoding="utf-8")
+    sections = [*markdown_to_html(table), embedded_figure(figure)]
+    page.write_text(html_page(f"calibkit report: {source}", sections), encoding="utf-8")
     return page

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.io.jsonable import json_ready
 from calibkit.metrics.registry import NEXT_TOKEN_METRICS, TABLE_METRICS
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -324,7 +325,7 @@ def run_llm_demo(
             f"the llm demo needs `documents` >= 4, `tokens` >= 2 and `resplits` >= 1, got {documents}, {tokens}, "
             f"{resplits}"
         )
-    from calibkit.verdicts.reporting import embedded_figure, html_page
+    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html
 
     start = time.perf_counter()
     folder = Path(output)
@@ -366,49 +367,30 @@ def run_llm_demo(
         "calibkit demo: next-token calibration of a causal LM",
         [
             f"<p>{html.escape(about)}</p>",
-            *_html_chunks(table),
+            *markdown_to_html(table),
             f"<h2>Verdicts</h2><ul>{items}</ul>",
             embedded_figure(figure),
         ],
     )
     (folder / "report.html").write_text(page, encoding="utf-8")
-    judged = split["verdicts"].items()
     out = {
         "model": name,
         "articles": len(texts),
         "tokens_per_article": tokens,
         "next_tokens": int(whole["n"]),
         "vocabulary": vocab,
-        "as_is": {k: _clean(whole[k]) for k in (*LLM_METRICS, "accuracy")},
+        "as_is": {k: whole[k] for k in (*LLM_METRICS, "accuracy")},
         "resplits": resplits,
         "seed": seed,
         "held_out": {m: {k: _summary(split["values"][m][k]) for k in LLM_METRICS} for m in ("uncalibrated", "ts")},
         "temperature": _summary(split["temperatures"]),
-        "verdicts": {k: {key: _clean(v) if isinstance(v, float) else v for key, v in d.items()} for k, d in judged},
+        "verdicts": split["verdicts"],
         "not_fitted": split["not_fitted"],
     }
     if extra:
         out["answers"] = extra["json"]
-    (folder / "report.json").write_text(json.dumps(out, indent=2, default=_plain) + "\n")
+    out = json_ready(out)  # NaN as null, numpy as Python: what report.json holds is what is returned
+    (folder / "report.json").write_text(json.dumps(out, indent=2) + "\n")
     print(f"\n{about}\n\n{table}\n\n" + "\n".join(s for _, s in verdicts))
     print(f"\nreport: {folder / 'report.html'}\ncalibkit demo finished in {time.perf_counter() - start:.0f} s")
     return out
-
-
-def _html_chunks(text: str) -> list[str]:
-    """Markdown paragraphs and pipe tables as HTML, in order."""
-    from calibkit.verdicts.reporting import markdown_to_html_table
-
-    out = []
-    for chunk in text.split("\n\n"):
-        table = chunk.lstrip().startswith("|")
-        out.append(markdown_to_html_table(chunk) if table else f"<p>{html.escape(chunk)}</p>")
-    return out
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value.tolist() if isinstance(value, np.ndarray) else None
-
-
-def _clean(value: float) -> float | None:
-    return None if math.isnan(value) else float(value)

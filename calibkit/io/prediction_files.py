@@ -232,6 +232,28 @@ def read_npz(file: Path) -> tuple[np.ndarray, np.ndarray, bool]:
 # Tables: Parquet, CSV, JSON
 
 
+def parquet_columns(file: Path) -> set[str] | None:
+    """Return the column names of a Parquet file from its schema alone, None when it is no Parquet.
+
+    For the readers that tell a file's kind from its columns (multiple-choice logs, generations):
+    a file that is not Parquet after all is for the other readers to explain.
+
+    Parameters
+    ----------
+    file : Path
+
+    Returns
+    -------
+    set of str or None
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        return set(pq.read_schema(file).names)
+    except Exception:  # noqa: BLE001 - any failure to read a schema means: not a Parquet file we can read
+        return None
+
+
 def read_table(file: Path, option: str = "--predictions"):
     """Read a ``.parquet``, ``.csv``, ``.json`` or ``.jsonl`` file whole as a ``pyarrow.Table``.
 

@@ -285,6 +285,32 @@ def markdown_to_html_table(markdown: str) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def markdown_to_html(text: str) -> list[str]:
+    """Convert Markdown as the reports write it (paragraphs, ``- `` items, pipe tables) to HTML sections.
+
+    Parameters
+    ----------
+    text : str
+        Blocks separated by blank lines; in a block, the lines starting with ``|`` are a table
+        and the other non-blank lines one paragraph (``- `` and ``**`` dropped), before it.
+
+    Returns
+    -------
+    list of str
+        The sections, in order.
+    """
+    import html
+
+    sections = []
+    for block in text.split("\n\n"):
+        rows = [line for line in block.splitlines() if line.startswith("|")]
+        lines = [line for line in block.splitlines() if line.strip() and line not in rows]
+        words = [html.escape(line.lstrip("- ").replace("**", "")) for line in lines]
+        sections += [f"<p>{'<br>'.join(words)}</p>"] if words else []
+        sections += [markdown_to_html_table("\n".join(rows))] if rows else []
+    return sections
+
+
 def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resplits: Any = None) -> str:
     """Render one self-contained page (figures embedded as data URIs, no network): table, verdicts, figures.
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.io.prediction_files import read_table
+from calibkit.io.prediction_files import parquet_columns, read_table
 from calibkit.lm.generations.data import RESERVED, Generations, concat
 from calibkit.lm.multiple_choice.readers import task_of
 
@@ -47,13 +47,8 @@ def kind_of(file: Path) -> str | None:
     """
     suffix = file.suffix.lower()
     if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            names = set(pq.read_schema(file).names)
-        except Exception:  # noqa: BLE001 - not Parquet: not ours
-            return None
-        return "table" if {"answer", "correct"} <= names else None
+        names = parquet_columns(file)
+        return "table" if names is not None and {"answer", "correct"} <= names else None
     if suffix == ".csv":
         with open(file, encoding="utf-8", errors="replace") as handle:
             header = {c.strip().strip('"') for c in handle.readline(1 << 16).split(",")}

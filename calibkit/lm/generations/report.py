@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.io.jsonable import json_ready
 from calibkit.lm.generations.data import Generations
 from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit_score_map
 from calibkit.metrics.bootstrap import bootstrap_intervals
@@ -72,7 +73,7 @@ def source_metrics(
         report = calibration_report(p, y, metrics=list(SOURCE_METRICS), n_bins=n_bins)
     ranks = selective_from_rows(p, 1.0 - y, COVERAGE)
     out.update(accuracy=float(y.mean()), mean_confidence=float(p.mean()))
-    out.update({m: _clean(report[m]) for m in SOURCE_METRICS})
+    out.update({m: json_ready(report[m]) for m in SOURCE_METRICS})
     out.update({m: ranks[m][0] for m in RANKING})
     parts = binary_decomposition(p, y, "brier")  # how much of the Brier score recalibrating would remove
     out.update({m: parts[m] for m in DECOMPOSED})
@@ -80,7 +81,7 @@ def source_metrics(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ci = bootstrap_intervals(p, y, metrics=SOURCE_METRICS, n_boot=bootstrap, seed=seed, n_bins=n_bins)
-        out["intervals"] = {m: [_clean(v) for v in ci["intervals"][m]] for m in SOURCE_METRICS}
+        out["intervals"] = {m: json_ready(list(ci["intervals"][m])) for m in SOURCE_METRICS}
     return out
 
 
@@ -242,8 +243,3 @@ def _verdicts(values: dict, names: list[str], methods: tuple[str, ...]) -> list[
                 a, b = values[s][m]["ece"], values[other]["raw"]["ece"]
                 claim(f"{m}-recalibrated {s} beats raw {other} on ECE", a, b)
     return out
-
-
-def _clean(value: Any) -> float | None:
-    value = float(value)
-    return None if np.isnan(value) else value

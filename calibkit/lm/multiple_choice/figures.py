@@ -70,17 +70,12 @@ def write_choice_report(
     dict of str to Path
         ``"figure"`` and ``"html"``.
     """
-    from calibkit.verdicts.reporting import markdown_to_html_table
+    from calibkit.verdicts.reporting import markdown_to_html
 
     figure = folder / "reliability.png"
     reliability_grid(data, report["score"], n_bins, report.get("skipped", {})).savefig(figure, dpi=110)
     image = base64.b64encode(figure.read_bytes()).decode("ascii")
-    blocks = []
-    for part in table.split("\n\n"):
-        text = "\n".join(line for line in part.splitlines() if not line.startswith("|"))
-        if text.strip():
-            blocks.append(f"<p>{html.escape(text)}</p>")
-        blocks.append(markdown_to_html_table(part))
+    blocks = markdown_to_html(table)
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>calibkit report</title>"
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.io.prediction_files import parquet_columns
 from calibkit.lm.multiple_choice.data import ChoiceData
 from calibkit.lm.multiple_choice.lighteval import DETAILS, read_details
 
@@ -56,11 +57,8 @@ def kind_of(file: Path) -> str | None:
     """
     suffix = file.suffix.lower()
     if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            names = set(pq.read_schema(file).names)
-        except Exception:  # noqa: BLE001 - not Parquet after all: the other readers say why
+        names = parquet_columns(file)
+        if names is None:  # not Parquet after all: the other readers say why
             return None
         if "choice_logprobs" in names:
             return "choices"
