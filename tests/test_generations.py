@@ -292,3 +292,32 @@ def test_whitebox_sources_equal_a_per_answer_loop(tmp_path):
         with torch.no_grad():
             p = torch.softmax(model(torch.tensor([ids])).logits[0, -1].double(), dim=-1)
         assert got["ptrue"][i] == pytest.approx(float(p[true_id] / (p[true_id] + p[false_id])), rel=1e-6)
+
+
+def test_the_library_doors_refuse_bad_arguments_by_name(tmp_path):
+    from calibkit.lm.generations.whitebox import whitebox_confidence
+
+    data = read_generations(write_jsonl(tmp_path / "gen.jsonl", answers(40)))
+    with pytest.raises(ValueError, match="unknown confidence source 'nope'; the data has"):
+        generations_report(data, sources=["nope"])
+    with pytest.raises(ValueError, match="the generations have no confidence source"):
+        generations_report(data, sources=[])
+    with pytest.raises(ValueError, match="`threshold` must be a number in"):
+        generations_report(data, threshold=True)
+    with pytest.raises(ValueError, match="`resplits` must be an integer"):
+        recalibration_resplits(data, resplits=0)
+    with pytest.raises(ValueError, match=r"`methods` has unknown names \['beta'\]"):
+        recalibration_resplits(data, methods=("platt", "beta"))
+    with pytest.raises(ValueError, match="unknown confidence source 'nope'"):
+        recalibration_resplits(data, sources=["nope"])
+    with pytest.raises(ValueError, match="`method` must be one of"):
+        fit_score_map("beta", np.array([0.5]), np.array([1.0]))
+    with pytest.raises(ValueError, match="no answer with a confidence to fit"):
+        fit_score_map("platt", np.array([]), np.array([]))
+    model, tokenizer = tiny_lm_and_tokenizer(tmp_path)
+    with pytest.raises(ValueError, match="unknown white-box source 'entropy'"):
+        whitebox_confidence(model, tokenizer, ["q"], ["a"], ("entropy",))
+    with pytest.raises(ValueError, match="2 questions for 1 answers"):
+        whitebox_confidence(model, tokenizer, ["q", "r"], ["a"])
+    with pytest.raises(ValueError, match="answer 0 has no token"):
+        whitebox_confidence(model, tokenizer, ["q"], [""], ("sequence",))

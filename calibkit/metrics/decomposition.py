@@ -25,6 +25,7 @@ import numpy as np
 from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.formulas import isotonic_points
 from calibkit.metrics.registry import plan
+from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.validation import prepare_for
 
@@ -111,7 +112,8 @@ def score_decomposition(
     Raises
     ------
     ValueError
-        On bad input, naming the argument and the first bad row, as the metrics do.
+        On bad input, naming the argument and the first bad row, or with no sample left, as the
+        metrics do.
 
     Examples
     --------
@@ -127,6 +129,8 @@ def score_decomposition(
     fill_statistics(prep, plan(["ece"], settings), ignore_index=ignore_index, engine="numba")  # checks every value
     values = np.asarray(prep.values, dtype=np.float64)
     kept = prep.labels != ignore_index
+    if not kept.any():  # as every metric: no number of nothing
+        raise ValueError(NO_SAMPLE.format(ignore_index))
     values, y = values[kept], np.asarray(prep.labels)[kept].astype(np.int64)
     if values.shape[1] == 1:  # 1-D binary: the class-1 probability
         p1 = 1.0 / (1.0 + np.exp(-values[:, 0])) if from_logits else values[:, 0]

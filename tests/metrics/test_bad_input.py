@@ -39,7 +39,7 @@ def _bootstrap(probs, labels, **kw):
 # Every door that takes (probs, labels, from_logits=, ignore_index=).
 DOORS = {name: getattr(calibkit, name) for name in METRICS}
 DOORS.update(reliability_bins=calibkit.reliability_bins, calibration_report=_report)
-DOORS.update(accumulator=_accumulate, bootstrap=_bootstrap)
+DOORS.update(accumulator=_accumulate, bootstrap=_bootstrap, score_decomposition=calibkit.score_decomposition)
 
 BAD_INPUT = {
     "nan": (np.array([[0.7, np.nan, 0.3], [0.1, 0.8, 0.1]]), [0, 1], {}, r"`probs` contains NaN or inf at position 0"),

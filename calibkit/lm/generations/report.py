@@ -23,6 +23,7 @@ from calibkit.metrics.decomposition import binary_decomposition
 from calibkit.metrics.functional.core import calibration_report
 from calibkit.metrics.ranking import selective_from_rows
 from calibkit.metrics.registry import CONFIDENCE_METRICS, ON_REQUEST
+from calibkit.metrics.validation import check_positive_int
 from calibkit.verdicts.claims import verdict_from_shares
 
 SOURCE_METRICS = CONFIDENCE_METRICS
@@ -123,17 +124,8 @@ def generations_report(
     ValueError
         On an unknown source, a threshold outside (0, 1], or no source at all.
     """
-    names = list(data.confidence) if sources is None else list(sources)
-    unknown = [s for s in names if s not in data.confidence]
-    if unknown:
-        raise ValueError(f"unknown confidence source {unknown[0]!r}; the data has {sorted(data.confidence)}")
-    if not names:
-        raise ValueError(
-            "the generations have no confidence source: add a numeric column, --confidence verbalized, or a "
-            "model's (--model DIR --confidence sequence,ptrue)"
-        )
-    if not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
-        raise ValueError(f"`threshold` must be a number in (0, 1], got {threshold!r}")
+    names = _checked_sources(data, sources)
+    _check_threshold(threshold)
     right = (data.correct >= threshold).astype(np.float64)
 
     def group(rows: np.ndarray, intervals: int) -> dict[str, Any]:
@@ -192,8 +184,19 @@ def recalibration_resplits(
         (metrics: ECE, ACE, Brier, NLL, AURC); ``verdicts``: a list of ``{"claim", "verdict",
         "better", "worse"}``: each recalibration against its raw source on ECE, and the best
         recalibrated source against every other raw source.
+
+    Raises
+    ------
+    ValueError
+        On an unknown source or map, ``resplits`` not an integer in [1, 10000], or a threshold
+        outside (0, 1].
     """
-    names = list(data.confidence) if sources is None else list(sources)
+    names = _checked_sources(data, sources)
+    resplits = check_positive_int(resplits, "resplits", 10_000)
+    unknown = [m for m in methods if m not in SCORE_MAPS]
+    if unknown:
+        raise ValueError(f"`methods` has unknown names {unknown}; known: {list(SCORE_MAPS)}")
+    _check_threshold(threshold)
     right = (data.correct >= threshold).astype(np.float64)
     metrics = (*SOURCE_METRICS, RANKING[0])
     rng = np.random.default_rng(seed)
@@ -215,6 +218,25 @@ def recalibration_resplits(
                 for k in metrics:
                     values[s][method][k][r] = np.nan if judged[k] is None else judged[k]
     return {"values": values, "verdicts": _verdicts(values, names, methods), "resplits": resplits}
+
+
+def _checked_sources(data: Generations, sources: list[str] | None) -> list[str]:
+    """Return the sources asked for (default: all), each one the data has; at least one."""
+    names = list(data.confidence) if sources is None else list(sources)
+    unknown = [s for s in names if s not in data.confidence]
+    if unknown:
+        raise ValueError(f"unknown confidence source {unknown[0]!r}; the data has {sorted(data.confidence)}")
+    if not names:
+        raise ValueError(
+            "the generations have no confidence source: add a numeric column, --confidence verbalized, or a "
+            "model's (--model DIR --confidence sequence,ptrue)"
+        )
+    return names
+
+
+def _check_threshold(threshold: Any) -> None:
+    if isinstance(threshold, bool) or not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
+        raise ValueError(f"`threshold` must be a number in (0, 1], got {threshold!r}")
 
 
 def _verdicts(values: dict, names: list[str], methods: tuple[str, ...]) -> list[dict[str, Any]]:
