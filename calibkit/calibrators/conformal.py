@@ -178,7 +178,7 @@ class SplitConformal:
     confidence_level : float, default 0.9
         Target coverage ``1 - alpha``, strictly between 0 and 1. The fit needs at least
         ``max(1/alpha, 1/(1 - alpha))`` calibration rows (per class when ``conditional``), as
-        MAPIE does: 11 at 0.9 (``1/0.1`` is 10.000000000000002 in floating point).
+        MAPIE does (alpha taken in decimal: 10 rows at 0.9, 20 at 0.95).
     conditional : bool, default False
         One quantile per class (class-conditional coverage) instead of one for all rows.
     inputs : {"logits", "probs"}, default "logits"
@@ -445,7 +445,7 @@ def _check_raps(score: str, k_reg: Any, lambda_reg: Any) -> tuple[int | None, fl
         missing = "k_reg" if k_reg is None else "lambda_reg"
         raise ValueError(
             f"`{missing}` is required with score='raps' (k_reg: the rank from which the penalty applies; lambda_reg: "
-            "the penalty per rank). MAPIE tunes them on a fifth of the calibration rows; here they are yours to "
+            "the penalty per rank). MAPIE 1.6 tunes them on a tenth of the calibration rows; here they are yours to "
             "choose, on rows other than the calibration rows"
         )
     if isinstance(k_reg, (bool, np.bool_)) or not isinstance(k_reg, (int, np.integer)) or k_reg < 0:
