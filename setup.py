@@ -45,6 +45,9 @@ setup(
             "lm-eval==0.4.13",
             # The CORP score decomposition's reference (calibkit.metrics.decomposition).
             "model-diagnostics==1.5.0",
+            # The split-conformal sets' reference (calibkit.calibrators.conformal): pinned, as the tests
+            # compare set by set with its conventions (quantile, ties, include_last_label).
+            "mapie==1.6.0",
         ],
         # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],

@@ -27,6 +27,7 @@ _LAZY = {
     "MatrixScaling": "calibkit.calibrators",
     "IsotonicCalibration": "calibkit.calibrators",
     "HistogramBinning": "calibkit.calibrators",
+    "SplitConformal": "calibkit.calibrators",
     "CalibratedModelForCausalLM": "calibkit.calibrators",
     "CalibratedModelForSequenceClassification": "calibkit.calibrators",
     "CalibratedModelForTokenClassification": "calibkit.calibrators",

@@ -177,6 +177,7 @@ METRICS_FLOORS = (
             "calibkit.metrics.exact_ace",
             "calibkit.metrics.multilabel",
             "calibkit.metrics.decomposition",
+            "calibkit.metrics.conformal",
         ),
     ),
     ("functions and warm-up", ("calibkit.metrics.functional", "calibkit.metrics.warmup")),

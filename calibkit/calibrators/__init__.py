@@ -4,6 +4,8 @@ TS, WTS and RD-TS (the papers' methods) and the baselines VS, MS, IR and HB shar
 scikit-learn-style interface of :class:`Calibrator`; :class:`MultiLabelScaling` and
 :class:`MultiLabelIsotonic` calibrate multi-label heads (a sigmoid per label); :func:`calibrate`
 turns a fine-tuned model and a calibrator into a calibrated ``PreTrainedModel``.
+:class:`SplitConformal` is no calibrator but stands here beside them: it turns logits into
+split-conformal prediction sets (LAC, APS, RAPS) with a coverage guarantee.
 
 Names are resolved lazily: fitting a temperature needs neither torch nor transformers, whose
 imports are slow; the model classes import them on first use (and register themselves
@@ -26,6 +28,7 @@ _EXPORTS = {
     "HistogramBinning": "baselines",
     "MultiLabelScaling": "multilabel",
     "MultiLabelIsotonic": "multilabel",
+    "SplitConformal": "conformal",
     "CALIBRATORS": "calibrated",
     "calibrate": "calibrated",
     "classifier_layer": "calibrated",

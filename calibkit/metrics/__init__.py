@@ -7,6 +7,7 @@ docstring gives its formula and paper.
 """
 
 from calibkit.metrics.accumulator import CalibrationAccumulator
+from calibkit.metrics.conformal import coverage, set_size
 from calibkit.metrics.decomposition import score_decomposition
 from calibkit.metrics.formulas import (
     EmptyRegionWarning,
@@ -61,6 +62,7 @@ __all__ = [
     "cece",
     "class_wise_summary",
     "compute_statistics",
+    "coverage",
     "ece",
     "ece_l2",
     "ece_l2_debiased",
@@ -80,6 +82,7 @@ __all__ = [
     "sce",
     "score_decomposition",
     "selective_accuracy",
+    "set_size",
     "subset_ece",
     "wsece",
 ]
