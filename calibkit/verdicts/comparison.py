@@ -35,6 +35,10 @@ METHOD_LABELS = calibrator_registry.LABELS
 TABLE_METRICS = metric_registry.TABLE_METRICS
 HIGHER_IS_BETTER = tuple(m for m in TABLE_METRICS if metric_registry.higher_is_better(m))
 SIGNED = tuple(m for m in TABLE_METRICS if metric_registry.signed(m))  # 0 is calibrated
+CONFORMAL_SCORES = ("lac", "aps")
+"""The conformity scores of the comparison's conformal sets (RAPS needs its own two settings)."""
+CONFORMAL_LEVEL = 0.9
+"""The confidence level of the comparison's conformal sets."""
 
 
 @dataclass
@@ -67,6 +71,10 @@ class Comparison:
         Method -> metric -> bootstrap interval (with ``bootstrap > 0``).
     class_intervals : dict of str to (ndarray, ndarray), optional
         Method -> bootstrap intervals of each class's ECE.
+    sets : dict of str to dict of str to dict of str to float, optional
+        Method -> conformity score (:data:`CONFORMAL_SCORES`) -> ``coverage`` and ``set_size`` on
+        the test set of split-conformal sets at :data:`CONFORMAL_LEVEL` after the method
+        (:func:`conformal_cells`): whether a calibrator before conformal prediction shrinks the sets.
     """
 
     rows: dict[str, dict[str, float]]
@@ -84,6 +92,7 @@ class Comparison:
     errors: dict[str, str] = field(default_factory=dict)
     intervals: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     class_intervals: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    sets: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
 
 def macro_f1(probs: np.ndarray, labels: np.ndarray) -> float:
@@ -124,6 +133,7 @@ def compare_calibrators(
     fce_variant: str = "paper",
     bootstrap: int = 0,
     seed: int = 0,
+    sets: bool = True,
 ) -> Comparison:
     """Fit every calibrator on validation logits and evaluate every metric on test logits.
 
@@ -153,7 +163,9 @@ def compare_calibrators(
         With ``bootstrap > 0``, that many replicates of percentile 95% intervals (Poisson
         bootstrap, :func:`calibkit.metrics.bootstrap.bootstrap_intervals`) for every cell.
     seed : int, default 0
-        Seed of the bootstrap.
+        Seed of the bootstrap and of the conformal sets' halving of the validation rows.
+    sets : bool, default True
+        Also measure split-conformal sets after each method (:func:`conformal_cells`; ``sets``).
 
     Returns
     -------
@@ -203,6 +215,8 @@ def compare_calibrators(
         }
         out.per_class[method] = np.asarray(report["subset_ece"], dtype=np.float64)
         out.statistics[method] = plot_stats.statistics
+        if sets:
+            out.sets[method] = conformal_cells(method, z_val, y_val, z_test, y_test, seed)
         if bootstrap:
             resampled = into_sequences(probs, y_test, places) if places.ndim == 2 else (probs, y_test)
             ci = bootstrap_intervals(*resampled, n_boot=bootstrap, seed=seed, settings=settings)
@@ -213,4 +227,56 @@ def compare_calibrators(
         sign = -1 if select in HIGHER_IS_BETTER else 1
         score = {m: sign * (abs(out.rows[m][select]) if select in SIGNED else out.rows[m][select]) for m in calibrated}
         out.best = min(calibrated, key=lambda m: math.inf if math.isnan(score[m]) else score[m])
+    return out
+
+
+def conformal_cells(
+    method: str, z_val: np.ndarray, y_val: np.ndarray, z_test: np.ndarray, y_test: np.ndarray, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """Split-conformal sets after a calibrator: their coverage and mean size on the test rows.
+
+    The validation rows are halved (``seed``): the calibrator is fitted on one half and the sets'
+    quantile on the other, which the calibrator has not seen. Fitted on the same rows, a
+    calibrator of many parameters (isotonic regression, histogram binning) would fit their noise
+    and its sets would cover less than the level promises.
+
+    Parameters
+    ----------
+    method : str
+        ``"uncalibrated"`` (the softmax) or a calibrator's name.
+    z_val, y_val : ndarray
+        Validation logits ``(N, K)`` and labels (labelled rows only).
+    z_test, y_test : ndarray
+        Test logits and labels.
+    seed : int, default 0
+
+    Returns
+    -------
+    dict
+        Score of :data:`CONFORMAL_SCORES` -> ``coverage`` and ``set_size``
+        (:func:`calibkit.metrics.coverage`, :func:`calibkit.metrics.set_size`) at
+        :data:`CONFORMAL_LEVEL`; NaN, with the reason under ``why``, where the calibrator or the
+        sets cannot be fitted (too few rows for the level).
+    """
+    from calibkit.calibrators.conformal import SplitConformal
+    from calibkit.metrics.conformal import coverage, set_size
+
+    half = np.random.default_rng(seed).permutation(len(y_val)) < len(y_val) // 2
+    try:
+        if method == "uncalibrated":
+            cal, test = softmax_rows(z_val[~half]), softmax_rows(z_test)
+        else:
+            calibrator = make_calibrator(method).fit(z_val[half], y_val[half])
+            cal, test = calibrator.predict_proba(z_val[~half]), calibrator.predict_proba(z_test)
+    except ValueError as exc:
+        return {s: {"coverage": math.nan, "set_size": math.nan, "why": str(exc)} for s in CONFORMAL_SCORES}
+    out: dict[str, dict[str, Any]] = {}
+    for score in CONFORMAL_SCORES:
+        predictor = SplitConformal(score=score, confidence_level=CONFORMAL_LEVEL, inputs="probs")
+        try:
+            sets = predictor.fit(cal, y_val[~half]).predict_sets(test)
+        except ValueError as exc:
+            out[score] = {"coverage": math.nan, "set_size": math.nan, "why": str(exc)}
+            continue
+        out[score] = {"coverage": float(coverage(sets, y_test)), "set_size": float(set_size(sets))}
     return out

@@ -20,11 +20,27 @@ import numpy as np
 from calibkit.metrics.statistics import largest_classes
 from calibkit.verdicts import resplits as rs
 from calibkit.verdicts.claims import what_this_means
-from calibkit.verdicts.comparison import HIGHER_IS_BETTER, METHOD_LABELS, SIGNED, TABLE_METRICS, Comparison
+from calibkit.verdicts.comparison import (
+    CONFORMAL_LEVEL,
+    HIGHER_IS_BETTER,
+    METHOD_LABELS,
+    SIGNED,
+    TABLE_METRICS,
+    Comparison,
+)
 from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram
 from calibkit.verdicts.resplits import resplit_note
+from calibkit.verdicts.sets import conformal_note, conformal_table
 
-__all__ = ["html_report", "markdown_table", "per_class_table", "to_json", "write_csv", "write_report"]
+__all__ = [
+    "conformal_table",
+    "html_report",
+    "markdown_table",
+    "per_class_table",
+    "to_json",
+    "write_csv",
+    "write_report",
+]
 
 
 def _cell(value: float, interval: tuple[float, float] | None = None) -> str:
@@ -158,8 +174,9 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
     -------
     dict
         ``methods``, ``per_class_ece``, ``intervals``, ``per_class_intervals``, ``best``,
-        ``select``, ``errors``, ``parameters`` (each calibrator's block), ``n_validation`` and
-        ``n_test``.
+        ``select``, ``errors``, ``parameters`` (each calibrator's block), ``n_validation``,
+        ``n_test`` and ``conformal_sets`` (the level, and per method and score the coverage and
+        mean set size).
     """
 
     def clean(value):
@@ -188,6 +205,7 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             "parameters": {m: c.calibration_block() for m, c in comparison.calibrators.items()},
             "n_validation": comparison.n_val,
             "n_test": comparison.n_test,
+            "conformal_sets": {"level": CONFORMAL_LEVEL, "methods": comparison.sets},
         }
     )
 
@@ -244,7 +262,8 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
     )
     paths["markdown"].write_text(
         f"# {title}\n\n{lead}{single}\n\n{markdown_table(comparison)}\n\n"
-        f"## ECE of each class (subset ECE)\n\n{per_class_table(comparison)}\n"
+        f"## ECE of each class (subset ECE)\n\n{per_class_table(comparison)}\n\n"
+        f"## Conformal prediction sets\n\n{conformal_note(comparison)}\n\n{conformal_table(comparison)}\n"
     )
     write_csv(comparison, paths["csv"])
     report = to_json(comparison)
@@ -353,6 +372,8 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
         f"<b>{html.escape(METHOD_LABELS[comparison.best])}</b>.</p>"
         f"<div id='table'>{markdown_to_html_table(markdown_table(comparison))}</div>"
         f"<h2>ECE of each class</h2>{markdown_to_html_table(per_class_table(comparison))}"
+        f"<h2>Conformal prediction sets</h2><p>{html.escape(conformal_note(comparison))}</p>"
+        f"<div id='conformal'>{markdown_to_html_table(conformal_table(comparison))}</div>"
     )
     figures = [embedded_figure(path) for path in paths.values() if Path(path).suffix == ".png"]
     sections.append("<h2>Figures</h2>" + "".join(figures))
