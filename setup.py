@@ -45,6 +45,9 @@ setup(
             "lm-eval==0.4.13",
             # The CORP score decomposition's reference (calibkit.metrics.decomposition).
             "model-diagnostics==1.5.0",
+            # The smooth ECE's reference, by its authors (calibkit.smece equals relplot.smECE); pinned:
+            # the grid sizes and the bandwidth search are its 1.0.3 ones.
+            "relplot==1.0.3",
         ],
         # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],

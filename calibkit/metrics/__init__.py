@@ -37,6 +37,8 @@ from calibkit.metrics.functional import (
     risk_coverage,
     sce,
     selective_accuracy,
+    smece,
+    smooth_reliability,
     subset_ece,
     wsece,
 )
@@ -80,6 +82,8 @@ __all__ = [
     "sce",
     "score_decomposition",
     "selective_accuracy",
+    "smece",
+    "smooth_reliability",
     "subset_ece",
     "wsece",
 ]
