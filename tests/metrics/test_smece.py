@@ -157,8 +157,9 @@ def test_bad_points_names_the_argument(points):
     [
         lambda: CalibrationAccumulator(["ece", "smece"]),
         lambda: bootstrap_intervals(np.array([0.2, 0.8]), [0, 1], metrics=["smece"], n_boot=5),
+        lambda: calibkit.CalibrationCallback(metrics=["ece", "smece"]),
     ],
-    ids=["accumulator", "bootstrap"],
+    ids=["accumulator", "bootstrap", "callback"],
 )
 def test_streaming_doors_refuse_it_and_name_where_it_is_given(door):
     with pytest.raises(ValueError, match=r"`metrics`: smece needs every row at once.*calibkit\.smece"):
