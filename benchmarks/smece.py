@@ -3,8 +3,9 @@
     python benchmarks/smece.py              # N = 10k, 1M, 10M, medians of 5 rounds
     python benchmarks/smece.py --sizes 10000 1000000 --repeats 3
 
-Binary problems (predictions ``f`` uniform on [0, 1], outcomes drawn from ``f**1.5``: over-confident,
-so the bandwidth search runs its ten steps). Contenders, round-robin in each round:
+Binary problems, predictions ``f`` uniform on [0, 1]: outcomes drawn from ``f**1.5`` (over-confident:
+a wide bandwidth, every step of the search on one grid) and from ``f`` (calibrated: a narrow
+bandwidth, whose grid grows as it narrows, so the search fills several grids). Contenders, round-robin in each round:
 ``relplot.smECE(f, y)``, ``calibkit.smece(f, y)`` (the public face: input checks, the rows, the
 search) and ``calibkit.metrics.smooth.smece_from_rows(f, y)`` (the computation alone). Printed: each
 median time, the median of the per-round ratios to relplot (as the machine's speed drifts), and
@@ -24,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import interleaved_times  # noqa: E402
 
 
-def run_size(n: int, repeats: int) -> None:
+def run_size(n: int, repeats: int, power: float) -> None:
     """Time the contenders on one size and print the ratios (a function, so lambdas bind locals)."""
     import relplot
 
@@ -33,7 +34,7 @@ def run_size(n: int, repeats: int) -> None:
 
     rng = np.random.default_rng(n)
     f = rng.uniform(size=n)
-    y = (rng.uniform(size=n) < f**1.5).astype(np.float64)
+    y = (rng.uniform(size=n) < f**power).astype(np.float64)
     labels = y.astype(np.int64)
     calibkit.smece(f[:100], labels[:100])  # compile the input checks' kernels outside the rounds
     values = {
@@ -48,7 +49,8 @@ def run_size(n: int, repeats: int) -> None:
     }
     times = interleaved_times(contenders, repeats)
     ref_value, ref_sigma = values["relplot"]
-    print(f"N = {n:,}: smECE {ref_value:.6f} at sigma {ref_sigma}")
+    kind = "calibrated" if power == 1 else "over-confident"
+    print(f"N = {n:,}, {kind}: smECE {ref_value:.6f} at sigma {ref_sigma}")
     for name, rounds in times.items():
         ratio = statistics.median(t / r for t, r in zip(rounds, times["relplot"]))
         value, sigma = values[name]
@@ -64,7 +66,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     for n in args.sizes:
-        run_size(n, args.repeats)
+        for power in (1.5, 1.0):
+            run_size(n, args.repeats, power)
 
 
 if __name__ == "__main__":
