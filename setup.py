@@ -48,6 +48,9 @@ setup(
             # The split-conformal sets' reference (calibkit.calibrators.conformal): pinned, as the tests
             # compare set by set with its conventions (quantile, ties, include_last_label).
             "mapie==1.6.0",
+            # The smooth ECE's reference, by its authors (calibkit.smece equals relplot.smECE); pinned:
+            # the grid sizes and the bandwidth search are its 1.0.3 ones.
+            "relplot==1.0.3",
         ],
         # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],

@@ -67,6 +67,7 @@ PUBLIC_MODULES = (
     "calibkit.demos.sequence",
     "calibkit.metrics.statistics",
     "calibkit.metrics.registry",
+    "calibkit.metrics.smooth",
     "calibkit.metrics.settings",
     "calibkit.metrics.accumulator",
     "calibkit.metrics.bootstrap",

@@ -166,7 +166,7 @@ METRICS_FLOORS = (
     ("settings", ("calibkit.metrics.settings",)),
     ("the statistics type and the selective buckets", ("calibkit.metrics.statistics", "calibkit.metrics.ranking")),
     ("engines", ("calibkit.metrics.engines",)),
-    ("formulas", ("calibkit.metrics.formulas",)),
+    ("formulas, smooth ECE on rows", ("calibkit.metrics.formulas", "calibkit.metrics.smooth")),
     ("registry", ("calibkit.metrics.sums", "calibkit.metrics.registry")),
     (
         "doors",

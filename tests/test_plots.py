@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 import calibkit
 from calibkit.metrics import CalibrationAccumulator
-from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram
+from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram, SmoothReliabilityDiagram
 from tests.conftest import softmax
 
 RNG = np.random.default_rng(0)
@@ -62,6 +62,24 @@ def test_region_plot_counts_the_bins_rbece_counts():
         assert np.isnan(
             RegionPlot.from_predictions(LOGITS[:30], LABELS[:30], from_logits=True, ax=Figure().subplots()).rbece
         )
+
+
+def test_smooth_reliability_diagram_draws_the_numbers_of_smooth_reliability():
+    ax = Figure().subplots()
+    display = SmoothReliabilityDiagram.from_predictions(LOGITS, LABELS, from_logits=True, ax=ax)
+    curve = calibkit.smooth_reliability(LOGITS, LABELS, from_logits=True)
+    assert display.ax_ is ax and display.smece == calibkit.smece(LOGITS, LABELS, from_logits=True)
+    assert display.bandwidth == curve["bandwidth"]
+    np.testing.assert_array_equal(display.line_.get_xdata(), curve["grid"])
+    np.testing.assert_array_equal(display.line_.get_ydata(), curve["accuracy"])
+    assert display.line_.get_label().startswith("smECE")
+    assert display.density_ is not None
+    bare = SmoothReliabilityDiagram(curve, label="m").plot(Figure().subplots(), density=False, diagonal=False)
+    assert bare.density_ is None and bare.line_.get_label() == "m" and len(bare.ax_.lines) == 1
+    with pytest.raises(ValueError, match=r"`curve` lacks \['bandwidth'"):
+        SmoothReliabilityDiagram({k: v for k, v in curve.items() if k != "bandwidth"})
+    with pytest.raises(ValueError, match=r"`bandwidth` must be a number"):
+        SmoothReliabilityDiagram.from_predictions(LOGITS, LABELS, from_logits=True, bandwidth=0, ax=ax)
 
 
 def test_bad_arguments_name_themselves():

@@ -61,7 +61,7 @@ from transformers import TrainerCallback
 
 from calibkit.callbacks.causal_lm import CAUSAL_LM_FITS, CausalLMStreaming, label_key
 from calibkit.metrics.accumulator import CalibrationAccumulator
-from calibkit.metrics.registry import LOGGED, METRICS, metric_names
+from calibkit.metrics.registry import HELD, LOGGED, METRICS, metric_names
 from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
 from calibkit.metrics.validation import check_bool
 
@@ -179,6 +179,8 @@ class CalibrationCallback(CausalLMStreaming, TrainerCallback):
                 names = ("accuracy",)  # refused just below, with the message of this door
             if "accuracy" in names:  # eval_accuracy is always logged; naming it is a mistake
                 raise ValueError(f"`metrics` must be names from {list(METRICS)} or 'all', got {metrics!r}")
+            if any(m in HELD for m in names):
+                metric_names(names, streaming=True)  # refused (the callback streams), saying where it is given
         self.metric_names = names
         self.per_class = check_bool(per_class, "per_class")
         self._fit_given = fit is not None

@@ -38,6 +38,8 @@ from calibkit.metrics.functional import (
     risk_coverage,
     sce,
     selective_accuracy,
+    smece,
+    smooth_reliability,
     subset_ece,
     wsece,
 )
@@ -83,6 +85,8 @@ __all__ = [
     "score_decomposition",
     "selective_accuracy",
     "set_size",
+    "smece",
+    "smooth_reliability",
     "subset_ece",
     "wsece",
 ]

@@ -97,7 +97,11 @@ class CalibrationAccumulator:
     ) -> None:
         given = settings_keywords(locals())
         self.settings = either(settings, given)
-        self.metrics = label_metric_names(metrics) if self.settings.multilabel else metric_names(metrics, self.settings)
+        self.metrics = (
+            label_metric_names(metrics)
+            if self.settings.multilabel
+            else metric_names(metrics, self.settings, streaming=True)
+        )
         self.num_threads = check_num_threads(num_threads)
         self.plan = plan(self.metrics, self.settings)
         # update() may be called from several threads: the kernel runs outside the lock, only

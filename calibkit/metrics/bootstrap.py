@@ -132,7 +132,7 @@ def bootstrap_intervals(
     settings = either(settings, keywords)
     if settings.multilabel:
         return _multilabel_intervals(probs, labels, metrics, settings, n_boot, confidence, max_blocks, seed)
-    wanted = metric_names(metrics, settings)
+    wanted = metric_names(metrics, settings, streaming=True)
     prep = prepare_for(probs, labels, settings)
     rng = np.random.default_rng(seed)
     stacked, probe = _block_statistics(prep, plan(wanted, settings), settings.ignore_index, max_blocks, rng)

@@ -78,5 +78,11 @@ PAPERS: dict[str, str] = {
   journal = {Transactions on Machine Learning Research},
   year    = {2023}
 }""",
+    "blasiok2024": """@inproceedings{blasiok2024smooth,
+  title     = {Smooth {ECE}: Principled Reliability Diagrams via Kernel Smoothing},
+  author    = {Blasiok, Jaroslaw and Nakkiran, Preetum},
+  booktitle = {The Twelfth International Conference on Learning Representations},
+  year      = {2024}
+}""",
 }
 """BibTeX of every paper a metric cites, by key (``Metric.papers``); the ``evaluate`` modules' ``_CITATION``."""

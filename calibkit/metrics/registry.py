@@ -32,7 +32,7 @@ from calibkit.metrics.formulas import (
 )
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan
-from calibkit.metrics.sums import Sums
+from calibkit.metrics.sums import HELD_ONLY, Sums
 
 SUMS = ("top", "rows", "classwise", "ace", "fuzzy", "selective")
 
@@ -85,6 +85,10 @@ class Metric:
         Keys of :data:`calibkit.metrics.papers.PAPERS`.
     extra : tuple of (str, callable)
         Further keys it adds to a report, with their functions (ACE's ``ace_error_bound``).
+    held : bool
+        Needs every row at once (smECE: its bandwidth depends on all of them) and has no streamed
+        form: computed where the rows are held (the functions, :func:`calibkit.calibration_report`,
+        the ``evaluate`` module), asked for by name (:data:`HELD`), refused by the streaming doors.
     """
 
     name: str
@@ -103,6 +107,7 @@ class Metric:
     module: str | None = None
     papers: tuple[str, ...] = ()
     extra: tuple[tuple[str, Callable[[Sums], Any]], ...] = ()
+    held: bool = False
 
 
 def _rows(slot: int) -> Callable[[Sums], float]:
@@ -347,6 +352,17 @@ REGISTRY: tuple[Metric, ...] = (
         papers=("liang2023",),
         extra=(("selective_accuracy_error_bound", lambda s: s.selective["selective_accuracy"][1]),),
     ),
+    Metric(
+        "smece",
+        "smooth ECE: the kernel-smoothed mean |accuracy - confidence| at its own bandwidth",
+        lambda s: s.smooth[0],
+        in_report=False,
+        in_table=False,
+        module="smece",
+        papers=("blasiok2024",),
+        extra=(("smece_bandwidth", lambda s: s.smooth[1]),),
+        held=True,
+    ),
 )
 """Every metric, in report and table order (the two task scores first, in tables only)."""
 
@@ -356,10 +372,15 @@ METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_report)
 """Every metric :func:`calibkit.calibration_report` returns, in its order."""
 
 ON_REQUEST: tuple[str, ...] = tuple(
-    m.name for m in REGISTRY if not m.in_report and m.compute is not None and m.name != "accuracy"
+    m.name for m in REGISTRY if not m.in_report and not m.held and m.compute is not None and m.name != "accuracy"
 )
 """Metrics returned only when asked for by name (``metrics=["aurc"]``): they rank the inputs, so
 their exact value costs a sort of every row's confidence, which the default report spares."""
+
+HELD: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.held)
+"""Metrics that need every row at once (smECE), asked for by name: the one-shot doors (the functions,
+:func:`calibkit.calibration_report`, the ``evaluate`` modules) give them, the streaming doors
+(accumulator, bootstrap, shards, Dask, the callback) refuse them, naming the doors that give them."""
 
 TABLE_METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_table)
 """The columns of the comparison table and the model card, in order."""
@@ -458,7 +479,9 @@ its sums are V x 1,026 buckets (3.2 GB at V = 128,000) where every other metric'
 tokens (2 CPU cores, V = 32,000: ACE alone 650 tokens/s, ECE 9,100; benchmarks/causal_lm.py)."""
 
 
-def metric_names(metrics: Iterable[str] | str | None, settings: CalibrationSettings | None = None) -> tuple[str, ...]:
+def metric_names(
+    metrics: Iterable[str] | str | None, settings: CalibrationSettings | None = None, *, streaming: bool = False
+) -> tuple[str, ...]:
     """Validate a choice of metrics.
 
     ``accuracy`` may be named too (it is in every report).
@@ -470,6 +493,8 @@ def metric_names(metrics: Iterable[str] | str | None, settings: CalibrationSetti
         all of :data:`METRICS` (:data:`NEXT_TOKEN_METRICS` with ``settings.next_token``).
     settings : CalibrationSettings, optional
         The settings of the door (the default report over a vocabulary leaves ACE out).
+    streaming : bool, default False
+        The door keeps sums, not rows: the metrics of :data:`HELD` are refused.
 
     Returns
     -------
@@ -479,7 +504,8 @@ def metric_names(metrics: Iterable[str] | str | None, settings: CalibrationSetti
     Raises
     ------
     ValueError
-        When ``metrics`` is empty, not an iterable of strings, or names an unknown metric.
+        When ``metrics`` is empty, not an iterable of strings, or names an unknown metric (or, with
+        ``streaming``, one of :data:`HELD`).
     """
     if metrics is None:
         return NEXT_TOKEN_METRICS if settings is not None and settings.next_token else METRICS
@@ -490,9 +516,12 @@ def metric_names(metrics: Iterable[str] | str | None, settings: CalibrationSetti
         raise ValueError(f"`metrics` must be a metric name or an iterable of names, got {metrics!r}") from None
     if not names:
         raise ValueError("`metrics` is empty: name at least one metric")
-    unknown = [m for m in names if not isinstance(m, str) or m not in (*METRICS, *ON_REQUEST, "accuracy")]
+    unknown = [m for m in names if not isinstance(m, str) or m not in (*METRICS, *ON_REQUEST, *HELD, "accuracy")]
     if unknown:
-        raise ValueError(f"`metrics` has unknown names {unknown}; known: {[*METRICS, *ON_REQUEST]}")
+        raise ValueError(f"`metrics` has unknown names {unknown}; known: {[*METRICS, *ON_REQUEST, *HELD]}")
+    held = [m for m in names if m in HELD]
+    if streaming and held:
+        raise ValueError(HELD_ONLY.format(", ".join(held)))
     return names
 
 
@@ -523,6 +552,7 @@ def report_from_statistics(
     *,
     ace_partials: tuple[np.ndarray, np.ndarray] | None = None,
     selective_rows: tuple[np.ndarray, np.ndarray] | None = None,
+    smooth_rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Evaluate metrics on accumulated statistics.
 
@@ -540,6 +570,9 @@ def report_from_statistics(
     selective_rows : tuple of ndarray, optional
         Every row's top-label confidence and error: AURC and the selective accuracy are then
         exact and their bounds 0.
+    smooth_rows : tuple of ndarray, optional
+        Every row's prediction and outcome in smECE's convention (``calibkit.metrics.smooth``),
+        which the metrics of :data:`HELD` need.
 
     Returns
     -------
@@ -549,7 +582,7 @@ def report_from_statistics(
     """
     settings = CalibrationSettings() if settings is None else settings
     wanted = set(metric_names(metrics, settings))
-    sums = Sums(statistics, settings, ace_partials, selective_rows)
+    sums = Sums(statistics, settings, ace_partials, selective_rows, smooth_rows)
     out: dict[str, Any] = {}
     extras: dict[str, Any] = {}
     for m in REGISTRY:

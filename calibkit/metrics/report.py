@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from calibkit.metrics.engines import fill_statistics
-from calibkit.metrics.registry import metric_names, plan, report_from_statistics
+from calibkit.metrics.registry import metric, metric_names, plan, report_from_statistics
 from calibkit.metrics.settings import DEFAULTS, CalibrationSettings
+from calibkit.metrics.smooth import smooth_rows
 from calibkit.metrics.statistics import CalibrationStatistics
 from calibkit.metrics.validation import PreparedInput
 
@@ -102,7 +103,13 @@ def exact_report(
     stats = filled.statistics
     if stats.n == 0:
         raise ValueError(NO_SAMPLE.format(settings.ignore_index))
+    held = smooth_rows(prep, settings.ignore_index) if any(metric(m).held for m in names) else None
     report = report_from_statistics(
-        stats, names, settings, ace_partials=filled.ace_partials, selective_rows=filled.selective_rows
+        stats,
+        names,
+        settings,
+        ace_partials=filled.ace_partials,
+        selective_rows=filled.selective_rows,
+        smooth_rows=held,  # the rows themselves: smECE
     )
     return report, stats

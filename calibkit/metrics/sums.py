@@ -24,7 +24,16 @@ from calibkit.metrics.formulas import (
 )
 from calibkit.metrics.ranking import selective_from_buckets, selective_from_rows
 from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.smooth import smece_from_rows
 from calibkit.metrics.statistics import CalibrationStatistics, ace_points
+
+HELD_ONLY = (
+    "`metrics`: {} needs every row at once (its bandwidth depends on all of them) and has no "
+    "streamed form; the streaming doors (accumulator, bootstrap, shards, Dask, the callback) keep "
+    "sums only: compute it where the rows are held (calibkit.smece, calibkit.calibration_report, "
+    "the evaluate module)"
+)
+"""The refusal of a metric that needs the rows held, at a door that streams (``.format(name)``)."""
 
 FEW_CLASSES = 10
 """A message lists at most this many class ids, then gives the count."""
@@ -46,6 +55,9 @@ class Sums:
         Exact sums where a range boundary cuts an ACE bucket (ACE is then exact).
     selective_rows : tuple of ndarray, optional
         Every row's top-label confidence and error (AURC and selective accuracy are then exact).
+    smooth_rows : tuple of ndarray, optional
+        Every row's prediction and outcome in smECE's convention (``calibkit.metrics.smooth``):
+        the metrics that need the rows held (smECE) are computed only from these.
     """
 
     def __init__(
@@ -54,11 +66,13 @@ class Sums:
         settings: CalibrationSettings,
         ace_partials: tuple[np.ndarray, np.ndarray] | None = None,
         selective_rows: tuple[np.ndarray, np.ndarray] | None = None,
+        smooth_rows: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         self.statistics = statistics
         self.settings = settings
         self.ace_partials = ace_partials
         self.selective_rows = selective_rows
+        self.smooth_rows = smooth_rows
         self._tables: dict[int, np.ndarray] = {}
 
     @property
@@ -171,3 +185,10 @@ class Sums:
         if self.selective_rows is not None:
             return selective_from_rows(*self.selective_rows, self.settings.coverage)
         return selective_from_buckets(self.statistics.selective, self.settings.coverage)
+
+    @cached_property
+    def smooth(self) -> tuple[float, float]:
+        """The smooth ECE and its bandwidth, from the rows (no streamed form: refused without them)."""
+        if self.smooth_rows is None:
+            raise ValueError(HELD_ONLY.format("smece"))
+        return smece_from_rows(*self.smooth_rows)

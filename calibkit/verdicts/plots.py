@@ -11,6 +11,9 @@ its files with ``matplotlib.figure.Figure`` objects, which need none.
   diagonal of perfect calibration and, on an optional second axes, the samples per bin.
 - :class:`RegionPlot`: ``|accuracy - confidence|`` of every RBECE bin, the bins RBECE counts
   (more than ``theta`` samples) apart from those it ignores, and the samples per bin.
+- :class:`SmoothReliabilityDiagram`: the smooth reliability curve of smECE (Blasiok & Nakkiran
+  2024, as their ``relplot`` draws it): kernel-smoothed accuracy against confidence, no bins, and
+  the density of the confidences. From predictions only: it needs the rows, as smECE does.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ import numpy as np
 
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.formulas import EmptyRegionWarning, binned_gaps, ece_from_table, rbece_from_table
+from calibkit.metrics.functional.smooth import smooth_reliability
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics
 
-__all__ = ["RegionPlot", "ReliabilityDiagram"]
+__all__ = ["RegionPlot", "ReliabilityDiagram", "SmoothReliabilityDiagram"]
 
 
 def _axes(ax: Any) -> Any:
@@ -375,3 +379,127 @@ class RegionPlot:
         )
         statistics = _statistics(probs, labels, (cls.metric,), settings)
         return cls.from_statistics(statistics, rbece_bins=rbece_bins, theta=theta, ax=ax, title=title)
+
+
+class SmoothReliabilityDiagram:
+    """Smooth reliability diagram [1]_: the kernel-smoothed accuracy against top-label confidence.
+
+    The numbers of :func:`calibkit.smooth_reliability` (smECE's bandwidth, the Gaussian kernel
+    reflected at 0 and 1), drawn as the authors' ``relplot`` draws its main line: the curve, the
+    diagonal, the density of the confidences along the bottom, and smECE in the corner. Built with
+    :meth:`from_predictions` (no ``from_statistics``: the bandwidth needs every row).
+
+    Parameters
+    ----------
+    curve : dict
+        As :func:`calibkit.smooth_reliability` returns: ``grid``, ``accuracy``, ``density``,
+        ``smece``, ``bandwidth``.
+    label : str, optional
+        Legend label of the curve.
+
+    Attributes
+    ----------
+    grid, accuracy, density : ndarray
+        The curve's mesh, smoothed accuracy and density of the confidences.
+    smece, bandwidth : float
+    ax_, figure_ : matplotlib Axes and Figure
+    line_ : matplotlib Line2D
+        The smoothed accuracy.
+    density_ : matplotlib PolyCollection or None
+        The density, scaled to the bottom fifth of the axes (when drawn).
+
+    References
+    ----------
+    .. [1] J. Blasiok and P. Nakkiran (2024). "Smooth ECE: Principled Reliability Diagrams via
+       Kernel Smoothing". ICLR.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> display = SmoothReliabilityDiagram.from_predictions([0.2, 0.7, 0.9, 0.4], [0, 1, 1, 1], ax=Figure().subplots())
+    >>> round(display.smece, 4), display.line_.get_ydata().shape
+    (0.2049, (200,))
+    """
+
+    def __init__(self, curve: dict[str, Any], *, label: str | None = None) -> None:
+        missing = {"grid", "accuracy", "density", "smece", "bandwidth"} - set(curve)
+        if missing:
+            raise ValueError(f"`curve` lacks {sorted(missing)}: pass what calibkit.smooth_reliability returns")
+        self.grid, self.accuracy, self.density = (
+            np.asarray(curve[k], np.float64) for k in ("grid", "accuracy", "density")
+        )
+        self.smece, self.bandwidth = float(curve["smece"]), float(curve["bandwidth"])
+        self.label = label
+
+    def plot(
+        self, ax: Any = None, *, color: str = "red", diagonal: bool = True, density: bool = True
+    ) -> SmoothReliabilityDiagram:
+        """Draw on ``ax`` (a new figure if None).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+        color : str, default "red"
+            The curve's colour (relplot's).
+        diagonal : bool, default True
+            Draw the diagonal of perfect calibration (once per axes when overlaying curves).
+        density : bool, default True
+            Shade the density of the confidences along the bottom of the axes.
+
+        Returns
+        -------
+        SmoothReliabilityDiagram
+            ``self``, with ``ax_``, ``figure_``, ``line_`` and ``density_`` set.
+        """
+        ax = _axes(ax)
+        if diagonal:
+            ax.plot([0, 1], [0, 1], "k--", lw=0.8, alpha=0.5, label="perfect calibration")
+        label = self.label if self.label is not None else f"smECE {self.smece:.3f}"
+        (self.line_,) = ax.plot(self.grid, self.accuracy, "-", color=color, lw=2, label=label)
+        self.density_ = None
+        if density:
+            top = self.density.max()
+            scaled = self.density / top * 0.2 if top > 0 else self.density
+            self.density_ = ax.fill_between(self.grid, 0, scaled, color="gray", alpha=0.35, lw=0)
+        ax.text(0.04, 0.92, f"smECE {self.smece:.3f} (sigma {self.bandwidth:.3g})", transform=ax.transAxes)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("confidence")
+        ax.set_ylabel("smoothed accuracy")
+        self.ax_, self.figure_ = ax, ax.figure
+        return self
+
+    @classmethod
+    def from_predictions(
+        cls,
+        probs: Any,
+        labels: Any,
+        *,
+        bandwidth: float | None = None,
+        from_logits: bool = False,
+        ignore_index: int = -100,
+        label: str | None = None,
+        ax: Any = None,
+        color: str = "red",
+        diagonal: bool = True,
+        density: bool = True,
+    ) -> SmoothReliabilityDiagram:
+        """Draw from predictions, as :func:`calibkit.smece` takes them.
+
+        Parameters
+        ----------
+        probs, labels, bandwidth, from_logits, ignore_index
+            As :func:`calibkit.smooth_reliability`.
+        label : str, optional
+            Legend label (default: the smECE value).
+        ax, color, diagonal, density
+            As :meth:`plot`.
+
+        Returns
+        -------
+        SmoothReliabilityDiagram
+        """
+        curve = smooth_reliability(
+            probs, labels, bandwidth=bandwidth, from_logits=from_logits, ignore_index=ignore_index
+        )
+        return cls(curve, label=label).plot(ax, color=color, diagonal=diagonal, density=density)

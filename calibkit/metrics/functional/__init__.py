@@ -15,6 +15,7 @@ call of the one-shot report (:func:`calibkit.metrics.report.exact_report`) on th
 - :mod:`~calibkit.metrics.functional.proper`: Brier score, NLL;
 - :mod:`~calibkit.metrics.functional.multilabel`: every binary metric per label, averaged, for multi-label heads;
 - :mod:`~calibkit.metrics.functional.selective`: risk-coverage curve, AURC, selective accuracy;
+- :mod:`~calibkit.metrics.functional.smooth`: smooth ECE and the smooth reliability curve (no bins);
 - :mod:`~calibkit.metrics.functional.core`: :func:`calibration_report` and :func:`reliability_bins`.
 """
 
@@ -27,6 +28,7 @@ from calibkit.metrics.functional.multilabel import multilabel_report
 from calibkit.metrics.functional.proper import brier, nll
 from calibkit.metrics.functional.regions import rbece
 from calibkit.metrics.functional.selective import aurc, risk_coverage, selective_accuracy
+from calibkit.metrics.functional.smooth import smece, smooth_reliability
 
 __all__ = [
     "NORMS",
@@ -52,6 +54,8 @@ __all__ = [
     "risk_coverage",
     "sce",
     "selective_accuracy",
+    "smece",
+    "smooth_reliability",
     "subset_ece",
     "wsece",
 ]
