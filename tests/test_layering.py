@@ -166,7 +166,10 @@ METRICS_FLOORS = (
     ("settings", ("calibkit.metrics.settings",)),
     ("the statistics type and the selective buckets", ("calibkit.metrics.statistics", "calibkit.metrics.ranking")),
     ("engines", ("calibkit.metrics.engines",)),
-    ("formulas, smooth ECE on rows", ("calibkit.metrics.formulas", "calibkit.metrics.smooth")),
+    (
+        "formulas, smooth ECE and CORP on rows",
+        ("calibkit.metrics.formulas", "calibkit.metrics.smooth", "calibkit.metrics.corp"),
+    ),
     ("registry", ("calibkit.metrics.sums", "calibkit.metrics.registry")),
     (
         "doors",

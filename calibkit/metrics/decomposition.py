@@ -22,59 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.corp import PARTS, SCORES, binary_decomposition
 from calibkit.metrics.engines import fill_statistics
-from calibkit.metrics.formulas import isotonic_points
 from calibkit.metrics.registry import plan
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.validation import prepare_for
-
-SCORES = ("brier", "log")
-PARTS = ("miscalibration", "discrimination", "uncertainty", "score")
-
-
-def _score(kind: str, y: np.ndarray, p: np.ndarray) -> float:
-    """Mean score of forecasts ``p`` of 0/1 outcomes ``y``; ``0 log 0 = 0`` as in the reference."""
-    if kind == "brier":
-        return float(np.mean((y - p) ** 2))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        loss = -np.where(y > 0, np.log(p), 0.0) - np.where(y < 1, np.log1p(-p), 0.0)
-    return float(np.mean(loss))
-
-
-def binary_decomposition(p: np.ndarray, y: np.ndarray, score: str = "brier") -> dict[str, float]:
-    """Decompose the mean score of probabilities ``p`` of outcomes ``y`` (CORP, isotonic recalibration).
-
-    Parameters
-    ----------
-    p : ndarray of shape (n,)
-        Probabilities of ``y = 1``.
-    y : ndarray of shape (n,)
-        Outcomes, 0 or 1.
-    score : {"brier", "log"}, default "brier"
-
-    Returns
-    -------
-    dict of str to float
-        ``miscalibration``, ``discrimination``, ``uncertainty`` and ``score``
-        (``score = miscalibration - discrimination + uncertainty``); NaN for no sample.
-
-    Examples
-    --------
-    >>> d = binary_decomposition(np.array([0.9, 0.9, 0.2, 0.2]), np.array([1, 0, 0, 0]))
-    >>> {k: round(v, 4) for k, v in d.items()}
-    {'miscalibration': 0.1, 'discrimination': 0.0625, 'uncertainty': 0.1875, 'score': 0.225}
-    """
-    if score not in SCORES:
-        raise ValueError(f"`score` must be one of {list(SCORES)}, got {score!r}")
-    p, y = np.asarray(p, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if p.size == 0:
-        return dict.fromkeys(PARTS, float("nan"))
-    xs, vs = isotonic_points(p, y)
-    recalibrated = np.interp(p, xs, vs)
-    base = np.full_like(p, y.mean())
-    s, s_r, s_b = _score(score, y, p), _score(score, y, recalibrated), _score(score, y, base)
-    return {"miscalibration": s - s_r, "discrimination": s_b - s_r, "uncertainty": s_b, "score": s}
 
 
 def score_decomposition(

@@ -84,5 +84,14 @@ PAPERS: dict[str, str] = {
   booktitle = {The Twelfth International Conference on Learning Representations},
   year      = {2024}
 }""",
+    "dimitriadis2021": """@article{dimitriadis2021stable,
+  title   = {Stable reliability diagrams for probabilistic classifiers},
+  author  = {Dimitriadis, Timo and Gneiting, Tilmann and Jordan, Alexander I.},
+  journal = {Proceedings of the National Academy of Sciences},
+  volume  = {118},
+  number  = {8},
+  pages   = {e2016191118},
+  year    = {2021}
+}""",
 }
 """BibTeX of every paper a metric cites, by key (``Metric.papers``); the ``evaluate`` modules' ``_CITATION``."""

@@ -363,6 +363,25 @@ REGISTRY: tuple[Metric, ...] = (
         extra=(("smece_bandwidth", lambda s: s.smooth[1]),),
         held=True,
     ),
+    Metric(
+        "brier_miscalibration",
+        "the top label's Brier score miscalibration (CORP): what isotonic recalibration of its confidence removes",
+        lambda s: s.decomposition["miscalibration"],
+        in_report=False,
+        module="score_decomposition",
+        papers=("dimitriadis2021",),
+        held=True,
+    ),
+    Metric(
+        "brier_discrimination",
+        "the top label's Brier score discrimination (CORP): what its recalibrated confidence knows beyond the accuracy",
+        lambda s: s.decomposition["discrimination"],
+        higher_is_better=True,
+        in_report=False,
+        module="score_decomposition",
+        papers=("dimitriadis2021",),
+        held=True,
+    ),
 )
 """Every metric, in report and table order (the two task scores first, in tables only)."""
 

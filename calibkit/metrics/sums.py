@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from calibkit.metrics import _kernels as kernels
+from calibkit.metrics.corp import binary_decomposition
 from calibkit.metrics.formulas import (
     MissingClassWarning,
     ace_from_points,
@@ -28,10 +29,10 @@ from calibkit.metrics.smooth import smece_from_rows
 from calibkit.metrics.statistics import CalibrationStatistics, ace_points
 
 HELD_ONLY = (
-    "`metrics`: {} needs every row at once (its bandwidth depends on all of them) and has no "
-    "streamed form; the streaming doors (accumulator, bootstrap, shards, Dask, the callback) keep "
-    "sums only: compute it where the rows are held (calibkit.smece, calibkit.calibration_report, "
-    "the evaluate module)"
+    "`metrics`: {} needs every row at once (smECE's bandwidth, the isotonic fit of a score "
+    "decomposition depend on all of them) and has no streamed form; the streaming doors (accumulator, "
+    "bootstrap, shards, Dask, the callback) keep sums only: compute it where the rows are held "
+    "(calibkit.smece, calibkit.score_decomposition, calibkit.calibration_report, the evaluate modules)"
 )
 """The refusal of a metric that needs the rows held, at a door that streams (``.format(name)``)."""
 
@@ -192,3 +193,10 @@ class Sums:
         if self.smooth_rows is None:
             raise ValueError(HELD_ONLY.format("smece"))
         return smece_from_rows(*self.smooth_rows)
+
+    @cached_property
+    def decomposition(self) -> dict[str, float]:
+        """The top label's Brier score decomposed (CORP), from the rows (its isotonic fit needs them all)."""
+        if self.smooth_rows is None:
+            raise ValueError(HELD_ONLY.format("brier_miscalibration / brier_discrimination"))
+        return binary_decomposition(*self.smooth_rows, "brier")

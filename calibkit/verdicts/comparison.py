@@ -35,6 +35,8 @@ METHOD_LABELS = calibrator_registry.LABELS
 TABLE_METRICS = metric_registry.TABLE_METRICS
 HIGHER_IS_BETTER = tuple(m for m in TABLE_METRICS if metric_registry.higher_is_better(m))
 SIGNED = tuple(m for m in TABLE_METRICS if metric_registry.signed(m))  # 0 is calibrated
+REPORTED = (*metric_registry.METRICS, *(m for m in TABLE_METRICS if m in metric_registry.HELD))
+"""What the comparison asks of each method's test rows: the report, and the table's metrics that need the rows."""
 CONFORMAL_SCORES = ("lac", "aps")
 """The conformity scores of the comparison's conformal sets (RAPS needs its own two settings)."""
 CONFORMAL_LEVEL = 0.9
@@ -205,7 +207,7 @@ def compare_calibrators(
             probs = calibrator.predict_proba(z_test)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # absent classes, empty regions: visible as NaN in the table
-            report = calibration_report(probs, y_test, settings=settings)
+            report = calibration_report(probs, y_test, settings=settings, metrics=REPORTED)
             plot_stats = CalibrationAccumulator(
                 (ReliabilityDiagram.metric, RegionPlot.metric), settings=settings
             ).update(probs, y_test)

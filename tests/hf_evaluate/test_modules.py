@@ -26,6 +26,7 @@ SETTINGS = {  # a non-default value of every setting, to check that each is pass
     "nll": {"eps": 1e-6},
     "selective": {"coverage": 0.55},
     "smece": {},
+    "score_decomposition": {"score": "log"},
     "calibration_report": {"n_bins": 7, "ace_ranges": 6, "sce_bins": 9, "theta": 3, "fce_bins": 11, "esce_bins": 12},
 }
 
@@ -50,6 +51,8 @@ def expected(name, probs, labels, **kwargs):
     if name == "smece":
         value, sigma = calibkit.smece(probs, labels, return_bandwidth=True, **kwargs)
         return {"smece": value, "smece_bandwidth": sigma}
+    if name == "score_decomposition":
+        return calibkit.score_decomposition(probs, labels, **kwargs)["top_label"]
     if name == "calibration_report":
         return calibkit.calibration_report(probs, labels, **kwargs)
     return {name: getattr(calibkit, name)(probs, labels, **kwargs)}
