@@ -45,6 +45,13 @@ setup(
             "lm-eval==0.4.13",
             # The CORP score decomposition's reference (calibkit.metrics.decomposition).
             "model-diagnostics==1.5.0",
+            # The references of Dirichlet, beta and Venn-Abers calibration (calibkit.calibrators.beyond):
+            # netcal's BetaCalibration, betacal, venn-abers (which probmetrics wraps); probmetrics'
+            # Dirichlet calibrator needs dirichletcal (jax), not installed: the test writes its objective out.
+            "netcal==1.4.0",
+            "probmetrics==1.3.0",
+            "betacal==1.1.0",
+            "venn-abers==1.5.4",
         ],
         # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],

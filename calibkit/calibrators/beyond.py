@@ -23,7 +23,7 @@ import numba as nb
 import numpy as np
 
 from calibkit._numba.cache import CACHE
-from calibkit.calibrators.base import Calibrator, FitInput, check_finite, logits_rows, softmax_rows
+from calibkit.calibrators.base import Calibrator, FitInput, check_finite, logits_rows
 from calibkit.metrics.validation import check_positive_int
 
 _TINY = np.finfo(np.float64).tiny  # dirichletcal's floor of a probability before its log
@@ -399,6 +399,17 @@ def venn_abers_tables(weight, positives):  # pragma: no cover - compiled
     return p0, p1
 
 
+def head_probabilities(z: np.ndarray) -> np.ndarray:
+    """Return ``softmax(z)`` in float64 as the head computes it (torch), to the last bit.
+
+    A test score equal to a calibration score must be found equal: numpy's and torch's softmax
+    may differ in the last bit, which would move a score to the next slot of the tables.
+    """
+    import torch
+
+    return torch.softmax(torch.from_numpy(z).double(), dim=-1).numpy()
+
+
 class VennAbersCalibration(Calibrator):
     """Inductive Venn-Abers predictor (Vovk & Petej 2014) on ``softmax(z)``; one-vs-rest beyond two classes.
 
@@ -440,7 +451,7 @@ class VennAbersCalibration(Calibrator):
     def _fit(self, data: FitInput) -> None:
         z, y = data.kept()
         check_finite(z)
-        probs = softmax_rows(z.astype(np.float64))
+        probs = head_probabilities(z)
         self.scores_, self.p0_, self.p1_ = [], [], []
         for k in [1] if data.num_classes == 2 else range(data.num_classes):  # classes; no loop over samples
             scores, inverse = np.unique(probs[:, k], return_inverse=True)
@@ -474,7 +485,7 @@ class VennAbersCalibration(Calibrator):
         z, shape = logits_rows(logits)
         if shape[-1] != self.num_classes_:
             raise ValueError(f"`logits` has {shape[-1]} classes, the calibrator was fitted on {self.num_classes_}")
-        probs = softmax_rows(z.astype(np.float64))
+        probs = head_probabilities(z)
         cols = [1] if self.num_classes_ == 2 else range(self.num_classes_)
         low, high = np.empty_like(probs), np.empty_like(probs)
         for i, k in enumerate(cols):

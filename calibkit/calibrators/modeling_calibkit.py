@@ -47,20 +47,7 @@ from transformers import (
     PreTrainedModel,
 )
 
-METHODS = (
-    "ts",
-    "wts",
-    "rd-ts",
-    "vs",
-    "ms",
-    "ir",
-    "hb",
-    "dirichlet",
-    "beta",
-    "venn-abers",
-    "multilabel",
-    "multilabel-ir",
-)
+METHODS = tuple("ts wts rd-ts vs ms ir hb dirichlet beta venn-abers multilabel multilabel-ir".split())
 MULTI_LABEL = "multi_label_classification"  # transformers' problem_type of a sigmoid-per-label head
 TASKS = ("sequence-classification", "token-classification", "causal-lm")
 CAUSAL_LM_METHODS = ("ts", "wts")
@@ -201,7 +188,7 @@ class CalibrationHead(nn.Module):
             n = 1 if k == 2 else k
             xs, tables = _ragged(calibration, "scores", n), [_ragged(calibration, key, n) for key in ("p0", "p1")]
             if any(t.numel() != x.numel() + 1 for x, t in zip(xs * 2, tables[0] + tables[1])):
-                raise ValueError("calibration block: every row of `p0` and `p1` must be one longer than `scores`'")
+                raise ValueError("calibration block: every row of `p0` and `p1` must be one longer than `scores`")
             if any((x[1:] <= x[:-1]).any() for x in xs):
                 raise ValueError("calibration block: every row of `scores` must be strictly increasing")
             width = max(x.numel() for x in xs)  # padded with +inf, never passed by a probability
