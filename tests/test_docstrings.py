@@ -76,6 +76,7 @@ PUBLIC_MODULES = (
     "calibkit.evaluate_modules.metric",
     "calibkit.calibrators.base",
     "calibkit.calibrators.baselines",
+    "calibkit.calibrators.beyond",
     "calibkit.calibrators.calibrated",
     "calibkit.calibrators.modeling_calibkit",
     "calibkit.calibrators.registry",

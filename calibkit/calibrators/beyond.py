@@ -404,6 +404,16 @@ def head_probabilities(z: np.ndarray) -> np.ndarray:
 
     A test score equal to a calibration score must be found equal: numpy's and torch's softmax
     may differ in the last bit, which would move a score to the next slot of the tables.
+
+    Parameters
+    ----------
+    z : ndarray of shape (N, K)
+        Logits.
+
+    Returns
+    -------
+    ndarray of shape (N, K)
+        float64 probabilities.
     """
     import torch
 
