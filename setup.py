@@ -51,6 +51,13 @@ setup(
             # The smooth ECE's reference, by its authors (calibkit.smece equals relplot.smECE); pinned:
             # the grid sizes and the bandwidth search are its 1.0.3 ones.
             "relplot==1.0.3",
+            # The references of Dirichlet, beta and Venn-Abers calibration (calibkit.calibrators.beyond):
+            # netcal's BetaCalibration, betacal, venn-abers (which probmetrics wraps). probmetrics itself is
+            # not needed (its Dirichlet calibrator needs dirichletcal, on jax, not installable here: the test
+            # writes its objective out; its beta and Venn-Abers wrappers cast to float32).
+            "netcal==1.4.0",
+            "betacal==1.1.0",
+            "venn-abers==1.5.4",
         ],
         # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],

@@ -81,6 +81,7 @@ PUBLIC_MODULES = (
     "calibkit.calibrators.base",
     "calibkit.calibrators.baselines",
     "calibkit.calibrators.conformal",
+    "calibkit.calibrators.beyond",
     "calibkit.calibrators.calibrated",
     "calibkit.calibrators.modeling_calibkit",
     "calibkit.calibrators.registry",

@@ -1,6 +1,7 @@
 """Calibrators: fit on validation logits, apply to logits, wrap a ``transformers`` model.
 
-TS, WTS and RD-TS (the papers' methods) and the baselines VS, MS, IR and HB share the
+TS, WTS and RD-TS (the papers' methods), the baselines VS, MS, IR and HB, and Dirichlet, beta
+and Venn-Abers calibration share the
 scikit-learn-style interface of :class:`Calibrator`; :class:`MultiLabelScaling` and
 :class:`MultiLabelIsotonic` calibrate multi-label heads (a sigmoid per label); :func:`calibrate`
 turns a fine-tuned model and a calibrator into a calibrated ``PreTrainedModel``.
@@ -26,6 +27,9 @@ _EXPORTS = {
     "MatrixScaling": "baselines",
     "IsotonicCalibration": "baselines",
     "HistogramBinning": "baselines",
+    "DirichletCalibration": "beyond",
+    "BetaCalibration": "beyond",
+    "VennAbersCalibration": "beyond",
     "MultiLabelScaling": "multilabel",
     "MultiLabelIsotonic": "multilabel",
     "SplitConformal": "conformal",

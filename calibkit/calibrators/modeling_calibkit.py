@@ -18,6 +18,10 @@ Calibration maps (SPEC.md, "Calibrators"), applied to the base model's logits ``
 - ``ir``, ``hb``: one-vs-rest isotonic / histogram-binning map of ``softmax(z)`` per class,
   renormalised; the head returns the log of those probabilities, so ``softmax`` of its output is
   the calibrated distribution.
+- ``dirichlet``: ``W log p + b`` (``p = softmax(z)``, floored at the smallest float64); ``beta``:
+  ``a ln p - b ln(1 - p) + c`` of class 1's ``p`` (clipped to ``[eps, 1 - eps]``), or of each ``p_k``
+  one-vs-rest then renormalised; ``venn-abers``: ``p1 / (1 - p0 + p1)`` of ``p`` (class 1's or each
+  ``p_k``), ``p0``, ``p1`` looked up in tables at the calibration scores; the last two return logs.
 - ``multilabel`` (multi-label heads, a sigmoid per label): ``a_k z_k + b_k`` per label, the block's
   ``mode`` saying how it was fitted (one temperature, one per label, Platt, weighted); the loss
   with labels is then the binary cross-entropy, and pipelines apply the sigmoid (the config keeps
@@ -43,13 +47,14 @@ from transformers import (
     PreTrainedModel,
 )
 
-METHODS = ("ts", "wts", "rd-ts", "vs", "ms", "ir", "hb", "multilabel", "multilabel-ir")
+METHODS = tuple("ts wts rd-ts vs ms ir hb dirichlet beta venn-abers multilabel multilabel-ir".split())
 MULTI_LABEL = "multi_label_classification"  # transformers' problem_type of a sigmoid-per-label head
 TASKS = ("sequence-classification", "token-classification", "causal-lm")
 CAUSAL_LM_METHODS = ("ts", "wts")
 """What calibrates a causal LM's next-token distribution: one temperature (fitted by TS or WTS)."""
 # Logits of probability 0 after IR/HB: finite, so losses stay finite, and exp() underflows to 0.
 _LOG_FLOOR = math.log(1e-30)
+_LOG_TINY, _EPS = math.log(2.0**-1022), 2.0**-52  # Dirichlet's floor of p; beta's clip of p to [eps, 1 - eps]
 
 
 def _number(block: dict, key: str) -> float:
@@ -158,7 +163,7 @@ class CalibrationHead(nn.Module):
             self.params = {"scale": _tensor(calibration, "scale", (k,)), "bias": _tensor(calibration, "bias", (k,))}
             if method == "multilabel" and not bool((self.params["scale"] > 0).all()):
                 raise ValueError("calibration block: multi-label `scale` values must be > 0 (1 / temperature)")
-        elif method == "ms":
+        elif method in ("ms", "dirichlet"):
             self.params = {"weight": _tensor(calibration, "weight", (k, k)), "bias": _tensor(calibration, "bias", (k,))}
         elif method in ("ir", "multilabel-ir"):
             xs = _ragged(calibration, "thresholds", k)
@@ -175,6 +180,24 @@ class CalibrationHead(nn.Module):
             pad = [torch.cat([t, t[-1:].expand(width - t.numel())]) for t in xs]
             pad_y = [torch.cat([t, t[-1:].expand(width - t.numel())]) for t in ys]
             self.params = {"thresholds": torch.stack(pad), "values": torch.stack(pad_y)}
+        elif method == "beta":  # one map (class 1's) for two classes, else one per class
+            self.params = {key: _tensor(calibration, key, (1 if k == 2 else k,)) for key in "abc"}
+            if not bool((self.params["a"] >= 0).all() and (self.params["b"] >= 0).all()):
+                raise ValueError("calibration block: beta `a` and `b` must be >= 0")
+        elif method == "venn-abers":
+            n = 1 if k == 2 else k
+            xs, tables = _ragged(calibration, "scores", n), [_ragged(calibration, key, n) for key in ("p0", "p1")]
+            if any(t.numel() != x.numel() + 1 for x, t in zip(xs * 2, tables[0] + tables[1])):
+                raise ValueError("calibration block: every row of `p0` and `p1` must be one longer than `scores`")
+            if any((x[1:] <= x[:-1]).any() for x in xs):
+                raise ValueError("calibration block: every row of `scores` must be strictly increasing")
+            width = max(x.numel() for x in xs)  # padded with +inf, never passed by a probability
+            self.params = {
+                "scores": torch.stack([nn.functional.pad(x, (0, width - x.numel()), value=math.inf) for x in xs])
+            }
+            for key, rows in zip(("p0", "p1"), tables):
+                self.params[key] = torch.stack([nn.functional.pad(t, (0, width + 1 - t.numel())) for t in rows])
+                _check_probabilities(self.params[key], key)
         elif method == "hb":
             rows = calibration.get("values")
             n_bins = len(rows[0]) if isinstance(rows, list) and rows and isinstance(rows[0], list) else 0
@@ -225,6 +248,17 @@ class CalibrationHead(nn.Module):
             return logits * self._get("scale", logits) + self._get("bias", logits)
         if method == "ms":
             return logits @ self._get("weight", logits).T + self._get("bias", logits)
+        if method in ("dirichlet", "beta"):  # maps of the log-probabilities, in float64
+            logp = torch.log_softmax(logits.double(), dim=-1)
+            if method == "dirichlet":
+                logp = logp.clamp_min(_LOG_TINY)
+                return (logp @ self._get("weight", logp).T + self._get("bias", logp)).to(logits.dtype)
+            p = logp.exp().clamp(_EPS, 1 - _EPS)
+            p = p[..., 1:] if self.num_labels == 2 else p
+            t = self._get("a", p) * torch.log(p) - self._get("b", p) * torch.log1p(-p) + self._get("c", p)
+            if self.num_labels == 2:
+                return torch.cat([torch.zeros_like(t), t], dim=-1).to(logits.dtype)
+            return torch.log_softmax(nn.functional.logsigmoid(t), dim=-1).to(logits.dtype)
         if method == "multilabel-ir":  # each label on its own: its sigmoid, its map, back to a logit
             p = torch.sigmoid(logits.double())
             mapped = self._interpolate(p.reshape(-1, self.num_labels).T.contiguous()).T.reshape(p.shape)
@@ -234,7 +268,14 @@ class CalibrationHead(nn.Module):
         # float64: a steep isotonic segment would amplify float32 rounding of p.
         probs = torch.softmax(logits.double(), dim=-1)
         flat = probs.reshape(-1, self.num_labels).T.contiguous()  # (K, rows)
-        if method == "ir":
+        if method == "venn-abers":
+            scores = self._get("scores", flat)
+            rows = flat[1:] if self.num_labels == 2 else flat
+            p0 = torch.gather(self._get("p0", flat), 1, torch.searchsorted(scores, rows.contiguous(), right=True))
+            p1 = torch.gather(self._get("p1", flat), 1, torch.searchsorted(scores, rows.contiguous()))
+            merged = p1 / (1 - p0 + p1)
+            mapped = torch.cat([1 - merged, merged]) if self.num_labels == 2 else merged
+        elif method == "ir":
             mapped = self._interpolate(flat)
         else:
             values = self._get("values", flat)
@@ -320,6 +361,9 @@ _METHOD_NAMES = {
     "ms": "matrix scaling (Guo et al. 2017)",
     "ir": "one-vs-rest isotonic regression (Zadrozny & Elkan 2002)",
     "hb": "one-vs-rest histogram binning (Zadrozny & Elkan 2001)",
+    "dirichlet": "Dirichlet calibration (Kull et al. 2019)",
+    "beta": "beta calibration (Kull et al. 2017)",
+    "venn-abers": "inductive Venn-Abers prediction (Vovk & Petej 2014)",
     "multilabel": "per-label sigmoid scaling of a multi-label head (temperature or Platt scaling)",
     "multilabel-ir": "per-label isotonic regression of a multi-label head (Zadrozny & Elkan 2002)",
 }
@@ -331,6 +375,9 @@ _FORMULAS = {
     "ms": "weight @ logits + bias",
     "ir": "log(renormalised per-class isotonic map of softmax(logits))",
     "hb": "log(renormalised per-class histogram-binning map of softmax(logits))",
+    "dirichlet": "weight @ log(softmax(logits)) + bias",
+    "beta": "a * log(p) - b * log(1 - p) + c of p = softmax(logits) (class 1, or each class then renormalised)",
+    "venn-abers": "log(p1 / (1 - p0 + p1)) of the Venn-Abers tables at softmax(logits)",
     "multilabel": "scale * logits + bias, per label, before each label's sigmoid",
     "multilabel-ir": "logit(isotonic map of sigmoid(logits)), per label",
 }

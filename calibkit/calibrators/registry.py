@@ -53,6 +53,9 @@ REGISTRY: tuple[CalibratorEntry, ...] = (
     CalibratorEntry("ms", "MS", "baselines:MatrixScaling", "Guo et al. 2017"),
     CalibratorEntry("ir", "IR", "baselines:IsotonicCalibration", "Zadrozny & Elkan 2002"),
     CalibratorEntry("hb", "HB", "baselines:HistogramBinning", "Zadrozny & Elkan 2001"),
+    CalibratorEntry("dirichlet", "Dirichlet", "beyond:DirichletCalibration", "Kull et al. 2019"),
+    CalibratorEntry("beta", "Beta", "beyond:BetaCalibration", "Kull et al. 2017"),
+    CalibratorEntry("venn-abers", "Venn-Abers", "beyond:VennAbersCalibration", "Vovk & Petej 2014"),
 )
 """Every calibrator, in table order."""
 
