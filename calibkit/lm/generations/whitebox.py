@@ -90,12 +90,16 @@ def answer_logprobs(
         if empty:
             raise ValueError(f"answer {empty[0]} has no token: {answers[empty[0]]!r}")
         logits, tokens, _ = _forward(model, tokenizer, [p + r for p, r in zip(prompts, replies)])
-        # position t predicts token t + 1; the answer's tokens are those after its prompt
-        logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(2, tokens[:, 1:, None]).squeeze(2)
-        position = torch.arange(tokens.shape[1] - 1, device=tokens.device)[None, :] + 1
-        first = torch.tensor([len(p) for p in prompts], device=tokens.device)[:, None]
-        last = first + torch.tensor([len(r) for r in replies], device=tokens.device)[:, None]
-        inside = (position >= first) & (position < last)
+        # position t predicts token t + 1: the answer's j-th token is predicted at (prompt length - 1 + j).
+        # Only those positions are normalised: a long prompt's (B, T, V) log-softmax is never built.
+        lengths = torch.tensor([len(r) for r in replies], device=tokens.device)
+        step = torch.arange(int(lengths.max()), device=tokens.device)[None, :]
+        inside = step < lengths[:, None]
+        at = torch.tensor([len(p) - 1 for p in prompts], device=tokens.device)[:, None] + step
+        at = torch.where(inside, at, 0)  # past an answer's end: any position, masked out below
+        picked = logits.gather(1, at[:, :, None].expand(-1, -1, logits.shape[-1]))
+        target = tokens.gather(1, at + 1)
+        logp = torch.log_softmax(picked, dim=-1).gather(2, target[:, :, None]).squeeze(2)
         sums[start : start + len(replies)] = (logp.double() * inside).sum(dim=1).cpu().numpy()
         counts[start : start + len(replies)] = inside.sum(dim=1).cpu().numpy()
     return sums, counts
