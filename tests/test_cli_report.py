@@ -11,6 +11,7 @@ from datasets import Dataset, DatasetDict
 from transformers import BertConfig, BertForSequenceClassification, BertForTokenClassification
 
 import calibkit
+from calibkit.calibrators.registry import NAMES as CALIBRATORS
 from calibkit.cli import main
 from tests.conftest import TINY_WORDS, tiny_tokenizer
 
@@ -55,9 +56,9 @@ def test_report_on_a_model_and_a_dataset(tmp_path, capsys, task):
     argv = ["report", "--model", str(model), "--dataset", str(data), "--task", task, "--theta", "5"]
     assert main([*argv, "--output", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert set(report["methods"]) == {"uncalibrated", "ts", "wts", "rd-ts", "vs", "ms", "ir", "hb"} - set(
-        report["errors"]
-    )
+    assert set(report["methods"]) == {"uncalibrated", *CALIBRATORS} - set(report["errors"])
+    assert {"brier_miscalibration", "brier_discrimination"} <= set(report["methods"]["uncalibrated"])
+    assert set(report["conformal_sets"]["methods"]) == set(report["methods"])
     assert set(report["per_class_ece"]["uncalibrated"]) == {"neutral", "hostile", "critical"}
     if task == "sequence":
         assert report["n_validation"] + report["n_test"] == 240

@@ -4,7 +4,7 @@ A :class:`SplitConformal` predictor is fitted on held-out calibration logits (or
 and labels; it then turns each row of new predictions into a *set* of classes that holds the true
 label with probability at least ``confidence_level`` when the calibration rows and the new row are
 exchangeable. It is not a probability calibrator: it outputs sets, not probabilities, so it has no
-``calibration`` block, no entry in :mod:`calibkit.calibrators.registry` and no place in the
+``calibration`` block, no entry in ``calibkit.calibrators.registry`` and no place in the
 comparison table of calibrators. A calibrator (temperature scaling, say) may run before it: the
 sets keep their coverage, and their size says whether the probabilities rank classes better.
 
@@ -169,7 +169,7 @@ class SplitConformal:
     ("Conformal prediction sets") gives the conventions.
 
     This is not a probability calibrator (it outputs sets), so it is not among the calibrators of
-    :mod:`calibkit.calibrators.registry` and their comparison table.
+    ``calibkit.calibrators.registry`` and their comparison table.
 
     Parameters
     ----------

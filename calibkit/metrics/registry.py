@@ -88,7 +88,7 @@ class Metric:
     held : bool
         Needs every row at once (smECE: its bandwidth depends on all of them) and has no streamed
         form: computed where the rows are held (the functions, :func:`calibkit.calibration_report`,
-        the ``evaluate`` module), asked for by name (:data:`HELD`), refused by the streaming doors.
+        the ``evaluate`` module), asked for by name (``HELD``), refused by the streaming doors.
     """
 
     name: str
@@ -513,7 +513,7 @@ def metric_names(
     settings : CalibrationSettings, optional
         The settings of the door (the default report over a vocabulary leaves ACE out).
     streaming : bool, default False
-        The door keeps sums, not rows: the metrics of :data:`HELD` are refused.
+        The door keeps sums, not rows: the metrics of ``HELD`` are refused.
 
     Returns
     -------
@@ -524,7 +524,7 @@ def metric_names(
     ------
     ValueError
         When ``metrics`` is empty, not an iterable of strings, or names an unknown metric (or, with
-        ``streaming``, one of :data:`HELD`).
+        ``streaming``, one of ``HELD``).
     """
     if metrics is None:
         return NEXT_TOKEN_METRICS if settings is not None and settings.next_token else METRICS
@@ -591,7 +591,7 @@ def report_from_statistics(
         exact and their bounds 0.
     smooth_rows : tuple of ndarray, optional
         Every row's prediction and outcome in smECE's convention (``calibkit.metrics.smooth``),
-        which the metrics of :data:`HELD` need.
+        which the metrics of ``HELD`` need.
 
     Returns
     -------

@@ -74,9 +74,9 @@ class Comparison:
     class_intervals : dict of str to (ndarray, ndarray), optional
         Method -> bootstrap intervals of each class's ECE.
     sets : dict of str to dict of str to dict of str to float, optional
-        Method -> conformity score (:data:`CONFORMAL_SCORES`) -> ``coverage`` and ``set_size`` on
-        the test set of split-conformal sets at :data:`CONFORMAL_LEVEL` after the method
-        (:func:`conformal_cells`): whether a calibrator before conformal prediction shrinks the sets.
+        Method -> conformity score (``CONFORMAL_SCORES``) -> ``coverage`` and ``set_size`` on
+        the test set of split-conformal sets at ``CONFORMAL_LEVEL`` after the method
+        (``conformal_cells``): whether a calibrator before conformal prediction shrinks the sets.
     """
 
     rows: dict[str, dict[str, float]]
@@ -167,7 +167,7 @@ def compare_calibrators(
     seed : int, default 0
         Seed of the bootstrap and of the conformal sets' halving of the validation rows.
     sets : bool, default True
-        Also measure split-conformal sets after each method (:func:`conformal_cells`; ``sets``).
+        Also measure split-conformal sets after each method (``conformal_cells``; ``sets``).
 
     Returns
     -------
@@ -255,9 +255,9 @@ def conformal_cells(
     Returns
     -------
     dict
-        Score of :data:`CONFORMAL_SCORES` -> ``coverage`` and ``set_size``
+        Score of ``CONFORMAL_SCORES`` -> ``coverage`` and ``set_size``
         (:func:`calibkit.metrics.coverage`, :func:`calibkit.metrics.set_size`) at
-        :data:`CONFORMAL_LEVEL`; NaN, with the reason under ``why``, where the calibrator or the
+        ``CONFORMAL_LEVEL``; NaN, with the reason under ``why``, where the calibrator or the
         sets cannot be fitted (too few rows for the level).
     """
     from calibkit.calibrators.conformal import SplitConformal
