@@ -77,8 +77,8 @@ binned = ReliabilityDiagram.from_predictions(overconfident, labels, n_bins=15, a
 axes[0].set_title(f"binned, 15 bins: ECE {binned.ece:.3f}")
 curve = SmoothReliabilityDiagram.from_predictions(overconfident, labels, ax=axes[1])
 axes[1].set_title(f"smooth: smECE {curve.smece:.3f}")
-for ax in axes:
-    ax.legend(loc="upper left", fontsize=8)
+axes[0].legend(loc="upper left", fontsize=8)
+axes[1].legend(loc="lower right", fontsize=8)  # smECE and its bandwidth are written in the upper left
 
 # %%
 # The numbers drawn are those of :func:`calibkit.smooth_reliability` (``grid``, ``accuracy``,
