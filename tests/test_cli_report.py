@@ -1,6 +1,7 @@
 """`calibkit report` end to end: a tiny random model and dataset saved to a temp dir, saved predictions, errors."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -212,3 +213,21 @@ def test_the_interval_table_of_a_vocabulary_shows_its_largest_classes():
     assert len(rows) == 21 and rows[0].startswith("| ece_class_9 |") and rows[1].startswith("| ece_class_2999 |")
     assert rows[-1] == "| ece_class_* | 2,980 more (3 with a label): see --json |"
     assert len(interval_lines(ci, None).splitlines()) == 2 + 1 + 1  # support unknown: one line for all classes
+
+
+def test_the_html_report_of_a_file_shows_the_smooth_diagram_beside_the_binned_one(tmp_path, capsys):
+    """The rows of a predictions file are held, so the page also draws the smooth reliability
+    diagram (its bandwidth needs them), right after the binned reliability diagram."""
+    rng = np.random.default_rng(4)
+    logits = rng.normal(size=(400, 3)) * 3
+    labels = (logits / 2 + rng.gumbel(size=logits.shape)).argmax(axis=1)  # over-confident logits
+    path = tmp_path / "preds.parquet"
+    Dataset.from_dict({"logits": logits.tolist(), "labels": labels}).to_parquet(path)
+    assert main(["report", "--predictions", str(path), "--output", str(tmp_path / "out")]) == 0
+    assert "reliability_smooth: " in capsys.readouterr().out
+    page = (tmp_path / "out" / "index.html").read_text()
+    captions = re.findall(r"<figcaption>([^<]+)</figcaption>", page)
+    assert captions[:2] == ["reliability.png", "reliability_smooth.png"]
+    assert page.count('<img alt="reliability_smooth" src="data:image/png;base64,') == 1
+    assert page.count("<img ") == len(captions)  # the page is written once, with every figure
+    image_shape(tmp_path / "out" / "reliability_smooth.png")

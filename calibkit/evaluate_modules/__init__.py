@@ -26,10 +26,16 @@ from pathlib import Path
 from calibkit.metrics.papers import PAPERS
 from calibkit.metrics.registry import module_metrics
 
-__all__ = ["MODULE_NAMES", "evaluate_module_path", "install_evaluate_modules"]
+__all__ = ["MODULE_NAMES", "SET_MODULE_NAMES", "evaluate_module_path", "install_evaluate_modules"]
 
 MODULE_NAMES = (*module_metrics(), "calibration_report")
-"""Every module folder, from the metric registry; ``calibration_report`` returns every metric in one pass."""
+"""Every calibration module folder, from the metric registry; ``calibration_report`` returns all in one pass."""
+
+SET_MODULE_NAMES = ("conformal_sets",)
+"""The module folders that read prediction sets, not probabilities: outside the metric registry.
+
+Their scripts subclass ``calibkit.evaluate_modules.metric.SetMetric``; their values are those of
+:func:`calibkit.coverage` and :func:`calibkit.set_size`."""
 
 CORE_METRICS = module_metrics()
 """Which metrics of :data:`calibkit.METRICS` each single-purpose module returns (from the registry)."""
@@ -114,8 +120,8 @@ def modules_root() -> Path:
 
 
 def _check_name(name: str) -> str:
-    if name not in MODULE_NAMES:
-        raise ValueError(f"`name` must be one of {list(MODULE_NAMES)}, got {name!r}")
+    if name not in (*MODULE_NAMES, *SET_MODULE_NAMES):
+        raise ValueError(f"`name` must be one of {[*MODULE_NAMES, *SET_MODULE_NAMES]}, got {name!r}")
     return name
 
 
@@ -125,7 +131,8 @@ def evaluate_module_path(name: str) -> str:
     Parameters
     ----------
     name : str
-        One of :data:`~calibkit.evaluate_modules.MODULE_NAMES`.
+        One of :data:`~calibkit.evaluate_modules.MODULE_NAMES` or
+        :data:`~calibkit.evaluate_modules.SET_MODULE_NAMES`.
 
     Returns
     -------
@@ -201,7 +208,8 @@ def install_evaluate_modules(
     Parameters
     ----------
     names : iterable of str, optional
-        Modules to install (default: all of :data:`~calibkit.evaluate_modules.MODULE_NAMES`).
+        Modules to install (default: all, :data:`~calibkit.evaluate_modules.MODULE_NAMES` and
+        :data:`~calibkit.evaluate_modules.SET_MODULE_NAMES`).
     modules_cache : path, optional
         evaluate's module cache (default: ``hf_modules_cache()``).
     namespaces : iterable of str
@@ -212,7 +220,7 @@ def install_evaluate_modules(
     list of Path
         The installed scripts.
     """
-    names = [_check_name(n) for n in (MODULE_NAMES if names is None else names)]
+    names = [_check_name(n) for n in ((*MODULE_NAMES, *SET_MODULE_NAMES) if names is None else names)]
     namespaces = list(namespaces)
     bad = [ns for ns in namespaces if not ns or "/" in ns or "--" in ns]
     if bad:

@@ -1,6 +1,6 @@
 """Write each module folder's ``README.md`` (metric card), ``app.py``, ``requirements.txt`` and ``SPEC.md``.
 
-The 12 folders share their layout, so these files are rendered from one template and from the
+The folders share their layout, so these files are rendered from one template and from the
 script's own ``_DESCRIPTION``, ``_KWARGS_DESCRIPTION``, ``_LIMITATIONS`` and ``_CITATION``
 (the script stays the single source of each metric's text). After editing a script or this
 template, regenerate with ``python -m calibkit.evaluate_modules.cards``; a test checks that
@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 from types import ModuleType
 
-from calibkit.evaluate_modules import MODULE_NAMES, modules_root
+from calibkit.evaluate_modules import MODULE_NAMES, SET_MODULE_NAMES, modules_root
 
 REQUIREMENTS = "evaluate>=0.4\ncalibkit>=0.1.0\n"
 
@@ -64,7 +64,36 @@ description: >-
 {description}
 ## How to Use
 
+{usage}
+## Inputs
+
+{inputs}
+## Output Values
+
+{outputs}
+## Examples
+
 ```python
+{examples}```
+
+## Limitations and Bias
+
+{limitations}
+{storage}
+## Citation
+
+```bibtex
+{citation}```
+
+## Further References
+
+- [calibkit's SPEC.md](SPEC.md): every formula, default and convention (bin edges, ties, binary input, absent
+  classes), in this folder and at the root of calibkit's repository.
+- {functional}
+"""
+
+
+USAGE = """```python
 import calibkit
 import evaluate
 
@@ -100,38 +129,23 @@ use (`num_process`, `process_id`, a shared `experiment_id`) work as for any `eva
 ways to load it: `evaluate.load(calibkit.evaluate_module_path("{name}"))` (by path: always calibkit's,
 never the Hub) and `evaluate.load("calibkit/{name}")` (namespaced). Set `HF_EVALUATE_OFFLINE=1` to
 skip the Hub look-ups that `evaluate` tries before its cache.
+"""
+"""The card's "How to Use" of a calibration module (``{name}`` filled in)."""
 
-## Inputs
-
-{inputs}
-## Output Values
-
-{outputs}
-## Examples
-
-```python
-{examples}```
-
-## Limitations and Bias
-
-{limitations}
-Batches are held as numpy arrays until `compute()` (in one process; in distributed use each process
+STORAGE = """Batches are held as numpy arrays until `compute()` (in one process; in distributed use each process
 writes them to its `evaluate` cache file as one Arrow row per batch), and `compute()` runs calibkit's
 exact one-shot computation on all of them: memory is the size of the predictions added, as for
 `Trainer`'s own evaluation loop. For evaluations that do not fit in memory, use the streaming
 `calibkit.CalibrationAccumulator`.
-
-## Citation
-
-```bibtex
-{citation}```
-
-## Further References
-
-- [calibkit's SPEC.md](SPEC.md): every formula, default and convention (bin edges, ties, binary input, absent
-  classes), in this folder and at the root of calibkit's repository.
-- The functional API: `calibkit.{name}(probs, labels, ...)` on numpy arrays or torch tensors.
 """
+"""The paragraph after a calibration module's limitations: how its batches are held."""
+
+FUNCTIONAL = "The functional API: `calibkit.{name}(probs, labels, ...)` on numpy arrays or torch tensors."
+"""The card's last reference of a calibration module."""
+
+CARD_PARTS = ("summary", "usage", "storage", "functional")
+"""The parts of the card a script may write itself, in a dict ``_CARD`` (a module that is not a
+calibration metric: ``conformal_sets``); the others are the calibration modules' defaults."""
 
 
 def load_script(name: str) -> ModuleType:
@@ -140,7 +154,8 @@ def load_script(name: str) -> ModuleType:
     Parameters
     ----------
     name : str
-        One of :data:`~calibkit.evaluate_modules.MODULE_NAMES`.
+        One of :data:`~calibkit.evaluate_modules.MODULE_NAMES` or
+        :data:`~calibkit.evaluate_modules.SET_MODULE_NAMES`.
 
     Returns
     -------
@@ -180,7 +195,8 @@ def render(name: str) -> dict[str, str]:
     Parameters
     ----------
     name : str
-        One of :data:`~calibkit.evaluate_modules.MODULE_NAMES`.
+        One of :data:`~calibkit.evaluate_modules.MODULE_NAMES` or
+        :data:`~calibkit.evaluate_modules.SET_MODULE_NAMES`.
 
     Returns
     -------
@@ -190,16 +206,27 @@ def render(name: str) -> dict[str, str]:
     script = load_script(name)
     sections = _sections(script._KWARGS_DESCRIPTION)
     title = script.__doc__.split(" as an ")[0]
+    own = getattr(script, "_CARD", {})
+    unknown = sorted(set(own) - set(CARD_PARTS))
+    if unknown:
+        raise ValueError(f"{name}: `_CARD` has unknown parts {unknown}; known: {list(CARD_PARTS)}")
+    parts = {
+        "summary": f"{title}: how far the probabilities of a text or token classifier can be trusted (calibkit).",
+        "usage": USAGE.format(name=name),
+        "storage": STORAGE,
+        "functional": FUNCTIONAL.format(name=name),
+        **own,
+    }
     card = CARD.format(
         name=name,
         title=title,
-        summary=f"{title}: how far the probabilities of a text or token classifier can be trusted (calibkit).",
         description=script._DESCRIPTION,
         inputs=_markdown_list(sections["Args"]),
         outputs=_markdown_list(sections["Returns"]),
         examples=textwrap.dedent(sections["Examples"]),
         limitations=script._LIMITATIONS,
         citation=script._CITATION,
+        **parts,
     )
     return {
         "README.md": card,
@@ -209,12 +236,12 @@ def render(name: str) -> dict[str, str]:
     }
 
 
-def write(names: tuple[str, ...] = MODULE_NAMES) -> list[Path]:
+def write(names: tuple[str, ...] = (*MODULE_NAMES, *SET_MODULE_NAMES)) -> list[Path]:
     """Regenerate the files of ``names`` in :func:`calibkit.evaluate_modules.modules_root`.
 
     Parameters
     ----------
-    names : tuple of str, default MODULE_NAMES
+    names : tuple of str, default MODULE_NAMES and SET_MODULE_NAMES
         The modules to regenerate.
 
     Returns

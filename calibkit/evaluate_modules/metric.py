@@ -80,8 +80,10 @@ def _unpack(blob: dict[str, Any]) -> np.ndarray:
 
 
 def _renamed(message: str) -> str:
-    """Rename the functional core's ``probs``/``labels`` in a message to a module's ``predictions``/``references``."""
-    return message.replace("`probs", "`predictions").replace("`labels`", "`references`")
+    """Rename the core's ``probs``, ``sets``, ``labels`` in a message to ``predictions``, ``references``."""
+    return (
+        message.replace("`probs", "`predictions").replace("`sets`", "`predictions`").replace("`labels`", "`references`")
+    )
 
 
 def _nested_json(value: Any) -> Any:
@@ -143,10 +145,13 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         ``evaluate.Metric``'s options (``num_process``, ``process_id``, ``experiment_id``, ...).
     """
 
+    configurations: tuple[str, ...] = CONFIGS
+    """The configurations a module of this class can be loaded with."""
+
     def __init__(self, config_name: str | None = None, **kwargs: Any) -> None:
-        if config_name not in (None, *CONFIGS):
+        if config_name not in (None, *self.configurations):
             raise ValueError(
-                f"`config_name` must be one of {list(CONFIGS)} (or None for 'default'), got {config_name!r}"
+                f"`config_name` must be one of {list(self.configurations)} (or None for 'default'), got {config_name!r}"
             )
         self._held: list[tuple[np.ndarray, np.ndarray]] = []
         self._held_bytes = 0
@@ -169,10 +174,14 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
             description=script._DESCRIPTION,
             citation=script._CITATION,
             inputs_description=script._KWARGS_DESCRIPTION,
-            features=_features(self.config_name),
+            features=self._declared_features(),
             homepage="https://pypi.org/project/calibkit/",
             codebase_urls=["https://pypi.org/project/calibkit/"],
         )
+
+    def _declared_features(self) -> list[datasets.Features]:
+        """Return the user-facing features of the configuration (the docs' and the Gradio widget's)."""
+        return _features(self.config_name)
 
     def _infer_feature_from_batch(self, batch: dict[str, Any]) -> datasets.Features:
         return PACKED_FEATURES  # only the distributed path writes Arrow, and it writes packed batches
@@ -468,3 +477,52 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         if not isinstance(result, dict):
             result = {self.name: result}
         return {key: _json_friendly(value) for key, value in result.items()}
+
+
+class SetMetric(CalibrationMetric, metaclass=abc.ABCMeta):
+    """``evaluate.Metric`` for prediction sets: boolean masks over the classes, and the labels.
+
+    The storage, the batches and the errors of :class:`CalibrationMetric`; the predictions are sets
+    instead of probabilities. Configurations: ``"default"``, predictions ``(N, K)`` booleans (True
+    where the class is in the row's set, as :meth:`calibkit.calibrators.SplitConformal.predict_sets`
+    returns them) and references ``(N,)``; ``"token"``, per sequence, ``(N, L, K)`` and ``(N, L)``
+    (or per-sequence lists), ``-100`` marking padding. Sets given as lists of class indices are
+    refused, and so are 0/1 integers, which look the same: ``[0, 1]`` could be the classes 0 and 1
+    or the set of class 1 alone.
+
+    Parameters
+    ----------
+    config_name : {"default", "token"}, optional
+        The configuration (None means ``"default"``).
+    **kwargs
+        ``evaluate.Metric``'s options (``num_process``, ``process_id``, ``experiment_id``, ...).
+    """
+
+    configurations = ("default", "token")
+
+    def _declared_features(self) -> list[datasets.Features]:
+        mask = datasets.Sequence(datasets.Value("bool"))
+        label = datasets.Value("int64")
+        if self.config_name == "token":
+            return [datasets.Features({"predictions": datasets.Sequence(mask), "references": datasets.Sequence(label)})]
+        return [datasets.Features({"predictions": mask, "references": label})]
+
+    def _rows(self, predictions: Any, references: Any) -> tuple[np.ndarray, np.ndarray]:
+        """One row per sample (token): sets ``(R, K)`` booleans, references ``(R,)``; anything else refused."""
+        how = (
+            "must be prediction sets as boolean masks, a row of K booleans per sample (True where the class "
+            "is in the set), as SplitConformal.predict_sets returns them"
+        )
+        fix = (
+            "lists of class indices are not read, nor 0/1 integers, which look alike: build the mask "
+            "(mask = np.zeros((N, K), bool); mask[i, indices] = True), or cast a 0/1 mask with .astype(bool)"
+        )
+        try:
+            p, y = super()._rows(predictions, references)
+        except ValueError as exc:
+            if "could not be read as an array" not in str(exc):
+                raise
+            raise ValueError(f"`predictions` {how}; got rows of different lengths: {fix}") from exc
+        if len(y) and (p.dtype != np.bool_ or p.ndim != 2):
+            raise ValueError(f"`predictions` {how}; got dtype {p.dtype} and rows of shape {p.shape[1:]}: {fix}")
+        return p, y

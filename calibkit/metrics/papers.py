@@ -93,5 +93,28 @@ PAPERS: dict[str, str] = {
   pages   = {e2016191118},
   year    = {2021}
 }""",
+    "sadinle2019": """@article{sadinle2019least,
+  title     = {Least Ambiguous Set-Valued Classifiers with Bounded Error Levels},
+  author    = {Sadinle, Mauricio and Lei, Jing and Wasserman, Larry},
+  journal   = {Journal of the American Statistical Association},
+  volume    = {114},
+  number    = {525},
+  pages     = {223--234},
+  year      = {2019}
+}""",
+    "romano2020": """@inproceedings{romano2020classification,
+  title     = {Classification with Valid and Adaptive Coverage},
+  author    = {Romano, Yaniv and Sesia, Matteo and Cand{\\`e}s, Emmanuel},
+  booktitle = {Advances in Neural Information Processing Systems},
+  volume    = {33},
+  pages     = {3581--3591},
+  year      = {2020}
+}""",
+    "angelopoulos2021": """@inproceedings{angelopoulos2021uncertainty,
+  title     = {Uncertainty Sets for Image Classifiers using Conformal Prediction},
+  author    = {Angelopoulos, Anastasios Nikolas and Bates, Stephen and Malik, Jitendra and Jordan, Michael I.},
+  booktitle = {International Conference on Learning Representations},
+  year      = {2021}
+}""",
 }
 """BibTeX of every paper a metric cites, by key (``Metric.papers``); the ``evaluate`` modules' ``_CITATION``."""

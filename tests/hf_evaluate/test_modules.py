@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import calibkit
-from calibkit.evaluate_modules import CORE_METRICS, MODULE_NAMES, evaluate_module_path, modules_root
+from calibkit.evaluate_modules import CORE_METRICS, MODULE_NAMES, SET_MODULE_NAMES, evaluate_module_path, modules_root
+
+EVERY_FOLDER = (*MODULE_NAMES, *SET_MODULE_NAMES)  # the calibration modules and those reading prediction sets
 
 SETTINGS = {  # a non-default value of every setting, to check that each is passed on to the core
     "ece": {"n_bins": 7},
@@ -71,7 +73,7 @@ def assert_same(result, reference, tol=1e-9):
 # Folders
 
 
-@pytest.mark.parametrize("name", MODULE_NAMES)
+@pytest.mark.parametrize("name", EVERY_FOLDER)
 def test_folder_has_script_card_app_and_requirements(name):
     folder = modules_root() / name
     card = (folder / "README.md").read_text()
@@ -94,14 +96,14 @@ def test_every_core_metric_has_a_module_and_every_module_a_folder():
     assert set(calibkit.METRICS) <= covered
     assert set(CORE_METRICS) | {"calibration_report"} == set(MODULE_NAMES)
     assert sorted(p.name for p in modules_root().iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(
-        MODULE_NAMES
+        EVERY_FOLDER
     )
 
 
 def test_generated_files_are_up_to_date(modules_cache):
     from calibkit.evaluate_modules import cards
 
-    for name in MODULE_NAMES:
+    for name in EVERY_FOLDER:
         for filename, text in cards.render(name).items():
             on_disk = (modules_root() / name / filename).read_text(encoding="utf-8")
             assert on_disk == text, f"{name}/{filename} is stale: python -m calibkit.evaluate_modules.cards"
@@ -110,7 +112,7 @@ def test_generated_files_are_up_to_date(modules_cache):
 def test_evaluate_sees_the_calibkit_import():
     from evaluate.loading import get_imports
 
-    for name in MODULE_NAMES:
+    for name in EVERY_FOLDER:
         libraries = {imp[1] for imp in get_imports(evaluate_module_path(name)) if imp[0] == "library"}
         assert libraries == {"evaluate", "calibkit"}, name
 
@@ -273,7 +275,7 @@ def test_bad_token_input_and_state_errors(load):
         evaluate.load(evaluate_module_path("cece"), "tokens")
 
 
-@pytest.mark.parametrize("name", MODULE_NAMES)
+@pytest.mark.parametrize("name", EVERY_FOLDER)
 def test_card_links_resolve_inside_the_folder_pushed_to_the_hub(name):
     # A Space is the module folder alone: a relative link must name a file of that folder.
     folder = modules_root() / name
