@@ -235,7 +235,8 @@ def fit_beta(x: np.ndarray, y: np.ndarray, max_iter: int = 100) -> tuple[float, 
 
     The constrained optimum is the best feasible optimum of the four faces of the orthant
     (``a, b`` free; ``a = 0``; ``b = 0``; both 0): the problem is convex, so the optimum lies in
-    the relative interior of one face, where it is that face's unconstrained optimum.
+    the relative interior of one face, where it is that face's unconstrained optimum; the free
+    face is fitted first, and when its optimum is feasible the others are not fitted.
 
     Parameters
     ----------
@@ -259,6 +260,8 @@ def fit_beta(x: np.ndarray, y: np.ndarray, max_iter: int = 100) -> tuple[float, 
         value = _logistic_objective(theta, x[:, free], y)[0]
         if np.all(ab >= 0) and np.all(np.isfinite(theta)) and value < best_value - 1e-15:
             best, best_value = (float(ab[0]), float(ab[1]), float(theta[-1])), value
+            if len(free) == 2:  # the unconstrained optimum is feasible: convex, so it is the optimum
+                return best
     return best
 
 
