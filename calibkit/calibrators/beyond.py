@@ -430,7 +430,7 @@ class VennAbersCalibration(Calibrator):
     is the isotonic fit at ``s`` of the calibration scores and labels with ``(s, 0)`` (``(s, 1)``)
     added; the calibrated probability of class 1 is ``p1 / (1 - p0 + p1)`` and ``[p0, p1]`` is
     the multiprobability interval (:meth:`predict_interval`). Both are step functions of ``s``,
-    tabulated once at the ``m`` distinct calibration scores (:func:`venn_abers_tables`: two pool
+    tabulated once at the ``m`` distinct calibration scores (``venn_abers_tables``: two pool
     adjacent violators passes, then each slot pools the test point with the blocks around it;
     O(n log n) for the sort, then O(m + merges)), and looked up with a binary search: ``p0`` at
     the number of calibration scores ``<= s``, ``p1`` at the number ``< s`` (a test score equal
