@@ -49,7 +49,7 @@ PUBLIC_MODULES = (
     "calibkit.io.prediction_files",
     "calibkit.io.jsonable",
     "calibkit.verdicts.comparison",
-    "calibkit.verdicts.sets",
+    "calibkit.verdicts.held",
     "calibkit.verdicts.claims",
     "calibkit.verdicts.sequences",
     "calibkit.lm.multiple_choice",

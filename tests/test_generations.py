@@ -321,3 +321,19 @@ def test_the_library_doors_refuse_bad_arguments_by_name(tmp_path):
         whitebox_confidence(model, tokenizer, ["q", "r"], ["a"])
     with pytest.raises(ValueError, match="answer 0 has no token"):
         whitebox_confidence(model, tokenizer, ["q"], [""], ("sequence",))
+
+
+def test_next_token_logprobs_equal_answer_logprobs_of_one_token_answers(tmp_path):
+    """Scoring one-token choices from the prompt's next-token distribution (one pass per prompt,
+    batched by length) gives answer_logprobs' numbers on each choice."""
+    from calibkit.lm.generations.whitebox import answer_logprobs, next_token_logprobs
+
+    model, tokenizer = tiny_lm_and_tokenizer(tmp_path)
+    prompts = ["capital ?", "the capital of paris is the capital of lyon ?", "a", "true or false ?"] * 3
+    choices = [["paris", "lyon"], ["true", "false", "a"], ["b", "paris", "lyon", "true"], ["false"]] * 3
+    ids = [tokenizer.convert_tokens_to_ids(cs) for cs in choices]
+    got = next_token_logprobs(model, tokenizer, prompts, ids)
+    sums, counts = answer_logprobs(model, tokenizer, [p for p, cs in zip(prompts, choices) for _ in cs],
+                                   [c for cs in choices for c in cs])  # fmt: skip
+    assert counts.tolist() == [1] * len(counts)
+    np.testing.assert_allclose(np.concatenate(got), sums, rtol=0, atol=1e-5)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -49,56 +47,6 @@ def synthetic_example(n: int = 20_000, seed: int = 0) -> tuple[np.ndarray, np.nd
     true /= true.sum(1, keepdims=True)
     labels = (rng.random(n)[:, None] > np.cumsum(true, axis=1)).sum(1).clip(0, 3)
     return logits / 0.5, labels
-
-
-def _with_smooth_diagram(
-    paths: dict[str, Path], comparison: Any, title: str, logits: np.ndarray, labels: np.ndarray, ignore_index: int
-) -> dict[str, Path]:
-    """Draw the smooth reliability diagram beside the binned one and write the HTML page again with it.
-
-    The smooth ECE's bandwidth needs every row, which a report on a predictions file holds, while
-    the comparison keeps per-bin sums only: so the figure is drawn here, from the same
-    probabilities as the binned diagram (the top label of ``softmax(logits)``), and the page lists
-    it right after ``reliability.png``.
-
-    Parameters
-    ----------
-    paths : dict of str to Path
-        The files :func:`calibkit.verdicts.reporting.write_report` wrote.
-    comparison : Comparison
-        The comparison the page shows.
-    title : str
-        The page's title.
-    logits : ndarray of shape (N, K) or (N, L, K)
-        The logits the comparison was computed on.
-    labels : ndarray of shape (N,) or (N, L)
-    ignore_index : int
-
-    Returns
-    -------
-    dict of str to Path
-        ``paths`` with ``reliability_smooth`` (``reliability_smooth.png``) after ``reliability``.
-    """
-    from calibkit.verdicts.plots import SmoothReliabilityDiagram
-    from calibkit.verdicts.reporting import html_report, new_figure
-
-    fig = new_figure(figsize=(4.2, 4.4))
-    ax = fig.subplots()
-    display = SmoothReliabilityDiagram.from_predictions(
-        logits, labels, from_logits=True, ignore_index=ignore_index, ax=ax, label="Uncalibrated"
-    )
-    ax.set_title(f"Uncalibrated: smooth ECE {display.smece:.4f}", fontsize=9)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    figure = Path(paths["reliability"]).with_name("reliability_smooth.png")
-    fig.savefig(figure, dpi=110)
-    out: dict[str, Path] = {}
-    for name, path in paths.items():
-        out[name] = path
-        if name == "reliability":
-            out["reliability_smooth"] = figure
-    out["html"].write_text(html_report(comparison, title, out))
-    return out
 
 
 def _check_report_options(args: argparse.Namespace) -> None:
@@ -237,10 +185,9 @@ def run(args: argparse.Namespace) -> int:
         comparison = compare_calibrators(
             logits, labels, logits, labels, methods=("uncalibrated",), class_names=names,
             ignore_index=args.ignore_index, n_bins=args.n_bins, theta=args.theta, fce_variant=args.fce_variant,
-            bootstrap=args.bootstrap, seed=args.seed,
+            bootstrap=args.bootstrap, seed=args.seed, sets=False,
         )  # fmt: skip
         paths = write_report(comparison, args.output, f"calibkit report: {source}")
-        paths = _with_smooth_diagram(paths, comparison, f"calibkit report: {source}", logits, labels, args.ignore_index)
     if args.json:
         out = {"source": source, "fce_variant": args.fce_variant, **json_ready(report)}
         if ci is not None:

@@ -182,13 +182,25 @@ def choice_data(model: Any, tokenizer: Any, tasks: dict[str, list[Question]]) ->
     -------
     calibkit.lm.multiple_choice.ChoiceData
     """
-    from calibkit.lm.generations.whitebox import answer_logprobs
+    from calibkit.lm.generations.whitebox import answer_logprobs, next_token_logprobs
     from calibkit.lm.multiple_choice import ChoiceData
 
     questions = [q for qs in tasks.values() for q in qs]
     task = np.array([t for t, qs in tasks.items() for _ in qs], dtype=object)
-    prompts = [p for p, cs, _ in questions for _ in cs]
-    sums, _ = answer_logprobs(model, tokenizer, prompts, [c for _, cs, _ in questions for c in cs])
+    tokens = [[tokenizer(c, add_special_tokens=False)["input_ids"] for c in cs] for _, cs, _ in questions]
+    # a question whose choices are one token each is scored from one pass over its prompt
+    single = np.array([all(len(t) == 1 for t in ts) for ts in tokens])
+    ones = np.flatnonzero(single)
+    picked = next_token_logprobs(
+        model, tokenizer, [questions[i][0] for i in ones], [[t[0] for t in tokens[i]] for i in ones]
+    )
+    by_question = dict(zip(ones.tolist(), picked))
+    rest = np.flatnonzero(~single)
+    prompts = [questions[i][0] for i in rest for _ in questions[i][1]]
+    sums, _ = answer_logprobs(model, tokenizer, prompts, [c for i in rest for c in questions[i][1]])
+    sums = np.split(sums, np.cumsum([len(questions[i][1]) for i in rest])[:-1]) if len(rest) else []
+    by_question.update(zip(rest.tolist(), sums))
+    sums = np.concatenate([by_question[i] for i in range(len(questions))])
     width = max(len(cs) for _, cs, _ in questions)
     loglik = np.full((len(questions), width), np.nan)
     chars = np.full_like(loglik, np.nan)

@@ -19,7 +19,7 @@ import numpy as np
 from calibkit.calibrators import make_calibrator
 from calibkit.calibrators import registry as calibrator_registry
 from calibkit.calibrators.base import softmax_rows
-from calibkit.metrics import calibration_report
+from calibkit.metrics import calibration_report, smooth_reliability
 from calibkit.metrics import registry as metric_registry
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.bootstrap import bootstrap_intervals
@@ -77,6 +77,9 @@ class Comparison:
         Method -> conformity score (``CONFORMAL_SCORES``) -> ``coverage`` and ``set_size`` on
         the test set of split-conformal sets at ``CONFORMAL_LEVEL`` after the method
         (``conformal_cells``): whether a calibrator before conformal prediction shrinks the sets.
+    smooth : dict of str to dict, optional
+        Method -> its smooth reliability curve on the test set (:func:`calibkit.smooth_reliability`:
+        ``grid``, ``accuracy``, ``density``, ``smece``, ``bandwidth``), drawn beside the binned diagram.
     """
 
     rows: dict[str, dict[str, float]]
@@ -95,6 +98,7 @@ class Comparison:
     intervals: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     class_intervals: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     sets: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    smooth: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def macro_f1(probs: np.ndarray, labels: np.ndarray) -> float:
@@ -136,6 +140,7 @@ def compare_calibrators(
     bootstrap: int = 0,
     seed: int = 0,
     sets: bool = True,
+    smooth: bool = True,
 ) -> Comparison:
     """Fit every calibrator on validation logits and evaluate every metric on test logits.
 
@@ -168,6 +173,8 @@ def compare_calibrators(
         Seed of the bootstrap and of the conformal sets' halving of the validation rows.
     sets : bool, default True
         Also measure split-conformal sets after each method (``conformal_cells``; ``sets``).
+    smooth : bool, default True
+        Also compute each method's smooth reliability curve on the test rows (``smooth``).
 
     Returns
     -------
@@ -219,6 +226,8 @@ def compare_calibrators(
         out.statistics[method] = plot_stats.statistics
         if sets:
             out.sets[method] = conformal_cells(method, z_val, y_val, z_test, y_test, seed)
+        if smooth:
+            out.smooth[method] = smooth_reliability(probs, y_test)
         if bootstrap:
             resampled = into_sequences(probs, y_test, places) if places.ndim == 2 else (probs, y_test)
             ci = bootstrap_intervals(*resampled, n_boot=bootstrap, seed=seed, settings=settings)

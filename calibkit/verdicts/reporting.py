@@ -28,9 +28,9 @@ from calibkit.verdicts.comparison import (
     TABLE_METRICS,
     Comparison,
 )
+from calibkit.verdicts.held import conformal_note, conformal_table, smooth_figure
 from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram
 from calibkit.verdicts.resplits import resplit_note
-from calibkit.verdicts.sets import conformal_note, conformal_table
 
 __all__ = [
     "conformal_table",
@@ -651,8 +651,8 @@ def write_figures(comparison: Comparison, folder: str | Path) -> dict[str, Path]
     """Write the report's four figures into ``folder`` and return their paths by name.
 
     ``reliability.png``, ``reliability_per_class.png``, ``class_ece_vs_support.png`` and
-    ``regions.png``. Every number drawn comes from the comparison's per-bin statistics (no metric
-    is recomputed).
+    ``regions.png``, drawn from the comparison's per-bin statistics (no metric is recomputed), and
+    ``reliability_smooth.png`` from its smooth reliability curves where it has them.
 
     Parameters
     ----------
@@ -666,8 +666,14 @@ def write_figures(comparison: Comparison, folder: str | Path) -> dict[str, Path]
     dict of str to Path
     """
     folder = Path(folder)
+    smooth = {}
+    if comparison.smooth:
+        smooth["reliability_smooth"] = _save(
+            smooth_figure(comparison, new_figure), folder / "reliability_smooth.png", 110
+        )
     return {
         "reliability": _save(reliability_figure(comparison), folder / "reliability.png", 110),
+        **smooth,
         "reliability_per_class": _save(per_class_figure(comparison), folder / "reliability_per_class.png", 100),
         "class_ece_vs_support": _save(class_ece_figure(comparison), folder / "class_ece_vs_support.png", 110),
         "regions": _save(regions_figure(comparison), folder / "regions.png", 110),

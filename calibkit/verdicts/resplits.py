@@ -237,7 +237,7 @@ def resplit_comparison(
             warnings.simplefilter("ignore")
             comparison = compare_calibrators(
                 z[part], y[part], z[~part], y[~part], methods=methods, class_names=names, ignore_index=ignore_index,
-                sets=False, **settings,
+                sets=False, smooth=False, **settings,
             )  # fmt: skip
         for method in methods:
             if method in comparison.errors:

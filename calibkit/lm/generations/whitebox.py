@@ -82,27 +82,71 @@ def answer_logprobs(
     """
     import torch
 
+    prompts = [tokenizer(q)["input_ids"] for q in questions]
+    replies = [tokenizer(a, add_special_tokens=False)["input_ids"] for a in answers]
+    empty = [i for i, r in enumerate(replies) if not r]
+    if empty:
+        raise ValueError(f"answer {empty[0]} has no token: {answers[empty[0]]!r}")
     sums, counts = np.zeros(len(answers)), np.zeros(len(answers), dtype=np.int64)
-    for start in range(0, len(answers), BATCH):
-        prompts = [tokenizer(q)["input_ids"] for q in questions[start : start + BATCH]]
-        replies = [tokenizer(a, add_special_tokens=False)["input_ids"] for a in answers[start : start + BATCH]]
-        empty = [start + i for i, r in enumerate(replies) if not r]
-        if empty:
-            raise ValueError(f"answer {empty[0]} has no token: {answers[empty[0]]!r}")
-        logits, tokens, _ = _forward(model, tokenizer, [p + r for p, r in zip(prompts, replies)])
+    for rows in _length_batches([len(p) + len(r) for p, r in zip(prompts, replies)]):
+        prompt, reply = [prompts[i] for i in rows], [replies[i] for i in rows]
+        logits, tokens, _ = _forward(model, tokenizer, [p + r for p, r in zip(prompt, reply)])
         # position t predicts token t + 1: the answer's j-th token is predicted at (prompt length - 1 + j).
         # Only those positions are normalised: a long prompt's (B, T, V) log-softmax is never built.
-        lengths = torch.tensor([len(r) for r in replies], device=tokens.device)
+        lengths = torch.tensor([len(r) for r in reply], device=tokens.device)
         step = torch.arange(int(lengths.max()), device=tokens.device)[None, :]
         inside = step < lengths[:, None]
-        at = torch.tensor([len(p) - 1 for p in prompts], device=tokens.device)[:, None] + step
+        at = torch.tensor([len(p) - 1 for p in prompt], device=tokens.device)[:, None] + step
         at = torch.where(inside, at, 0)  # past an answer's end: any position, masked out below
         picked = logits.gather(1, at[:, :, None].expand(-1, -1, logits.shape[-1]))
         target = tokens.gather(1, at + 1)
         logp = torch.log_softmax(picked, dim=-1).gather(2, target[:, :, None]).squeeze(2)
-        sums[start : start + len(replies)] = (logp.double() * inside).sum(dim=1).cpu().numpy()
-        counts[start : start + len(replies)] = inside.sum(dim=1).cpu().numpy()
+        sums[rows] = (logp.double() * inside).sum(dim=1).cpu().numpy()
+        counts[rows] = inside.sum(dim=1).cpu().numpy()
     return sums, counts
+
+
+def _length_batches(lengths: list[int]) -> list[np.ndarray]:
+    """Split row indices into batches of :data:`BATCH` of similar length (sorted): little padding."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    return [order[i : i + BATCH] for i in range(0, len(order), BATCH)]
+
+
+def next_token_logprobs(
+    model: Any, tokenizer: Any, prompts: list[str], candidates: list[list[int]]
+) -> list[np.ndarray]:
+    """Log-probabilities of candidate next tokens after each prompt: one forward pass per prompt.
+
+    A multiple-choice question whose choices are one token each (MMLU's ``" A"`` to ``" D"``) is
+    scored from its prompt's next-token distribution: the same numbers as
+    :func:`answer_logprobs` on each choice, at a quarter of the cost for four choices.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A causal LM.
+    tokenizer : transformers.PreTrainedTokenizerBase
+        Its tokenizer.
+    prompts : list of str
+    candidates : list of list of int
+        Each prompt's candidate token ids.
+
+    Returns
+    -------
+    list of ndarray of float64
+        ``log p(token | prompt)`` for each prompt's candidates.
+    """
+    import torch
+
+    ids = [tokenizer(q)["input_ids"] for q in prompts]
+    out: list[np.ndarray] = [np.zeros(0)] * len(prompts)
+    for rows in _length_batches([len(x) for x in ids]):
+        logits, _, mask = _forward(model, tokenizer, [ids[i] for i in rows])
+        last = logits[torch.arange(len(rows)), mask.sum(dim=1) - 1]  # the prompt's next token
+        logp = torch.log_softmax(last.double(), dim=-1).cpu().numpy()
+        for j, i in enumerate(rows):  # a loop over prompts: building the batch's result, not a metric
+            out[i] = logp[j, candidates[i]]
+    return out
 
 
 def p_true(model: Any, tokenizer: Any, questions: list[str], answers: list[str]) -> np.ndarray:

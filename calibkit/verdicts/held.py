@@ -1,12 +1,15 @@
-"""The comparison's conformal prediction sets as Markdown: coverage and mean set size after each method.
+"""What the comparison measured on the held test rows, drawn: conformal sets and smooth reliability.
 
-:func:`calibkit.verdicts.comparison.conformal_cells` measures them; :mod:`calibkit.verdicts.reporting`
-puts this table in ``table.md`` and ``index.html`` after the per-class table.
+The per-bin sums give every other table and figure; these two need the rows themselves. The
+conformal sets' coverage and mean size after each method (``conformal_cells``) become a Markdown
+table, the smooth reliability curves (:func:`calibkit.smooth_reliability`) a figure beside the
+binned diagram; :mod:`calibkit.verdicts.reporting` writes both.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -60,3 +63,32 @@ def conformal_note(comparison: Comparison) -> str:
         "non-randomised), fitted on each method's validation probabilities and measured on the test set: does "
         "a calibrator before conformal prediction shrink the sets, at the coverage the level promises?"
     )
+
+
+def smooth_figure(comparison: Comparison, new_figure: Any) -> Any:
+    """Draw the smooth reliability diagram of the uncalibrated model and of the best calibrator.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        With its ``smooth`` curves.
+    new_figure : callable
+        Returns a matplotlib ``Figure`` from its keywords (the report's, which needs no backend).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from calibkit.verdicts.plots import SmoothReliabilityDiagram
+
+    methods = ["uncalibrated"] + ([comparison.best] if comparison.best in comparison.smooth else [])
+    methods = [m for m in dict.fromkeys(methods) if m in comparison.smooth]
+    fig = new_figure(figsize=(4.2 * len(methods), 4.4))
+    axes = fig.subplots(1, len(methods), squeeze=False)[0]
+    for ax, method in zip(axes, methods):
+        label = METHOD_LABELS[method]
+        display = SmoothReliabilityDiagram(comparison.smooth[method], label=label).plot(ax)
+        ax.set_title(f"{label}: smooth ECE {display.smece:.4f}", fontsize=9)
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
