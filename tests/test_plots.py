@@ -108,6 +108,12 @@ def test_report_figures_keep_the_callers_backend(tmp_path):
     z[np.arange(800), y] += 1.5
     comparison = compare_calibrators(z[:400], y[:400], z[400:], y[400:], methods=("uncalibrated", "ts"))
     paths = write_figures(comparison, tmp_path)
-    assert sorted(paths) == ["class_ece_vs_support", "regions", "reliability", "reliability_per_class"]
+    assert sorted(paths) == [
+        "class_ece_vs_support",
+        "regions",
+        "reliability",
+        "reliability_per_class",
+        "reliability_smooth",
+    ]
     assert all(p.stat().st_size > 10_000 for p in paths.values())
     assert matplotlib.get_backend() == backend

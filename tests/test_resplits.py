@@ -169,7 +169,7 @@ def test_report_files_carry_intervals_verdicts_and_figures(tmp_path):
     assert "not testable with this data" in found  # the claims that need the authors' data are listed, with why
     assert len(report["resplits"]["verdicts"]) >= 5
     page = paths["html"].read_text()
-    assert page.count("data:image/png;base64,") == 4 and "http" not in page.replace("http-equiv", "")
+    assert page.count("data:image/png;base64,") == 5 and "http" not in page.replace("http-equiv", "")
     assert "<table>" in page and "id='verdicts'" in page
     assert "Verdicts on the papers' claims" in paths["markdown"].read_text()
     meaning = report["resplits"]["what_this_means"]
