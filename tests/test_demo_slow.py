@@ -66,7 +66,7 @@ def test_demo_token_end_to_end(tmp_path):
     if chromium() is None:
         pytest.fail("no chromium: .ci/run installs Debian's chromium before the slow tests")
     total, loaded = figures_loaded(rendered_dom(out / "index.html"))
-    assert total == loaded == 4
+    assert total == loaded == 5  # with the smooth reliability diagram
 
 
 @pytest.mark.slow

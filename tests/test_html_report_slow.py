@@ -19,7 +19,7 @@ def test_model_report_page_renders_in_chromium(tmp_path, capsys, task):
     assert main([*map(str, argv), "--output", str(out)]) == 0
     dom = rendered_dom(out / "index.html")
     total, loaded = figures_loaded(dom)
-    assert total == loaded == 4
-    assert dom.count("<table>") == 3  # re-splits, one split, per class
+    assert total == loaded == 5  # with the smooth reliability diagram
+    assert dom.count("<table>") == 4  # re-splits, one split, per class, conformal sets
     assert 'id="verdicts"' in dom or "id='verdicts'" in dom
     assert "WTS gives a lower CECE than TS" in dom
