@@ -294,17 +294,21 @@ def answers_section(
     report = generations_report(data)
     recal = recalibration_resplits(data, resplits=resplits, seed=seed)
     verdicts = [("inconclusive", f"multiple choice: {note}") for note in chance_notes(mc, choices, ts)]
+    tasks_json = _choice_rows(mc, choices, ts)
     for task, entry in ts["tasks"].items():
+        # at chance, "TS lowers ECE" is true and useless: said beside the verdict, not only in a note above
+        useless = (
+            " - at chance: only by flattening scores that carry no information" if tasks_json[task]["at_chance"] else ""
+        )
         for metric in ("ece", "nll"):
             row = entry.get(metric, {})
             if row.get("verdict"):
                 share = f"lower in {row['paired']['better']:.0%} of {row['paired']['n']} re-splits"
                 verdicts.append((row["verdict"], f"multiple choice, {task}: TS over the choices lowers "
-                                 f"{metric.upper()}: {row['verdict']} ({share})"))  # fmt: skip
+                                 f"{metric.upper()}: {row['verdict']} ({share}){useless}"))  # fmt: skip
     for v in recal["verdicts"]:
         share = "" if math.isnan(v["better"]) else f" (lower in {v['better']:.0%}, higher in {v['worse']:.0%})"
         verdicts.append((v["verdict"], f"free text: {v['claim']}: {v['verdict']}{share}"))
-    tasks_json = _choice_rows(mc, choices, ts)
     lines = [
         f"SmolLM2 answered {n} BIG-bench {TASK} questions ({SHOTS.count('Q:')} worked examples before each) and "
         f"{len(mmlu)} MMLU test questions (the harness's MMLU prompt, letters A-D).",
