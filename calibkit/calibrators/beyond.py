@@ -178,7 +178,7 @@ def _dirichlet_objective(theta: np.ndarray, x: np.ndarray, onehot: np.ndarray, p
     # Hessian of the multinomial NLL: E[(diag(p) - p p^T) kron x x^T] over the K - 1 free rows.
     outer = (p[:, :, None] * x[:, None, :]).reshape(n, -1)
     hess = -(outer.T @ outer) / n
-    diag = np.einsum("ni,na,nb->iab", p, x, x) / n
+    diag = np.matmul(outer.reshape(n, k - 1, m).transpose(1, 2, 0), x) / n  # sum_n p_ni x_na x_nb, by BLAS
     size = m * (k - 1)
     blocks = hess.reshape(k - 1, m, k - 1, m)
     blocks[np.arange(k - 1), :, np.arange(k - 1), :] += diag
