@@ -48,10 +48,12 @@ def _check_penalty(value: Any, name: str, optional: bool = False) -> float | Non
 def _newton(objective, theta: np.ndarray, max_iter: int) -> tuple[np.ndarray, int]:
     """Minimise a smooth convex function by Newton's method with a backtracking line search.
 
-    ``objective(theta)`` returns ``(value, gradient, hessian)``. A singular Hessian (an absent
-    class, a feature that is constant) is solved in the least-squares sense.
+    ``objective(theta, derivatives)`` returns ``(value, gradient, hessian)``, the last two None
+    when ``derivatives`` is False: the line search's trial points need the value only (forming
+    the Hessian is what costs). A singular Hessian (an absent class, a feature that is constant)
+    is solved in the least-squares sense.
     """
-    value, grad, hess = objective(theta)
+    value, grad, hess = objective(theta, True)
     for it in range(1, max_iter + 1):
         step = np.linalg.lstsq(hess, grad, rcond=None)[0]
         if not np.all(np.isfinite(step)):
@@ -60,13 +62,13 @@ def _newton(objective, theta: np.ndarray, max_iter: int) -> tuple[np.ndarray, in
         t = 1.0
         while t > 1e-12:
             candidate = theta - t * step
-            new = objective(candidate)
-            if new[0] <= value - 1e-4 * t * decrement or (new[0] <= value and decrement < 1e-24):
+            trial = objective(candidate, False)[0]
+            if trial <= value - 1e-4 * t * decrement or (trial <= value and decrement < 1e-24):
                 break
             t *= 0.5
         else:
             return theta, it  # no decrease left: at the optimum to rounding
-        theta, (value, grad, hess) = candidate, new
+        theta, (value, grad, hess) = candidate, objective(candidate, True)
         if decrement < 1e-26 or np.max(np.abs(t * step)) <= 1e-15 * max(1.0, float(np.max(np.abs(theta)))):
             return theta, it
     return theta, max_iter
@@ -140,7 +142,7 @@ class DirichletCalibration(Calibrator):
         start = np.hstack([np.eye(k), np.zeros((k, 1))])
         start = (start - start[-1])[:-1].ravel()  # the identity map, in the reference row's gauge
         if k <= 36:
-            theta, self.n_iter_ = _newton(lambda t: _dirichlet_objective(t, x, onehot, pen), start, max_iter)
+            theta, self.n_iter_ = _newton(lambda t, d: _dirichlet_objective(t, x, onehot, pen, d), start, max_iter)
         else:
             theta, self.n_iter_ = _lbfgs(x, y, pen, start, max_iter)
         full = np.vstack([theta.reshape(k - 1, k + 1), np.zeros((1, k + 1))])
@@ -165,15 +167,19 @@ class DirichletCalibration(Calibrator):
         return {"method": self.method, "weight": self.weight_.tolist(), "bias": self.bias_.tolist()}
 
 
-def _dirichlet_objective(theta: np.ndarray, x: np.ndarray, onehot: np.ndarray, pen: np.ndarray):
+def _dirichlet_objective(
+    theta: np.ndarray, x: np.ndarray, onehot: np.ndarray, pen: np.ndarray, derivatives: bool = True
+):
     """Mean NLL of ``softmax(x [W | b]^T)`` plus the penalty, its gradient and Hessian (free rows only)."""
     n, m = x.shape
     k = onehot.shape[1]
     w = theta.reshape(k - 1, m)
     logits = np.hstack([x @ w.T, np.zeros((n, 1))])
     logp = _log_softmax(logits)
-    p = np.exp(logp[:, :-1])
     value = -float(np.sum(logp * onehot)) / n + float(np.sum(pen * w * w))
+    if not derivatives:
+        return value, None, None
+    p = np.exp(logp[:, :-1])
     grad = ((p - onehot[:, :-1]).T @ x) / n + 2 * pen * w
     # Hessian of the multinomial NLL: E[(diag(p) - p p^T) kron x x^T] over the K - 1 free rows.
     outer = (p[:, :, None] * x[:, None, :]).reshape(n, -1)
@@ -219,11 +225,13 @@ def _beta_features(logp: np.ndarray) -> np.ndarray:
     return np.stack([np.log(p), -np.log1p(-p)], axis=-1)
 
 
-def _logistic_objective(theta: np.ndarray, x: np.ndarray, y: np.ndarray):
+def _logistic_objective(theta: np.ndarray, x: np.ndarray, y: np.ndarray, derivatives: bool = True):
     """Mean binary NLL of ``sigmoid(x theta[:-1] + theta[-1])``, its gradient and Hessian."""
     xs = np.hstack([x, np.ones((len(y), 1))])
     t = xs @ theta
     value = float(np.mean(np.logaddexp(0.0, t) - y * t))
+    if not derivatives:
+        return value, None, None
     q = 0.5 * (1 + np.tanh(0.5 * t))  # sigmoid, without overflow
     grad = xs.T @ (q - y) / len(y)
     hess = (xs * (q * (1 - q))[:, None]).T @ xs / len(y)
@@ -254,7 +262,7 @@ def fit_beta(x: np.ndarray, y: np.ndarray, max_iter: int = 100) -> tuple[float, 
     """
     best, best_value = (0.0, 0.0, 0.0), math.inf
     for free in ((0, 1), (0,), (1,), ()):
-        theta, _ = _newton(lambda t, f=free: _logistic_objective(t, x[:, f], y), np.ones(len(free) + 1), max_iter)
+        theta, _ = _newton(lambda t, d, f=free: _logistic_objective(t, x[:, f], y, d), np.ones(len(free) + 1), max_iter)
         ab = np.zeros(2)
         ab[list(free)] = theta[:-1]
         value = _logistic_objective(theta, x[:, free], y)[0]
