@@ -83,15 +83,17 @@ class DirichletCalibration(Calibrator):
     ``b``'s last entry are 0, which leaves the softmax unchanged); the fit minimises the mean
     negative log-likelihood plus, with ``reg_mu`` given (ODIR),
     ``reg_lambda * sum_{i != j} W_ij^2 + reg_mu * sum_i b_i^2``, and without it
-    ``reg_lambda * (sum W_ij^2 + sum b_i^2)``. The defaults (no penalty) are the reference's.
+    ``reg_lambda * (sum W_ij^2 + sum b_i^2)``. The default is ODIR at 1e-3 on both: unpenalised
+    (``reg_lambda=0, reg_mu=None``, the reference's default) the fit diverges where a class is
+    separable, as rare token classes are, and Newton runs to ``max_iter``.
     Newton's method from the identity map, to the optimum (up to ``K = 36``, as the reference;
     L-BFGS above). The map is affine in ``log softmax(z)``, not in ``z``: a head, not foldable.
 
     Parameters
     ----------
-    reg_lambda : float, default 0.0
+    reg_lambda : float, default 1e-3
         Weight of the L2 penalty on the off-diagonal weights (ODIR), or on all parameters.
-    reg_mu : float or None, default None
+    reg_mu : float or None, default 1e-3
         Weight of the L2 penalty on the intercepts (ODIR); None: ``reg_lambda`` on everything.
     max_iter : int, default 200
         Newton (or L-BFGS) iterations.
@@ -114,7 +116,7 @@ class DirichletCalibration(Calibrator):
     method = "dirichlet"
 
     def __init__(
-        self, *, reg_lambda: float = 0.0, reg_mu: float | None = None, max_iter: int = 200, ignore_index: int = -100
+        self, *, reg_lambda: float = 1e-3, reg_mu: float | None = 1e-3, max_iter: int = 200, ignore_index: int = -100
     ) -> None:
         super().__init__(ignore_index=ignore_index)
         self.reg_lambda = _check_penalty(reg_lambda, "reg_lambda")
