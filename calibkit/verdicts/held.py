@@ -60,8 +60,9 @@ def conformal_note(comparison: Comparison) -> str:
     """
     return (
         f"Split-conformal prediction sets at {CONFORMAL_LEVEL:.0%} (calibkit.calibrators.SplitConformal, "
-        "non-randomised), fitted on each method's validation probabilities and measured on the test set: does "
-        "a calibrator before conformal prediction shrink the sets, at the coverage the level promises?"
+        "non-randomised) after each method: the calibrator fitted on one half of the validation rows, the sets "
+        "on the other half, coverage and mean set size measured on the test set. Does a calibrator before "
+        "conformal prediction shrink the sets, at the coverage the level promises?"
     )
 
 
