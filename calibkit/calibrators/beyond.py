@@ -19,10 +19,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numba as nb
 import numpy as np
 
-from calibkit._numba.cache import CACHE
+from calibkit.calibrators._kernels import venn_abers_tables
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, logits_rows
 from calibkit.metrics.validation import check_positive_int
 
@@ -336,80 +335,6 @@ class BetaCalibration(Calibrator):
         """
         self._check_fitted()
         return {"method": self.method, "a": self.a_.tolist(), "b": self.b_.tolist(), "c": self.c_.tolist()}
-
-
-@nb.njit(cache=CACHE, nogil=True)
-def venn_abers_tables(weight, positives):  # pragma: no cover - compiled
-    """Tabulate the Venn-Abers isotonic fits ``p0``, ``p1`` at the slots between distinct scores.
-
-    ``weight[g]``, ``positives[g]``: count and positives of the g-th distinct calibration score
-    (sorted). Slot ``j`` (0..m) is a test score with ``j`` distinct scores before it. ``p0[j]``
-    (``p1[j]``) is the isotonic fit at a test point labelled 0 (1) put in slot ``j``: pool
-    adjacent violators of the prefix (left to right) and of the suffix (right to left) are run
-    once; their blocks stay whole in the fit with the test point, which only pools its own block
-    with its neighbours. Sorting aside, O(m + merges); the merges of one slot are at most its
-    distance to the ends, few in practice.
-    """
-    m = weight.shape[0]
-    cw = np.zeros(m + 1)
-    cy = np.zeros(m + 1)
-    for g in range(m):
-        cw[g + 1] = cw[g] + weight[g]
-        cy[g + 1] = cy[g] + positives[g]
-    # start[g] (1-based groups): first group of the prefix fit's last block ending at g.
-    start = np.zeros(m + 2, dtype=np.int64)
-    for g in range(1, m + 1):
-        s = g
-        while s > 1:
-            left = start[s - 1]
-            # the block [left, s-1] violates [s, g] when its mean is larger
-            if (cy[s - 1] - cy[left - 1]) * (cw[g] - cw[s - 1]) > (cy[g] - cy[s - 1]) * (cw[s - 1] - cw[left - 1]):
-                s = left
-            else:
-                break
-        start[g] = s
-    # end[g]: last group of the suffix fit's first block starting at g.
-    end = np.zeros(m + 2, dtype=np.int64)
-    for g in range(m, 0, -1):
-        e = g
-        while e < m:
-            right = end[e + 1]
-            if (cy[e] - cy[g - 1]) * (cw[right] - cw[e]) > (cy[right] - cy[e]) * (cw[e] - cw[g - 1]):
-                e = right
-            else:
-                break
-        end[g] = e
-    p0 = np.empty(m + 1)
-    p1 = np.empty(m + 1)
-    for label in range(2):
-        out = p1 if label == 1 else p0
-        for j in range(m + 1):
-            bw = 1.0
-            by = float(label)
-            lo = j  # the left neighbour block ends at group lo (0: none)
-            hi = j + 1  # the right neighbour block starts at group hi (m + 1: none)
-            while True:
-                if lo >= 1:
-                    a = start[lo]
-                    lw = cw[lo] - cw[a - 1]
-                    ly = cy[lo] - cy[a - 1]
-                    if ly * bw > by * lw:
-                        bw += lw
-                        by += ly
-                        lo = a - 1
-                        continue
-                if hi <= m:
-                    e = end[hi]
-                    rw = cw[e] - cw[hi - 1]
-                    ry = cy[e] - cy[hi - 1]
-                    if by * rw > ry * bw:
-                        bw += rw
-                        by += ry
-                        hi = e + 1
-                        continue
-                break
-            out[j] = by / bw
-    return p0, p1
 
 
 def head_probabilities(z: np.ndarray) -> np.ndarray:
