@@ -27,6 +27,7 @@ from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.registry import plan
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.smooth import smooth_rows
 from calibkit.metrics.validation import prepare_for
 
 
@@ -80,24 +81,19 @@ def score_decomposition(
     settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index)
     prep = prepare_for(probs, labels, settings)
     fill_statistics(prep, plan(["ece"], settings), ignore_index=ignore_index, engine="numba")  # checks every value
-    values = np.asarray(prep.values, dtype=np.float64)
-    kept = prep.labels != ignore_index
+    kept = np.asarray(prep.labels) != ignore_index
     if not kept.any():  # as every metric: no number of nothing
         raise ValueError(NO_SAMPLE.format(ignore_index))
-    values, y = values[kept], np.asarray(prep.labels)[kept].astype(np.int64)
-    if values.shape[1] == 1:  # 1-D binary: the class-1 probability
-        p1 = 1.0 / (1.0 + np.exp(-values[:, 0])) if from_logits else values[:, 0]
-        probs2 = np.stack([1.0 - p1, p1], axis=1)
-        out = {"top_label": binary_decomposition(p1, (y == 1).astype(np.float64), score)}
-    else:
-        if from_logits:
+    # the top label's confidence and correctness as the registry's brier_* columns read them: one convention
+    out = {"top_label": binary_decomposition(*smooth_rows(prep, ignore_index), score)}
+    if per_class:
+        values, y = np.asarray(prep.values, dtype=np.float64)[kept], np.asarray(prep.labels)[kept].astype(np.int64)
+        if values.shape[1] == 1:  # 1-D binary: the class-1 probability
+            p1 = 1.0 / (1.0 + np.exp(-values[:, 0])) if from_logits else values[:, 0]
+            values = np.stack([1.0 - p1, p1], axis=1)
+        elif from_logits:
             values = np.exp(values - values.max(axis=1, keepdims=True))
             values /= values.sum(axis=1, keepdims=True)
-        probs2 = values
-        top = probs2.argmax(axis=1)
-        confidence = probs2[np.arange(len(y)), top]
-        out = {"top_label": binary_decomposition(confidence, (top == y).astype(np.float64), score)}
-    if per_class:
-        parts = [binary_decomposition(probs2[:, k], (y == k).astype(np.float64), score) for k in range(probs2.shape[1])]
+        parts = [binary_decomposition(values[:, k], (y == k).astype(np.float64), score) for k in range(values.shape[1])]
         out["per_class"] = {name: np.array([d[name] for d in parts]) for name in PARTS}
     return out
