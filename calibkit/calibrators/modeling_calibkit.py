@@ -10,23 +10,13 @@ which generation code reads), e.g. ``{"method": "ts", "temperature": 1.7}``. The
 from that block and checked when the model is built, so a checkpoint with a missing or invalid
 block fails at load time instead of silently giving uncalibrated scores.
 
-Calibration maps (SPEC.md, "Calibrators"), applied to the base model's logits ``z``:
-
-- ``ts``, ``wts``: ``z / T``
-- ``rd-ts``: ``z / (m h + 1)`` with ``h = max softmax(z)``
-- ``vs``: ``v * z + b``;  ``ms``: ``W z + b``
-- ``ir``, ``hb``: one-vs-rest isotonic / histogram-binning map of ``softmax(z)`` per class,
-  renormalised; the head returns the log of those probabilities, so ``softmax`` of its output is
-  the calibrated distribution.
-- ``dirichlet``: ``W log p + b`` (``p = softmax(z)``, floored at the smallest float64); ``beta``:
-  ``a ln p - b ln(1 - p) + c`` of class 1's ``p`` (clipped to ``[eps, 1 - eps]``), or of each ``p_k``
-  one-vs-rest then renormalised; ``venn-abers``: ``p1 / (1 - p0 + p1)`` of ``p`` (class 1's or each
-  ``p_k``), ``p0``, ``p1`` looked up in tables at the calibration scores; the last two return logs.
-- ``multilabel`` (multi-label heads, a sigmoid per label): ``a_k z_k + b_k`` per label, the block's
-  ``mode`` saying how it was fitted (one temperature, one per label, Platt, weighted); the loss
-  with labels is then the binary cross-entropy, and pipelines apply the sigmoid (the config keeps
-  the base model's ``problem_type``); ``multilabel-ir``: each label's isotonic map of
-  ``sigmoid(z_k)``, returned as its logit.
+Each method's map (SPEC.md, "Calibrators") is a small class in :data:`HEADS`: its parameters and
+their checks, its forward, its name, paper and formula for the model card; :class:`CalibrationHead`
+picks one by the block's ``method``. Maps of probabilities (IR, HB, Dirichlet, beta, Venn-Abers)
+return the log of the calibrated probabilities, so ``softmax`` of the head's output is the
+calibrated distribution. A multi-label head (a sigmoid per label: ``multilabel``,
+``multilabel-ir``) keeps the base model's ``problem_type``, so the loss with labels is the binary
+cross-entropy and pipelines apply the sigmoid.
 """
 
 from __future__ import annotations
@@ -47,11 +37,8 @@ from transformers import (
     PreTrainedModel,
 )
 
-METHODS = tuple("ts wts rd-ts vs ms ir hb dirichlet beta venn-abers multilabel multilabel-ir".split())
 MULTI_LABEL = "multi_label_classification"  # transformers' problem_type of a sigmoid-per-label head
 TASKS = ("sequence-classification", "token-classification", "causal-lm")
-CAUSAL_LM_METHODS = ("ts", "wts")
-"""What calibrates a causal LM's next-token distribution: one temperature (fitted by TS or WTS)."""
 # Logits of probability 0 after IR/HB: finite, so losses stay finite, and exp() underflows to 0.
 _LOG_FLOOR = math.log(1e-30)
 _LOG_TINY, _EPS = math.log(2.0**-1022), 2.0**-52  # Dirichlet's floor of p; beta's clip of p to [eps, 1 - eps]
@@ -64,9 +51,6 @@ def _number(block: dict, key: str) -> float:
     return float(value)
 
 
-# Parameters are kept in float64 and cast to the logits' dtype when used: float64 logits get the
-# fitted values exactly, and a vector-scaling scale of 1e-100 (fitted on logits of 1e100) does
-# not underflow to 0.
 def _cpu(value: float) -> torch.Tensor:
     # An explicit device: from_pretrained builds the model under a meta-device context.
     return torch.tensor(value, dtype=torch.float64, device="cpu")
@@ -116,13 +100,303 @@ def _check_num_labels(value) -> int:
     return value
 
 
+class _Head:
+    """One calibration map: a method's parameters, their checks, its forward, and its facts for the model card.
+
+    A subclass a method, listed in :data:`HEADS`. Its class attributes state the method's facts
+    once: ``method`` (its name in the ``calibration`` block), ``title`` and ``paper`` (the model
+    card's "calibrated by ..."; ``paper`` is also the registry's citation), ``formula`` (the card's
+    map of the logits). ``read`` builds the parameters from the block (checked), ``apply`` maps
+    logits already checked by :class:`CalibrationHead`, ``affine_map`` gives ``(A, c)`` of an
+    affine map (what :func:`calibkit.calibrators.fold_into_classifier` folds).
+
+    Parameters are kept in float64 and cast to the logits' dtype when used: float64 logits get
+    the fitted values exactly, and a vector-scaling scale of 1e-100 (fitted on logits of 1e100)
+    does not underflow to 0.
+    """
+
+    method = ""
+    title = ""
+    paper = ""
+    formula = ""
+
+    def __init__(self, block: dict, num_labels: int) -> None:
+        self.num_labels = num_labels
+        self.params = self.read(block, num_labels)
+
+    def read(self, block: dict, k: int) -> dict[str, torch.Tensor]:
+        """Return the parameters of ``block`` as float64 CPU tensors, checked (ValueError naming the key)."""
+        raise NotImplementedError
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        """Map logits ``(..., K)``, floating-point and checked, to calibrated logits of the same shape and dtype."""
+        raise NotImplementedError
+
+    def affine_map(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Return ``(A, c)`` in float64 when the map is ``z -> A z + c``, else None."""
+        return None
+
+    def _get(self, name: str, like: torch.Tensor) -> torch.Tensor:
+        return self.params[name].to(device=like.device, dtype=like.dtype)
+
+
+class _TemperatureScaling(_Head):
+    method, title, paper, formula = "ts", "temperature scaling", "Guo et al. 2017", "logits / T"
+
+    def read(self, block, k):
+        temperature = _number(block, "temperature")
+        if temperature <= 0:
+            raise ValueError(f"calibration block: `temperature` must be > 0, got {temperature}")
+        return {"temperature": _cpu(temperature)}
+
+    def apply(self, logits):
+        return logits / self._get("temperature", logits)
+
+    def affine_map(self):
+        k = self.num_labels
+        return torch.eye(k, dtype=torch.float64) / self.params["temperature"], torch.zeros(k, dtype=torch.float64)
+
+
+class _WeightedTemperatureScaling(_TemperatureScaling):
+    # Another fit of the same map: one temperature (a causal LM takes it too).
+    method, title, paper = "wts", "weighted temperature scaling", "Obadinma et al. 2021"
+
+
+class _RegionDependentTemperatureScaling(_Head):
+    method, title, paper = "rd-ts", "region-dependent temperature scaling", "Dawkins et al. 2022"
+    formula = "logits / (m * max(softmax(logits)) + 1)"
+
+    def read(self, block, k):
+        slope = _number(block, "slope")
+        if slope <= -1:
+            raise ValueError(f"calibration block: RD-TS `slope` must be > -1 so that T(h) > 0, got {slope}")
+        return {"slope": _cpu(slope)}
+
+    def apply(self, logits):
+        h = torch.softmax(logits, dim=-1).amax(dim=-1, keepdim=True)
+        return logits / (self._get("slope", logits) * h + 1)
+
+
+class _VectorScaling(_Head):
+    method, title, paper, formula = "vs", "vector scaling", "Guo et al. 2017", "scale * logits + bias"
+
+    def read(self, block, k):
+        return {"scale": _tensor(block, "scale", (k,)), "bias": _tensor(block, "bias", (k,))}
+
+    def apply(self, logits):
+        return logits * self._get("scale", logits) + self._get("bias", logits)
+
+    def affine_map(self):
+        return torch.diag(self.params["scale"]), self.params["bias"]
+
+
+class _MatrixScaling(_Head):
+    method, title, paper, formula = "ms", "matrix scaling", "Guo et al. 2017", "weight @ logits + bias"
+
+    def read(self, block, k):
+        return {"weight": _tensor(block, "weight", (k, k)), "bias": _tensor(block, "bias", (k,))}
+
+    def apply(self, logits):
+        return logits @ self._get("weight", logits).T + self._get("bias", logits)
+
+    def affine_map(self):
+        return self.params["weight"], self.params["bias"]
+
+
+class _OneVsRest(_Head):
+    """A map of each class's probability on its own, renormalised; the head returns the log of the result."""
+
+    def map_columns(self, flat: torch.Tensor) -> torch.Tensor:
+        """Map ``softmax(z)`` as ``(K, rows)`` float64 to the unnormalised calibrated probabilities, same shape."""
+        raise NotImplementedError
+
+    def apply(self, logits):
+        # float64: a steep isotonic segment would amplify float32 rounding of p.
+        probs = torch.softmax(logits.double(), dim=-1)
+        flat = probs.reshape(-1, self.num_labels).T.contiguous()  # (K, rows)
+        mapped = self.map_columns(flat).T.reshape(probs.shape)
+        total = mapped.sum(dim=-1, keepdim=True)
+        # A row that every one-vs-rest map sends to 0 carries no information: uniform.
+        mapped = torch.where(total > 0, mapped / total.clamp_min(1e-300), torch.full_like(mapped, 1 / self.num_labels))
+        out = torch.log(mapped).clamp_min(_LOG_FLOOR)
+        # A row whose softmax is NaN (a NaN or +inf logit) stays NaN, as TS/VS/MS give it: the maps
+        # and the clamps above would otherwise turn it into a valid-looking (uniform) row.
+        return torch.where(torch.isnan(probs).any(dim=-1, keepdim=True), torch.nan, out).to(logits.dtype)
+
+
+class _Isotonic(_OneVsRest):
+    method, title, paper = "ir", "one-vs-rest isotonic regression", "Zadrozny & Elkan 2002"
+    formula = "log(renormalised per-class isotonic map of softmax(logits))"
+
+    def read(self, block, k):
+        xs, ys = _ragged(block, "thresholds", k), _ragged(block, "values", k)
+        if any(x.shape != y.shape for x, y in zip(xs, ys)):
+            raise ValueError("calibration block: `thresholds` and `values` rows must have equal lengths")
+        if any((x[1:] < x[:-1]).any() for x in xs):
+            raise ValueError("calibration block: every row of `thresholds` must be sorted")
+        for y in ys:
+            _check_probabilities(y, "values")
+        # Pad every class to one length by repeating its last point, so one batched
+        # searchsorted serves all classes.
+        width = max(x.numel() for x in xs)
+        pad = [torch.cat([t, t[-1:].expand(width - t.numel())]) for t in xs]
+        pad_y = [torch.cat([t, t[-1:].expand(width - t.numel())]) for t in ys]
+        return {"thresholds": torch.stack(pad), "values": torch.stack(pad_y)}
+
+    def map_columns(self, p):
+        # Piecewise-linear through (thresholds, values), clipped to the end points (as
+        # scikit-learn's IsotonicRegression with out_of_bounds="clip").
+        x, y = self._get("thresholds", p), self._get("values", p)
+        p = torch.minimum(torch.maximum(p, x[:, :1]), x[:, -1:])
+        right = torch.searchsorted(x, p).clamp(1, max(x.shape[1] - 1, 1))
+        if x.shape[1] == 1:
+            return y.expand_as(p).clone()
+        left = right - 1
+        x0, x1 = torch.gather(x, 1, left), torch.gather(x, 1, right)
+        y0, y1 = torch.gather(y, 1, left), torch.gather(y, 1, right)
+        width = x1 - x0
+        t = torch.where(width > 0, (p - x0) / torch.where(width > 0, width, 1), torch.zeros_like(p))
+        return y0 + t * (y1 - y0)
+
+
+class _HistogramBinning(_OneVsRest):
+    method, title, paper = "hb", "one-vs-rest histogram binning", "Zadrozny & Elkan 2001"
+    formula = "log(renormalised per-class histogram-binning map of softmax(logits))"
+
+    def read(self, block, k):
+        rows = block.get("values")
+        n_bins = len(rows[0]) if isinstance(rows, list) and rows and isinstance(rows[0], list) else 0
+        if n_bins < 1:
+            raise ValueError("calibration block: histogram binning `values` must be K lists of >= 1 bin value")
+        values = _tensor(block, "values", (k, n_bins))
+        _check_probabilities(values, "values")
+        return {"values": values}
+
+    def map_columns(self, flat):
+        values = self._get("values", flat)
+        n_bins = values.shape[1]
+        # Right-closed equal-width bins, 0 in the first (SPEC.md, "Binning").
+        index = (torch.ceil(flat * n_bins).long() - 1).clamp(0, n_bins - 1)
+        return torch.gather(values, 1, index)
+
+
+class _Dirichlet(_Head):
+    method, title, paper = "dirichlet", "Dirichlet calibration", "Kull et al. 2019"
+    formula = "weight @ log(softmax(logits)) + bias"
+
+    def read(self, block, k):
+        return {"weight": _tensor(block, "weight", (k, k)), "bias": _tensor(block, "bias", (k,))}
+
+    def apply(self, logits):  # in float64, p floored at the smallest float64
+        logp = torch.log_softmax(logits.double(), dim=-1).clamp_min(_LOG_TINY)
+        return (logp @ self._get("weight", logp).T + self._get("bias", logp)).to(logits.dtype)
+
+
+class _Beta(_Head):
+    method, title, paper = "beta", "beta calibration", "Kull et al. 2017"
+    formula = "a * log(p) - b * log(1 - p) + c of p = softmax(logits) (class 1, or each class then renormalised)"
+
+    def read(self, block, k):  # one map (class 1's) for two classes, else one per class
+        params = {key: _tensor(block, key, (1 if k == 2 else k,)) for key in "abc"}
+        if not bool((params["a"] >= 0).all() and (params["b"] >= 0).all()):
+            raise ValueError("calibration block: beta `a` and `b` must be >= 0")
+        return params
+
+    def apply(self, logits):  # in float64, p clipped to [eps, 1 - eps]
+        p = torch.log_softmax(logits.double(), dim=-1).exp().clamp(_EPS, 1 - _EPS)
+        p = p[..., 1:] if self.num_labels == 2 else p
+        t = self._get("a", p) * torch.log(p) - self._get("b", p) * torch.log1p(-p) + self._get("c", p)
+        if self.num_labels == 2:
+            return torch.cat([torch.zeros_like(t), t], dim=-1).to(logits.dtype)
+        return torch.log_softmax(nn.functional.logsigmoid(t), dim=-1).to(logits.dtype)
+
+
+class _VennAbers(_OneVsRest):
+    method, title, paper = "venn-abers", "inductive Venn-Abers prediction", "Vovk & Petej 2014"
+    formula = "log(p1 / (1 - p0 + p1)) of the Venn-Abers tables at softmax(logits)"
+
+    def read(self, block, k):
+        n = 1 if k == 2 else k  # class 1's table for two classes, else one per class
+        xs, tables = _ragged(block, "scores", n), [_ragged(block, key, n) for key in ("p0", "p1")]
+        if any(t.numel() != x.numel() + 1 for x, t in zip(xs * 2, tables[0] + tables[1])):
+            raise ValueError("calibration block: every row of `p0` and `p1` must be one longer than `scores`")
+        if any((x[1:] <= x[:-1]).any() for x in xs):
+            raise ValueError("calibration block: every row of `scores` must be strictly increasing")
+        width = max(x.numel() for x in xs)  # padded with +inf, never passed by a probability
+        params = {"scores": torch.stack([nn.functional.pad(x, (0, width - x.numel()), value=math.inf) for x in xs])}
+        for key, rows in zip(("p0", "p1"), tables):
+            params[key] = torch.stack([nn.functional.pad(t, (0, width + 1 - t.numel())) for t in rows])
+            _check_probabilities(params[key], key)
+        return params
+
+    def map_columns(self, flat):
+        scores = self._get("scores", flat)
+        rows = flat[1:] if self.num_labels == 2 else flat
+        p0 = torch.gather(self._get("p0", flat), 1, torch.searchsorted(scores, rows.contiguous(), right=True))
+        p1 = torch.gather(self._get("p1", flat), 1, torch.searchsorted(scores, rows.contiguous()))
+        merged = p1 / (1 - p0 + p1)
+        return torch.cat([1 - merged, merged]) if self.num_labels == 2 else merged
+
+
+class _MultiLabelScaling(_VectorScaling):
+    # Per label, before its sigmoid; the block's `mode` says how it was fitted.
+    method, paper = "multilabel", ""
+    title = "per-label sigmoid scaling of a multi-label head (temperature or Platt scaling)"
+    formula = "scale * logits + bias, per label, before each label's sigmoid"
+
+    def read(self, block, k):
+        params = super().read(block, k)
+        if not bool((params["scale"] > 0).all()):
+            raise ValueError("calibration block: multi-label `scale` values must be > 0 (1 / temperature)")
+        return params
+
+
+class _MultiLabelIsotonic(_Isotonic):
+    method, title = "multilabel-ir", "per-label isotonic regression of a multi-label head"
+    formula = "logit(isotonic map of sigmoid(logits)), per label"
+
+    def apply(self, logits):  # each label on its own: its sigmoid, its map, back to a logit
+        p = torch.sigmoid(logits.double())
+        mapped = self.map_columns(p.reshape(-1, self.num_labels).T.contiguous()).T.reshape(p.shape)
+        mapped = mapped.clamp(1e-30, 1 - 1e-16)  # finite logits for a map that reaches 0 or 1
+        out = torch.log(mapped) - torch.log1p(-mapped)
+        return torch.where(torch.isnan(p), torch.nan, out).to(logits.dtype)
+
+
+HEADS: dict[str, type[_Head]] = {
+    head.method: head
+    for head in (
+        _TemperatureScaling,
+        _WeightedTemperatureScaling,
+        _RegionDependentTemperatureScaling,
+        _VectorScaling,
+        _MatrixScaling,
+        _Isotonic,
+        _HistogramBinning,
+        _Dirichlet,
+        _Beta,
+        _VennAbers,
+        _MultiLabelScaling,
+        _MultiLabelIsotonic,
+    )
+}
+"""Method name (as in the ``calibration`` block) -> its head class: the one table of saved maps."""
+
+METHODS = tuple(HEADS)
+CAUSAL_LM_METHODS = tuple(name for name, head in HEADS.items() if issubclass(head, _TemperatureScaling))
+"""What calibrates a causal LM's next-token distribution: one temperature (fitted by TS or WTS)."""
+AFFINE_METHODS = tuple(name for name, head in HEADS.items() if head.affine_map is not _Head.affine_map)
+"""The methods whose map is affine in the logits (``fold_into_classifier`` folds them)."""
+
+
 class CalibrationHead(nn.Module):
     """Map logits ``(..., K)`` to calibrated logits ``(..., K)``; the parameters come from a dict.
 
     ``config.json``'s ``calibration`` block is the parameters' one home: they are neither weights
     nor buffers (``from_pretrained`` builds models on the meta device and would leave buffers
     that are not in the checkpoint uninitialised), but CPU tensors built here from the block
-    and moved to the logits' device and dtype when used.
+    and moved to the logits' device and dtype when used. The block's ``method`` picks the map in
+    :data:`HEADS`.
 
     Parameters
     ----------
@@ -145,74 +419,14 @@ class CalibrationHead(nn.Module):
                 "refusing to load an uncalibrated model as a calibrated one"
             )
         method = calibration["method"]
-        if method not in METHODS:
+        if not isinstance(method, str) or method not in HEADS:
             raise ValueError(f"calibration block: unknown method {method!r}; expected one of {METHODS}")
         self.method = method
-        self.num_labels = k = _check_num_labels(num_labels)
-        if method in ("ts", "wts"):
-            temperature = _number(calibration, "temperature")
-            if temperature <= 0:
-                raise ValueError(f"calibration block: `temperature` must be > 0, got {temperature}")
-            self.params = {"temperature": _cpu(temperature)}
-        elif method == "rd-ts":
-            slope = _number(calibration, "slope")
-            if slope <= -1:
-                raise ValueError(f"calibration block: RD-TS `slope` must be > -1 so that T(h) > 0, got {slope}")
-            self.params = {"slope": _cpu(slope)}
-        elif method in ("vs", "multilabel"):
-            self.params = {"scale": _tensor(calibration, "scale", (k,)), "bias": _tensor(calibration, "bias", (k,))}
-            if method == "multilabel" and not bool((self.params["scale"] > 0).all()):
-                raise ValueError("calibration block: multi-label `scale` values must be > 0 (1 / temperature)")
-        elif method in ("ms", "dirichlet"):
-            self.params = {"weight": _tensor(calibration, "weight", (k, k)), "bias": _tensor(calibration, "bias", (k,))}
-        elif method in ("ir", "multilabel-ir"):
-            xs = _ragged(calibration, "thresholds", k)
-            ys = _ragged(calibration, "values", k)
-            if any(x.shape != y.shape for x, y in zip(xs, ys)):
-                raise ValueError("calibration block: `thresholds` and `values` rows must have equal lengths")
-            if any((x[1:] < x[:-1]).any() for x in xs):
-                raise ValueError("calibration block: every row of `thresholds` must be sorted")
-            for y in ys:
-                _check_probabilities(y, "values")
-            # Pad every class to one length by repeating its last point, so one batched
-            # searchsorted serves all classes.
-            width = max(x.numel() for x in xs)
-            pad = [torch.cat([t, t[-1:].expand(width - t.numel())]) for t in xs]
-            pad_y = [torch.cat([t, t[-1:].expand(width - t.numel())]) for t in ys]
-            self.params = {"thresholds": torch.stack(pad), "values": torch.stack(pad_y)}
-        elif method == "beta":  # one map (class 1's) for two classes, else one per class
-            self.params = {key: _tensor(calibration, key, (1 if k == 2 else k,)) for key in "abc"}
-            if not bool((self.params["a"] >= 0).all() and (self.params["b"] >= 0).all()):
-                raise ValueError("calibration block: beta `a` and `b` must be >= 0")
-        elif method == "venn-abers":
-            n = 1 if k == 2 else k
-            xs, tables = _ragged(calibration, "scores", n), [_ragged(calibration, key, n) for key in ("p0", "p1")]
-            if any(t.numel() != x.numel() + 1 for x, t in zip(xs * 2, tables[0] + tables[1])):
-                raise ValueError("calibration block: every row of `p0` and `p1` must be one longer than `scores`")
-            if any((x[1:] <= x[:-1]).any() for x in xs):
-                raise ValueError("calibration block: every row of `scores` must be strictly increasing")
-            width = max(x.numel() for x in xs)  # padded with +inf, never passed by a probability
-            self.params = {
-                "scores": torch.stack([nn.functional.pad(x, (0, width - x.numel()), value=math.inf) for x in xs])
-            }
-            for key, rows in zip(("p0", "p1"), tables):
-                self.params[key] = torch.stack([nn.functional.pad(t, (0, width + 1 - t.numel())) for t in rows])
-                _check_probabilities(self.params[key], key)
-        elif method == "hb":
-            rows = calibration.get("values")
-            n_bins = len(rows[0]) if isinstance(rows, list) and rows and isinstance(rows[0], list) else 0
-            if n_bins < 1:
-                raise ValueError("calibration block: histogram binning `values` must be K lists of >= 1 bin value")
-            self.params = {"values": _tensor(calibration, "values", (k, n_bins))}
-            _check_probabilities(self.params["values"], "values")
-
-    def _get(self, name: str, like: torch.Tensor) -> torch.Tensor:
-        return self.params[name].to(device=like.device, dtype=like.dtype)
+        self.num_labels = _check_num_labels(num_labels)
+        self.map = HEADS[method](calibration, self.num_labels)
+        self.params = self.map.params
 
     def forward(self, logits: torch.Tensor) -> torch.Tensor:
-        # Checked, not broadcast: 4-class logits through a 3-class VS head would raise a torch
-        # error, through a TS head give a silently meaningless answer; integer logits would cast
-        # the parameters to integers.
         """Apply the calibration map.
 
         Parameters
@@ -231,6 +445,9 @@ class CalibrationHead(nn.Module):
         ValueError
             On a tensor that is not floating-point or whose last axis is not ``K``.
         """
+        # Checked, not broadcast: 4-class logits through a 3-class VS head would raise a torch
+        # error, through a TS head give a silently meaningless answer; integer logits would cast
+        # the parameters to integers.
         if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
             raise ValueError(f"`logits` must be a floating-point tensor, got {getattr(logits, 'dtype', type(logits))}")
         if logits.ndim == 0 or logits.shape[-1] != self.num_labels:
@@ -238,74 +455,17 @@ class CalibrationHead(nn.Module):
                 f"`logits` must have shape (..., {self.num_labels}) for this {self.num_labels}-label head, "
                 f"got {tuple(logits.shape)}"
             )
-        method = self.method
-        if method in ("ts", "wts"):
-            return logits / self._get("temperature", logits)
-        if method == "rd-ts":
-            h = torch.softmax(logits, dim=-1).amax(dim=-1, keepdim=True)
-            return logits / (self._get("slope", logits) * h + 1)
-        if method in ("vs", "multilabel"):  # multilabel: per label, before its sigmoid
-            return logits * self._get("scale", logits) + self._get("bias", logits)
-        if method == "ms":
-            return logits @ self._get("weight", logits).T + self._get("bias", logits)
-        if method in ("dirichlet", "beta"):  # maps of the log-probabilities, in float64
-            logp = torch.log_softmax(logits.double(), dim=-1)
-            if method == "dirichlet":
-                logp = logp.clamp_min(_LOG_TINY)
-                return (logp @ self._get("weight", logp).T + self._get("bias", logp)).to(logits.dtype)
-            p = logp.exp().clamp(_EPS, 1 - _EPS)
-            p = p[..., 1:] if self.num_labels == 2 else p
-            t = self._get("a", p) * torch.log(p) - self._get("b", p) * torch.log1p(-p) + self._get("c", p)
-            if self.num_labels == 2:
-                return torch.cat([torch.zeros_like(t), t], dim=-1).to(logits.dtype)
-            return torch.log_softmax(nn.functional.logsigmoid(t), dim=-1).to(logits.dtype)
-        if method == "multilabel-ir":  # each label on its own: its sigmoid, its map, back to a logit
-            p = torch.sigmoid(logits.double())
-            mapped = self._interpolate(p.reshape(-1, self.num_labels).T.contiguous()).T.reshape(p.shape)
-            mapped = mapped.clamp(1e-30, 1 - 1e-16)  # finite logits for a map that reaches 0 or 1
-            out = torch.log(mapped) - torch.log1p(-mapped)
-            return torch.where(torch.isnan(p), torch.nan, out).to(logits.dtype)
-        # float64: a steep isotonic segment would amplify float32 rounding of p.
-        probs = torch.softmax(logits.double(), dim=-1)
-        flat = probs.reshape(-1, self.num_labels).T.contiguous()  # (K, rows)
-        if method == "venn-abers":
-            scores = self._get("scores", flat)
-            rows = flat[1:] if self.num_labels == 2 else flat
-            p0 = torch.gather(self._get("p0", flat), 1, torch.searchsorted(scores, rows.contiguous(), right=True))
-            p1 = torch.gather(self._get("p1", flat), 1, torch.searchsorted(scores, rows.contiguous()))
-            merged = p1 / (1 - p0 + p1)
-            mapped = torch.cat([1 - merged, merged]) if self.num_labels == 2 else merged
-        elif method == "ir":
-            mapped = self._interpolate(flat)
-        else:
-            values = self._get("values", flat)
-            n_bins = values.shape[1]
-            # Right-closed equal-width bins, 0 in the first (SPEC.md, "Binning").
-            index = (torch.ceil(flat * n_bins).long() - 1).clamp(0, n_bins - 1)
-            mapped = torch.gather(values, 1, index)
-        mapped = mapped.T.reshape(probs.shape)
-        total = mapped.sum(dim=-1, keepdim=True)
-        # A row that every one-vs-rest map sends to 0 carries no information: uniform.
-        mapped = torch.where(total > 0, mapped / total.clamp_min(1e-300), torch.full_like(mapped, 1 / self.num_labels))
-        out = torch.log(mapped).clamp_min(_LOG_FLOOR)
-        # A row whose softmax is NaN (a NaN or +inf logit) stays NaN, as TS/VS/MS give it: the maps
-        # and the clamps above would otherwise turn it into a valid-looking (uniform) row.
-        return torch.where(torch.isnan(probs).any(dim=-1, keepdim=True), torch.nan, out).to(logits.dtype)
+        return self.map.apply(logits)
 
-    def _interpolate(self, p: torch.Tensor) -> torch.Tensor:
-        # Piecewise-linear through (thresholds, values), clipped to the end points (as
-        # scikit-learn's IsotonicRegression with out_of_bounds="clip").
-        x, y = self._get("thresholds", p), self._get("values", p)
-        p = torch.minimum(torch.maximum(p, x[:, :1]), x[:, -1:])
-        right = torch.searchsorted(x, p).clamp(1, max(x.shape[1] - 1, 1))
-        if x.shape[1] == 1:
-            return y.expand_as(p).clone()
-        left = right - 1
-        x0, x1 = torch.gather(x, 1, left), torch.gather(x, 1, right)
-        y0, y1 = torch.gather(y, 1, left), torch.gather(y, 1, right)
-        width = x1 - x0
-        t = torch.where(width > 0, (p - x0) / torch.where(width > 0, width, 1), torch.zeros_like(p))
-        return y0 + t * (y1 - y0)
+    def affine_map(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Return ``(A, c)`` (float64) when the calibration is ``z -> A z + c``, else None.
+
+        Returns
+        -------
+        tuple of torch.Tensor, or None
+            ``A`` of shape ``(K, K)``, ``c`` of shape ``(K,)``.
+        """
+        return self.map.affine_map()
 
 
 class CalibratedConfig(PretrainedConfig):
@@ -353,34 +513,11 @@ def output_classes(model: PreTrainedModel) -> int:
     return int(vocabulary) if vocabulary else int(model.config.num_labels)
 
 
-_METHOD_NAMES = {
-    "ts": "temperature scaling (Guo et al. 2017)",
-    "wts": "weighted temperature scaling (Obadinma et al. 2021)",
-    "rd-ts": "region-dependent temperature scaling (Dawkins et al. 2022)",
-    "vs": "vector scaling (Guo et al. 2017)",
-    "ms": "matrix scaling (Guo et al. 2017)",
-    "ir": "one-vs-rest isotonic regression (Zadrozny & Elkan 2002)",
-    "hb": "one-vs-rest histogram binning (Zadrozny & Elkan 2001)",
-    "dirichlet": "Dirichlet calibration (Kull et al. 2019)",
-    "beta": "beta calibration (Kull et al. 2017)",
-    "venn-abers": "inductive Venn-Abers prediction (Vovk & Petej 2014)",
-    "multilabel": "per-label sigmoid scaling of a multi-label head (temperature or Platt scaling)",
-    "multilabel-ir": "per-label isotonic regression of a multi-label head (Zadrozny & Elkan 2002)",
-}
-_FORMULAS = {
-    "ts": "logits / T",
-    "wts": "logits / T",
-    "rd-ts": "logits / (m * max(softmax(logits)) + 1)",
-    "vs": "scale * logits + bias",
-    "ms": "weight @ logits + bias",
-    "ir": "log(renormalised per-class isotonic map of softmax(logits))",
-    "hb": "log(renormalised per-class histogram-binning map of softmax(logits))",
-    "dirichlet": "weight @ log(softmax(logits)) + bias",
-    "beta": "a * log(p) - b * log(1 - p) + c of p = softmax(logits) (class 1, or each class then renormalised)",
-    "venn-abers": "log(p1 / (1 - p0 + p1)) of the Venn-Abers tables at softmax(logits)",
-    "multilabel": "scale * logits + bias, per label, before each label's sigmoid",
-    "multilabel-ir": "logit(isotonic map of sigmoid(logits)), per label",
-}
+def _card_name(method) -> str:
+    head = HEADS.get(method) if isinstance(method, str) else None
+    if head is None:
+        return str(method)
+    return f"{head.title} ({head.paper})" if head.paper else head.title
 
 
 def model_card(config: CalibratedConfig) -> str:
@@ -419,7 +556,7 @@ def model_card(config: CalibratedConfig) -> str:
         f"# Calibrated {base_type} model ({method})",
         "",
         f"A fine-tuned `{base_type}` {task.replace('-', ' ')} model whose logits pass through "
-        f"{_METHOD_NAMES.get(method, method)}: calibrated logits = `{_FORMULAS.get(method, '?')}`.",
+        f"{_card_name(method)}: calibrated logits = `{HEADS[method].formula if method in HEADS else '?'}`.",
         "Made with [calibkit](https://github.com/calibkit/calibkit).",
         "",
         "## Calibration parameters",
