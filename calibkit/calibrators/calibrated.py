@@ -24,6 +24,7 @@ from transformers import (
 from calibkit.calibrators import registry as calibrator_registry
 from calibkit.calibrators.base import Calibrator, logits_rows, prepare_fit
 from calibkit.calibrators.modeling_calibkit import (
+    AFFINE_METHODS,
     CAUSAL_LM_METHODS,
     MULTI_LABEL,
     CalibratedConfig,
@@ -73,7 +74,7 @@ def make_calibrator(method: str, **params: Any) -> Calibrator:
     ----------
     method : str
         One of :data:`CALIBRATORS` (``"ts"``, ``"wts"``, ``"rd-ts"``, ...); case and ``_`` are
-        tolerated, and ``"rdts"`` and ``"temperature"`` too.
+        tolerated, and the registry's aliases (``"rdts"``, ``"temperature"``) too.
     **params
         Constructor arguments of that calibrator.
 
@@ -87,7 +88,7 @@ def make_calibrator(method: str, **params: Any) -> Calibrator:
         On an unknown method, or an argument its constructor does not take.
     """
     key = str(method).lower().replace("_", "-")
-    key = {"rdts": "rd-ts", "temperature": "ts"}.get(key, key)
+    key = calibrator_registry.ALIASES.get(key, key)
     if key not in CALIBRATORS:
         raise ValueError(f"`method` must be one of {sorted(CALIBRATORS)}, got {method!r}")
     CALIBRATORS[key].check_param_names(params)  # a ValueError naming it, not the constructor's TypeError
@@ -447,12 +448,7 @@ def next_token_metrics(logits: Any, labels: Any, temperature: float, ignore_inde
 # Folding an affine calibration into the classifier
 
 
-_MULTILABEL_ALIASES = {
-    "ts": "temperature",
-    "wts": "weighted_temperature",
-    "label_ts": "label_temperature",
-    "ir": "isotonic",
-}
+_MULTILABEL_ALIASES = calibrator_registry.MULTILABEL_ALIASES
 MULTILABEL_CLASSES = (MultiLabelScaling, MultiLabelIsotonic)
 
 
@@ -570,19 +566,13 @@ def multilabel_calibration_metrics(logits: Any, labels: Any, calibrator: Any) ->
 
 
 def _affine_map(calibrator_block: dict, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
-    method = calibrator_block["method"]
-    if method == "multilabel":  # per label, before each sigmoid: diagonal
-        return np.diag(np.asarray(calibrator_block["scale"], dtype=np.float64)), np.asarray(calibrator_block["bias"])
-    if method in ("ts", "wts"):
-        return np.eye(num_labels) / calibrator_block["temperature"], np.zeros(num_labels)
-    if method == "vs":
-        return np.diag(np.asarray(calibrator_block["scale"], dtype=np.float64)), np.asarray(calibrator_block["bias"])
-    if method == "ms":
-        return np.asarray(calibrator_block["weight"], dtype=np.float64), np.asarray(calibrator_block["bias"])
-    raise ValueError(
-        f"method {method!r} is not affine in the logits; only ts, wts, vs, ms and the multi-label scalings can be "
-        "folded into the classifier"
-    )
+    affine = CalibrationHead(calibrator_block, num_labels).affine_map()  # the head says whether its map is
+    if affine is None:
+        raise ValueError(
+            f"method {calibrator_block['method']!r} is not affine in the logits; only the affine maps "
+            f"({', '.join(AFFINE_METHODS)}) can be folded into the classifier"
+        )
+    return affine[0].numpy(), affine[1].numpy()
 
 
 def classifier_layer(model):
