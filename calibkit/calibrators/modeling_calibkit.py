@@ -103,7 +103,7 @@ def _check_num_labels(value) -> int:
 class _Head:
     """One calibration map: a method's parameters, their checks, its forward, and its facts for the model card.
 
-    A subclass a method, listed in :data:`HEADS`. Its class attributes state the method's facts
+    One subclass per method, listed in :data:`HEADS`. Its class attributes state the method's facts
     once: ``method`` (its name in the ``calibration`` block), ``title`` and ``paper`` (the model
     card's "calibrated by ..."; ``paper`` is also the registry's citation), ``formula`` (the card's
     map of the logits). ``read`` builds the parameters from the block (checked), ``apply`` maps
@@ -396,7 +396,7 @@ class CalibrationHead(nn.Module):
     nor buffers (``from_pretrained`` builds models on the meta device and would leave buffers
     that are not in the checkpoint uninitialised), but CPU tensors built here from the block
     and moved to the logits' device and dtype when used. The block's ``method`` picks the map in
-    :data:`HEADS`.
+    ``HEADS`` (one small class per method, in this file).
 
     Parameters
     ----------
