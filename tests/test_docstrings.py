@@ -84,6 +84,7 @@ PUBLIC_MODULES = (
     "calibkit.calibrators.beyond",
     "calibkit.calibrators.calibrated",
     "calibkit.calibrators.modeling_calibkit",
+    "calibkit.calibrators.modeling_calibkit_heads",
     "calibkit.calibrators.registry",
     "calibkit.calibrators.temperature",
     "calibkit.callbacks.calibration",

@@ -2,7 +2,7 @@
 
 :data:`REGISTRY` is what :func:`calibkit.calibrators.make_calibrator`, the comparison table and
 the CLI read. A calibrator is three things: its fitting class (``module:Class``), its entry here,
-and its head in ``modeling_calibkit.HEADS`` (the saved map, its paper and formula), which is kept
+and its head in ``HEADS`` of ``modeling_calibkit_heads.py`` (the saved map, its paper and formula), which is kept
 apart on purpose: it is copied next to the weights of a calibrated model and must load without
 calibkit, so the registry reads the paper from it and ``tests/metrics/test_registry.py`` checks
 that the two list the same methods.
@@ -45,7 +45,7 @@ class CalibratorEntry:
 
     @property
     def paper(self) -> str:
-        """Who proposed it: its head's citation in ``modeling_calibkit.HEADS`` (imports torch)."""
+        """Who proposed it: its head's citation in ``modeling_calibkit_heads.HEADS`` (imports torch)."""
         from calibkit.calibrators.modeling_calibkit import HEADS
 
         return HEADS[self.name].paper

@@ -1,4 +1,4 @@
-"""The saved head's table (modeling_calibkit.HEADS) against the registry, and checkpoints of the old layout.
+"""The saved head's table (modeling_calibkit_heads.HEADS) against the registry, and checkpoints of the old layout.
 
 A calibrator is three things: its fitting class, its registry entry and its head class. These
 tests fail when the three disagree (a method with no head, a head with no fitting class, an

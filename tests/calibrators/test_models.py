@@ -115,7 +115,13 @@ def test_wrapped_logits_are_the_calibrators_and_survive_save_and_load(tmp_path, 
         np.testing.assert_allclose(out.numpy(), logits_of(base, batch).numpy() / calibrator.temperature_, rtol=1e-6)
 
     model.save_pretrained(tmp_path)
-    assert sorted(os.listdir(tmp_path)) == ["README.md", "config.json", "model.safetensors", "modeling_calibkit.py"]
+    assert sorted(os.listdir(tmp_path)) == [
+        "README.md",
+        "config.json",
+        "model.safetensors",
+        "modeling_calibkit.py",
+        "modeling_calibkit_heads.py",  # the heads, imported by modeling_calibkit.py
+    ]
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["calibration"]["method"] == method and "temperature" not in config
     auto = AutoModelForSequenceClassification if task == "sequence" else AutoModelForTokenClassification
@@ -304,7 +310,13 @@ def test_push_to_hub_uploads_the_calibrated_card(monkeypatch):
     monkeypatch.setattr(hub, "create_and_tag_model_card", lambda *a, **k: Card())
     model = calibrate(tiny(), TemperatureScaling.from_temperature(1.5, NUM_LABELS))
     model.push_to_hub("someone/calibrated-bert")
-    assert {"config.json", "model.safetensors", "modeling_calibkit.py", "README.md"} <= set(uploaded)
+    assert {
+        "config.json",
+        "model.safetensors",
+        "modeling_calibkit.py",
+        "modeling_calibkit_heads.py",
+        "README.md",
+    } <= set(uploaded)
     assert b"temperature scaling" in uploaded["README.md"]
     assert json.loads(uploaded["config.json"])["calibration"] == {"method": "ts", "temperature": 1.5}
 
