@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibkit.metrics.functional.core import ArrayLike, _bins, _report
-from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed, resolve_settings
+from calibkit.metrics.settings import DEFAULTS, UNSET, CalibrationSettings, is_unset, renamed, resolve_settings
 
 
 def ecd(
@@ -17,7 +17,7 @@ def ecd(
     ignore_index: int = UNSET.ignore_index,
     next_token: bool = UNSET.next_token,
     return_bins: bool = False,
-    n_bins: int = UNSET.n_bins,
+    n_bins: int = UNSET.esce_bins,
     settings: CalibrationSettings | None = None,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
     """Compute the entropic calibration difference (entropic paper [1]_, eq 12 and 15).
@@ -44,7 +44,9 @@ def ecd(
     return_bins : bool, default False
         Also return the per-bin means of :func:`reliability_bins` (``n_bins`` bins).
     n_bins : int, default 10
-        Bins of the breakdown returned with ``return_bins``; the ECD itself has no bins.
+        Bins of the breakdown returned with ``return_bins``; the ECD itself has no bins. The
+        default is the entropic paper's 10 (``esce_bins``' default); with ``settings``, its
+        ``n_bins``.
     settings : CalibrationSettings, optional
         All settings at once, instead of the settings keywords above (not both: a keyword given
         with ``settings`` is a ``ValueError`` naming both).
@@ -73,6 +75,8 @@ def ecd(
     >>> ecd([0.5, 0.5, 1.0], [0, 1, 1])
     0.0
     """
+    if settings is None and is_unset(n_bins):  # the breakdown's own default, the paper's, not the settings' 15
+        n_bins = DEFAULTS.esce_bins
     settings = resolve_settings(
         settings, eps=eps, n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
