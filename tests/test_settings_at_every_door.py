@@ -364,3 +364,12 @@ def test_the_command_line_names_its_option(tmp_path, capsys):
     assert main(["report", "--predictions", str(tmp_path / "gone.npz"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "--predictions: " in err and "`path`" not in err and "`location`" not in err, err
+
+
+def test_score_decomposition_reads_next_token_as_the_other_doors():
+    rng = np.random.default_rng(0)
+    logits, labels = rng.normal(size=(3, 5, 4)), rng.integers(0, 4, size=(3, 5))
+    labels[0, 3:] = -100
+    shifted = score_decomposition(logits[:, :-1].reshape(-1, 4), labels[:, 1:].reshape(-1), from_logits=True)
+    settings = CalibrationSettings(from_logits=True, next_token=True)
+    assert same(score_decomposition(logits, labels, settings=settings), shifted)

@@ -31,6 +31,7 @@ import numpy as np
 
 from calibkit.io.prediction_files import (
     as_next_token_input,
+    for_option,
     from_arrow_table,
     npz_header,
     one_line,
@@ -413,6 +414,17 @@ def iter_batches(
         Naming the shard (and, for Parquet and JSON Lines, the first row of the batch) when it
         cannot be read or holds another kind than the first shard.
     """
+    try:
+        yield from _batches(files, batch_bytes, progress, multilabel)
+    except ValueError as exc:  # a reader names its own argument (`path`): here the files are `location`'s
+        message = for_option(str(exc), "`location`")
+        if message == str(exc):
+            raise
+        raise ValueError(message) from None
+
+
+def _batches(files: list[Path], batch_bytes: int, progress: Any, multilabel: bool) -> Iterator[Batch]:
+    """Yield the batches of :func:`iter_batches`, with the readers' messages."""
     kind, first_row = None, 0
     for index, file in enumerate(files):
         suffix = file.suffix.lower()

@@ -1,9 +1,13 @@
 """The settings of every metric: one frozen, validated object, built once at each door.
 
 Every entry point (the functional API, :func:`calibkit.calibration_report`, the accumulator,
-the bootstrap, the ``evaluate`` modules, the callback, the CLI) turns its keyword arguments into
-a :class:`CalibrationSettings` and passes that inward; nothing further in checks or renames a
-setting. Each setting has one name everywhere. The names that some doors used before
+the bootstrap, :mod:`calibkit.io.shards`, :mod:`calibkit.io.dask`, the ``evaluate`` modules, the
+callback, the CLI) takes ``settings=CalibrationSettings(...)`` or the same keywords, and turns them
+into one :class:`CalibrationSettings` with :func:`resolve_settings`, which it passes inward;
+nothing further in checks or renames a setting. The defaults live in the dataclass only: a door's
+keyword defaults to ``UNSET.<name>`` (the default, marked as not given) and a function that takes
+no ``settings=`` to ``DEFAULTS.<name>``, so that ``help()`` shows the value and no copy of it can
+drift. Each setting has one name everywhere. The names that some doors used before
 (``ace(n_ranges=)``, ``rbece(n_bins=)``, ``sce(n_bins=)``, ``fce(n_bins=, variant=)``,
 ``esce(n_bins=)``) still work for one release, with a :class:`FutureWarning`, through
 :func:`renamed`.
