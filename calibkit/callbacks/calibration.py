@@ -62,7 +62,7 @@ from transformers import TrainerCallback
 from calibkit.callbacks.causal_lm import CAUSAL_LM_FITS, CausalLMStreaming, label_key
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.registry import HELD, LOGGED, METRICS, metric_names
-from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
+from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings, settings_keywords
 from calibkit.metrics.validation import check_bool
 
 DEFAULT_METRICS = LOGGED
@@ -192,7 +192,7 @@ class CalibrationCallback(CausalLMStreaming, TrainerCallback):
         self.max_fit_rows = max_fit_rows
         keywords = settings_keywords(locals())
         # Built and checked once, here, not at the first evaluation.
-        self.settings = either(settings, keywords).replace(from_logits=True)
+        self.settings = resolve_settings(settings, **keywords).replace(from_logits=True)
         # None: read it from the model at attach; settings= say "multi-label" only by True (a bool's False
         # default cannot be told from a choice)
         self._multilabel_given = multilabel if settings is None else (True if settings.multilabel else None)

@@ -41,7 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:  # bad input, files that cannot be read or written
-        print(f"calibkit: error: {exc}".splitlines()[0], file=sys.stderr)
+        from calibkit.io.prediction_files import for_option
+
+        message = for_option(str(exc), "--predictions")  # the readers name their Python argument
+        print(f"calibkit: error: {message}".splitlines()[0], file=sys.stderr)
         return 2
     except MemoryError as exc:
         detail = f" ({str(exc).splitlines()[0]})" if str(exc) else ""

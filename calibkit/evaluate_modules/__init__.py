@@ -58,6 +58,8 @@ Args:
         binary input) is applied on the fly. Never guessed from the values.
     ignore_index (`int`, defaults to `-100`): label of the positions to skip, as `Trainer` pads; the
         mask is taken from `references`, never from the -100 padding of the logits.
+    settings (`calibkit.CalibrationSettings`, optional): every setting in one object, instead of the
+        setting keywords (not both).
 """
 """The arguments every module takes, opening each script's ``_KWARGS_DESCRIPTION``."""
 

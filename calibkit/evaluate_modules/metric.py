@@ -33,6 +33,7 @@ from datasets.utils.py_utils import temp_seed
 
 import calibkit
 from calibkit.metrics.registry import module_metrics
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import prepare_labels, shift_labels, to_numpy
 
 CORE_METRICS = module_metrics()  # each single-purpose module's metrics (the registry's)
@@ -84,6 +85,12 @@ def _renamed(message: str) -> str:
     return (
         message.replace("`probs", "`predictions").replace("`sets`", "`predictions`").replace("`labels`", "`references`")
     )
+
+
+def _ignore_index(keywords: dict[str, Any]) -> int:
+    """Read the ``ignore_index`` of a script's keywords: its ``settings`` object's when given, else the keyword."""
+    given = keywords.get("settings")
+    return given.ignore_index if given is not None else keywords.get("ignore_index", DEFAULTS.ignore_index)
 
 
 def _nested_json(value: Any) -> Any:
@@ -427,7 +434,9 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
             )
         wanted = [m for m in (own or LABEL_METRICS) if m in LABEL_METRICS] or ["ece"]
         try:
-            report = calibkit.multilabel_report(probs, labels, metrics=wanted, **known)
+            report = calibkit.multilabel_report(
+                probs, labels, metrics=wanted, settings=settings.get("settings"), **known
+            )
         except ValueError as exc:
             raise ValueError(_renamed(str(exc))) from exc
         if own is None:
@@ -463,7 +472,7 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         """
         probs, labels = self._gathered(predictions, references)
         if self.config_name == "next_token":  # the rows are the shifted tokens: the shift's gaps are skipped
-            labels = np.where(labels == UNSCORED, settings.get("ignore_index", -100), labels)
+            labels = np.where(labels == UNSCORED, _ignore_index(settings), labels)
         if self.config_name == "multilabel":
             return self._multilabel(probs, labels, settings)
         try:

@@ -34,6 +34,7 @@ import numpy as np
 
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.exact_ace import ExactACE, PassContribution
+from calibkit.metrics.settings import DEFAULTS, UNSET, CalibrationSettings, resolve_settings, settings_keywords
 from calibkit.metrics.validation import InputError
 
 __all__ = ["PartitionError", "calibration_report", "partitions"]
@@ -66,7 +67,7 @@ class Part(NamedTuple):
     index: int
     offset: int | None
     table: Any
-    multilabel: bool = False
+    multilabel: bool = DEFAULTS.multilabel
 
     def arrays_for(self, reader: Any) -> tuple[np.ndarray, np.ndarray]:
         """Return the values and labels as ``reader`` takes them: with ``next_token``, as sequences.
@@ -148,10 +149,10 @@ class PartitionError(ValueError):
         return type(self), (self.head, self.tail, self.partition, self.row, self.token, self.offset)
 
 
-def _accumulate(batch: Part | None, settings: dict[str, Any], index: int):
+def _accumulate(batch: Part | None, metrics: tuple[str, ...], settings: CalibrationSettings, index: int):
     if batch is None:
         return None
-    acc = CalibrationAccumulator(from_logits=batch.from_logits, **settings)
+    acc = CalibrationAccumulator(metrics, settings=settings.replace(from_logits=batch.from_logits))
     batch.update(acc)
     return index, acc  # the partition travels with its sums, so that a disagreement can name it
 
@@ -221,7 +222,12 @@ def _tree(items: list, combine: Callable, split_every: int):
 
 
 def _array_batch(
-    values: np.ndarray, labels: np.ndarray, from_logits: bool, index: int, offset: int, multilabel: bool = False
+    values: np.ndarray,
+    labels: np.ndarray,
+    from_logits: bool,
+    index: int,
+    offset: int,
+    multilabel: bool = DEFAULTS.multilabel,
 ) -> Part | None:
     values, labels = np.asarray(values), np.asarray(labels)
     if labels.shape[0] == 0:
@@ -229,10 +235,10 @@ def _array_batch(
     return Part(values, labels, from_logits, index, offset, None, multilabel)
 
 
-def _frame_batch(frame, index: int, multilabel: bool = False) -> Part | None:
+def _frame_batch(frame, index: int, multilabel: bool = DEFAULTS.multilabel) -> Part | None:
     import pyarrow as pa
 
-    from calibkit.io.prediction_files import from_arrow_table
+    from calibkit.io.prediction_files import for_option, from_arrow_table
 
     where = f"partition {index}"
     if len(frame) == 0:
@@ -247,11 +253,14 @@ def _frame_batch(frame, index: int, multilabel: bool = False) -> Part | None:
                 "give it an Arrow list type, e.g. pd.ArrowDtype(pa.list_(pa.float32())), or read Parquet with "
                 "dtype_backend='pyarrow'"
             )
-    values, labels, from_logits = from_arrow_table(table, where, multilabel)
+    try:
+        values, labels, from_logits = from_arrow_table(table, where, multilabel)
+    except ValueError as exc:  # the reader names its argument: here the partition is the place
+        raise ValueError(for_option(str(exc), "`data`")) from None
     return Part(values, labels, from_logits, index, None, table, multilabel)
 
 
-def _array_partitions(probs, labels, from_logits: bool, multilabel: bool = False) -> list:
+def _array_partitions(probs, labels, from_logits: bool, multilabel: bool = DEFAULTS.multilabel) -> list:
     import dask
     import dask.array as da
 
@@ -286,7 +295,7 @@ def _array_partitions(probs, labels, from_logits: bool, multilabel: bool = False
     ]
 
 
-def _frame_partitions(frame, multilabel: bool = False) -> list:
+def _frame_partitions(frame, multilabel: bool = DEFAULTS.multilabel) -> list:
     import dask
 
     parts = frame.to_delayed()
@@ -297,13 +306,13 @@ def _parquet_files(location: str) -> list[str]:
     """Find the Parquet shards of a path or glob as ``calibkit report`` does, and check they hold one kind."""
     import pyarrow.parquet as pq
 
-    from calibkit.io.prediction_files import one_line
+    from calibkit.io.prediction_files import for_option, one_line
     from calibkit.io.shards import find_shards
 
     try:
         files, _ = find_shards(location)
     except ValueError as exc:
-        raise ValueError(str(exc).replace("--predictions", "`data`", 1)) from None
+        raise ValueError(for_option(str(exc), "`data`")) from None
     kinds = {}
     for file in files:
         if file.suffix.lower() != ".parquet":
@@ -329,7 +338,9 @@ def _parquet_files(location: str) -> list[str]:
     return [str(f) for f in files]
 
 
-def partitions(data: Any, labels: Any = None, *, from_logits: bool = False, multilabel: bool = False) -> list:
+def partitions(
+    data: Any, labels: Any = None, *, from_logits: bool = DEFAULTS.from_logits, multilabel: bool = DEFAULTS.multilabel
+) -> list:
     """Return delayed ``(values, labels, from_logits)`` per partition (``None`` for an empty one).
 
     Token rows are flattened per partition.
@@ -382,23 +393,24 @@ def calibration_report(
     labels: Any = None,
     *,
     metrics: Iterable[str] | str | None = None,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    n_bins: int = 15,
-    ace_ranges: int = 15,
-    sce_bins: int = 15,
-    rbece_bins: int = 20,
-    theta: float = 40,
-    fce_bins: int = 15,
-    esce_bins: int = 10,
-    eps: float = 1e-12,
-    fce_variant: str = "paper",
-    coverage: float = 0.8,
-    multilabel: bool = False,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    n_bins: int = UNSET.n_bins,
+    ace_ranges: int = UNSET.ace_ranges,
+    sce_bins: int = UNSET.sce_bins,
+    rbece_bins: int = UNSET.rbece_bins,
+    theta: float = UNSET.theta,
+    fce_bins: int = UNSET.fce_bins,
+    esce_bins: int = UNSET.esce_bins,
+    eps: float = UNSET.eps,
+    fce_variant: str = UNSET.fce_variant,
+    coverage: float = UNSET.coverage,
+    multilabel: bool = UNSET.multilabel,
+    next_token: bool = UNSET.next_token,
     max_samples: int = 4_000_000,
     split_every: int = SPLIT_EVERY,
     scheduler: str | None = None,
+    settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
     """:func:`calibkit.calibration_report` over a Dask collection, computed where the data is.
 
@@ -432,6 +444,9 @@ def calibration_report(
         Inputs per node of the reduction trees.
     scheduler : str, optional
         Passed to ``dask.compute`` (default: the active one).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords (not both). Its ``from_logits``
+        is used for a Dask array; a DataFrame says it by its column name.
 
     Returns
     -------
@@ -447,17 +462,13 @@ def calibration_report(
     check_positive_int(max_samples, "max_samples")  # before any partition is read, whatever the metrics
     if split_every < 2:
         raise ValueError(f"`split_every` must be at least 2, got {split_every}")
-    settings = dict(
-        metrics=metrics, ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins,
-        rbece_bins=rbece_bins, theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, eps=eps, fce_variant=fce_variant,
-        coverage=coverage, multilabel=multilabel, next_token=next_token,
-    )  # fmt: skip
-    wanted = CalibrationAccumulator(**settings).metrics  # every setting checked here, before the cluster works
-    settings["metrics"] = wanted
-    parts = partitions(data, labels, from_logits=from_logits, multilabel=multilabel)
+    settings = resolve_settings(settings, **settings_keywords(locals()))
+    # every setting checked here, before the cluster works
+    wanted = CalibrationAccumulator(metrics, settings=settings).metrics
+    parts = partitions(data, labels, from_logits=settings.from_logits, multilabel=settings.multilabel)
     if not parts:
         raise ValueError("`data` has no partition")
-    accumulate = [dask.delayed(_accumulate, pure=True)(p, settings, i) for i, p in enumerate(parts)]
+    accumulate = [dask.delayed(_accumulate, pure=True)(p, wanted, settings, i) for i, p in enumerate(parts)]
     try:
         (merged,) = dask.compute(_tree(accumulate, _merge_accumulators, split_every), scheduler=scheduler)
     except PartitionError as exc:
@@ -470,11 +481,11 @@ def calibration_report(
     counted = 0 if stats is None else (sum(s.n for s in stats) if isinstance(stats, list) else stats.n)
     if counted == 0:
         raise ValueError(
-            f"`labels`: no labelled prediction in any partition (every label equals ignore_index={ignore_index}, "
-            "or the partitions are empty)"
+            "`labels`: no labelled prediction in any partition (every label equals "
+            f"ignore_index={settings.ignore_index}, or the partitions are empty)"
         )
     passes, partials = 1, None
-    if "ace" in wanted and not multilabel:  # multi-label: ACE per label within its bound
+    if "ace" in wanted and not settings.multilabel:  # multi-label: ACE per label within its bound
         exact = ExactACE(acc, max_samples=max_samples)
         while not exact.done:
             shared = dask.delayed(exact, pure=True)  # one copy in the graph, not one per task

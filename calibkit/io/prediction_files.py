@@ -9,7 +9,9 @@ What this module guarantees (README, "Bad input"):
   the others, a token row whose logits and labels differ in length, and a null value are refused
   with the row number.
 - A file that cannot be read (corrupt, truncated, bad CRC, random bytes, an ``.npz`` header that
-  claims more than the file holds) is a ``ValueError`` naming ``--predictions`` in one line.
+  claims more than the file holds) is a ``ValueError`` in one line that starts with the Python
+  argument it is about (``"`path`: "``, ``"`location`: "`` in :mod:`calibkit.io.shards`); the command line
+  puts its option's name there with :func:`for_option`.
 - Memory: a file is read whole. Before reading, the arrays' size is compared with the memory
   available, and a file that does not fit is refused with the amount it needs; an ``.npz`` needs
   its arrays' size, a Parquet file about twice its uncompressed size, a CSV or JSON file about
@@ -29,6 +31,8 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+
+from calibkit.metrics.settings import DEFAULTS
 
 __all__ = ["SUFFIXES", "load_predictions"]
 
@@ -54,6 +58,41 @@ def one_line(exc: BaseException, limit: int = 200) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     text = text.encode("ascii", "backslashreplace").decode("ascii")
     return text if len(text) <= limit else text[:limit] + " ..."
+
+
+ARGUMENTS = ("path", "location")
+"""The Python arguments that the readers' messages open with: ``load_predictions(path)``,
+``stream_report(location)`` (:mod:`calibkit.io.shards`)."""
+
+
+def for_option(message: str, option: str) -> str:
+    """Put ``option`` where a reader's message names its Python argument (``"`path`: ..."``).
+
+    The readers are library functions, so their errors name their arguments; a command line
+    that passed its option's value as that argument calls this to name the option instead.
+
+    Parameters
+    ----------
+    message : str
+        A reader's error message.
+    option : str
+        What to name instead (``"--predictions"``).
+
+    Returns
+    -------
+    str
+        ``message`` with its leading ``"`path`: "`` or ``"`location`: "`` replaced by
+        ``"<option>: "``; unchanged when it opens with neither.
+
+    Examples
+    --------
+    >>> for_option("`path`: no such file: a.npz", "--predictions")
+    '--predictions: no such file: a.npz'
+    """
+    for argument in ARGUMENTS:
+        if message.startswith(f"`{argument}`: "):
+            return f"{option}: {message[len(argument) + 4 :]}"
+    return message
 
 
 def available_memory() -> int | None:
@@ -86,7 +125,7 @@ def check_fits_in_memory(needed: int, what: str) -> None:
     needed : int
         Bytes the load needs.
     what : str
-        Start of the error message (``"--predictions: <file>"``).
+        Start of the error message (``"`path`: <file>"``).
 
     Raises
     ------
@@ -101,7 +140,7 @@ def check_fits_in_memory(needed: int, what: str) -> None:
         )
 
 
-def load_predictions(path: str | Path, multilabel: bool = False) -> tuple[np.ndarray, np.ndarray, bool]:
+def load_predictions(path: str | Path, multilabel: bool = DEFAULTS.multilabel) -> tuple[np.ndarray, np.ndarray, bool]:
     """Predictions, labels and whether the predictions are logits, from a saved file.
 
     Parameters
@@ -127,14 +166,15 @@ def load_predictions(path: str | Path, multilabel: bool = False) -> tuple[np.nda
     Raises
     ------
     ValueError
-        One line naming ``--predictions`` (or the column) when the file cannot be used as is.
+        One line starting ``"`path`: "`` (see :func:`for_option`), naming the file and the column,
+        when the file cannot be used as is.
     """
     file = Path(path)
     if not file.is_file():
-        raise ValueError(f"--predictions: no such file: {path}")
+        raise ValueError(f"`path`: no such file: {path}")
     suffix = file.suffix.lower()
     if suffix not in SUFFIXES:
-        raise ValueError(f"--predictions: expected .npz, .parquet, .csv, .json or .jsonl, got {path}")
+        raise ValueError(f"`path`: expected .npz, .parquet, .csv, .json or .jsonl, got {path}")
     if suffix == ".npz":
         return read_npz(file)
     return from_arrow_table(read_table(file), str(path), multilabel)
@@ -190,9 +230,9 @@ def read_npz(file: Path) -> tuple[np.ndarray, np.ndarray, bool]:
     Raises
     ------
     ValueError
-        One line naming ``--predictions`` and the file, when it cannot be used as is.
+        One line starting ``"`path`: "`` and naming the file, when it cannot be used as is.
     """
-    what = f"--predictions: {file}"
+    what = f"`path`: {file}"
     try:
         archive = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
@@ -254,15 +294,15 @@ def parquet_columns(file: Path) -> set[str] | None:
         return None
 
 
-def read_table(file: Path, option: str = "--predictions"):
+def read_table(file: Path, option: str = "`path`"):
     """Read a ``.parquet``, ``.csv``, ``.json`` or ``.jsonl`` file whole as a ``pyarrow.Table``.
 
     Parameters
     ----------
     file : Path
         The file; its suffix says the format.
-    option : str, default "--predictions"
-        The command-line option the messages name.
+    option : str, default "`path`"
+        The argument (or command-line option) the messages name.
 
     Returns
     -------
@@ -311,7 +351,9 @@ def read_table(file: Path, option: str = "--predictions"):
         raise ValueError(f"{what} cannot be read as {kind}: {one_line(exc)}") from None
 
 
-def row_of_value(index: int, labels: np.ndarray, table=None, multilabel: bool = False) -> tuple[int, int | None]:
+def row_of_value(
+    index: int, labels: np.ndarray, table=None, multilabel: bool = DEFAULTS.multilabel
+) -> tuple[int, int | None]:
     """Return the row (and the token within it) of the ``index``-th value row of a batch read from a file.
 
     Parameters
@@ -409,14 +451,14 @@ def _numbers(array, column: str, path: str) -> np.ndarray:
 
     if array.null_count:
         first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
-        raise ValueError(f"--predictions: {path}: `{column}` has a null value (at its value {first})")
+        raise ValueError(f"`path`: {path}: `{column}` has a null value (at its value {first})")
     if not (pa.types.is_floating(array.type) or pa.types.is_integer(array.type) or pa.types.is_boolean(array.type)):
         where = ""
         if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
             # the file is refused anyway: find the first value that is no number, to name its row
             row = next((i for i, v in enumerate(array.to_pylist()) if not _is_number(v)), None)
             where = f" ({array[row].as_py()!r} in row {row})" if row is not None else ""
-        raise ValueError(f"--predictions: {path}: `{column}` must hold numbers, it holds {array.type}{where}")
+        raise ValueError(f"`path`: {path}: `{column}` must hold numbers, it holds {array.type}{where}")
     return array.to_numpy(zero_copy_only=False)
 
 
@@ -433,11 +475,11 @@ def _lengths(column, name: str, path: str) -> np.ndarray:
 
     if column.null_count:
         row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
-        raise ValueError(f"--predictions: {path}: `{name}` is null in row {row}")
+        raise ValueError(f"`path`: {path}: `{name}` is null in row {row}")
     return pc.list_value_length(column).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def from_arrow_table(table, path: str, multilabel: bool = False) -> tuple[np.ndarray, np.ndarray, bool]:
+def from_arrow_table(table, path: str, multilabel: bool = DEFAULTS.multilabel) -> tuple[np.ndarray, np.ndarray, bool]:
     """Turn a table of predictions (Parquet, CSV, JSON or a shard's batch) into arrays.
 
     Parameters
@@ -464,15 +506,16 @@ def from_arrow_table(table, path: str, multilabel: bool = False) -> tuple[np.nda
     Raises
     ------
     ValueError
-        One line naming ``--predictions`` and the column or row, when the table cannot be used as is.
+        One line starting ``"`path`: "`` and naming the column or row, when the table cannot be used as
+        is.
     """
     names = table.column_names
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise ValueError(f"--predictions: {path}: the header repeats the column(s) {repeated}; every column once")
+        raise ValueError(f"`path`: {path}: the header repeats the column(s) {repeated}; every column once")
     columns = table.column_names
     if "labels" not in columns:
-        raise ValueError(f"--predictions: {path} needs a `labels` column; it has {columns}")
+        raise ValueError(f"`path`: {path} needs a `labels` column; it has {columns}")
     table = table.combine_chunks()
     labels_column = table.column("labels").combine_chunks()
     for kind in ("probs", "logits"):
@@ -480,7 +523,7 @@ def from_arrow_table(table, path: str, multilabel: bool = False) -> tuple[np.nda
             column = table.column(kind).combine_chunks()
             if not _is_list(column.type):
                 raise ValueError(
-                    f"--predictions: {path}: `{kind}` must hold a list of numbers per row (or per token); it holds "
+                    f"`path`: {path}: `{kind}` must hold a list of numbers per row (or per token); it holds "
                     f"{column.type} (wide files name their columns {kind}_0 .. {kind}_{{K-1}})"
                 )
             if multilabel:
@@ -491,18 +534,18 @@ def from_arrow_table(table, path: str, multilabel: bool = False) -> tuple[np.nda
                 values, labels = _sequence_rows(column, labels_column, kind, path)
             return values, labels, kind == "logits"
     if multilabel:
-        raise ValueError(f"--predictions: {path}: multi-label rows need a `probs` or `logits` list column")
+        raise ValueError(f"`path`: {path}: multi-label rows need a `probs` or `logits` list column")
     values, kind = _wide_columns(table, path)
     if _is_list(labels_column.type):
-        raise ValueError(f"--predictions: {path}: `labels` holds a list per row but `{kind}_*` one value per column")
+        raise ValueError(f"`path`: {path}: `labels` holds a list per row but `{kind}_*` one value per column")
     return values, _numbers(labels_column, "labels", path), kind == "logits"
 
 
 def _sequence_rows(column, labels_column, kind: str, path: str) -> tuple[np.ndarray, np.ndarray]:
     if _is_list(labels_column.type):
         raise ValueError(
-            f"--predictions: {path}: `labels` holds a list per row (token labels) but `{kind}` one vector per row"
-            "; for multi-hot labels of a multi-label head, pass multilabel=True (--multilabel)"
+            f"`path`: {path}: `labels` holds a list per row (token labels) but `{kind}` one vector per row"
+            "; for multi-hot labels of a multi-label head, pass multilabel=True"
         )
     return _vector_rows(column, kind, path), _numbers(labels_column, "labels", path)
 
@@ -515,7 +558,7 @@ def _vector_rows(column, kind: str, path: str) -> np.ndarray:
     if lengths.size and (lengths != lengths[0]).any():
         row = int(np.flatnonzero(lengths != lengths[0])[0])
         raise ValueError(
-            f"--predictions: {path}: `{kind}` has {lengths[row]} values in row {row} but {lengths[0]} in row 0; "
+            f"`path`: {path}: `{kind}` has {lengths[row]} values in row {row} but {lengths[0]} in row 0; "
             "every row needs one value per class"
         )
     flat = _numbers(pc.list_flatten(column), kind, path)
@@ -529,7 +572,7 @@ def _multilabel_rows(column, labels_column, kind: str, path: str) -> tuple[np.nd
 
     if _is_list(column.type.value_type) or not _is_list(labels_column.type):
         raise ValueError(
-            f"--predictions: {path}: multi-label rows need `{kind}` with one value per label and `labels` a "
+            f"`path`: {path}: multi-label rows need `{kind}` with one value per label and `labels` a "
             f"multi-hot list per row; they hold {column.type} and {labels_column.type}"
         )
     values = _vector_rows(column, kind, path)
@@ -538,7 +581,7 @@ def _multilabel_rows(column, labels_column, kind: str, path: str) -> tuple[np.nd
     if bad.size:
         row = int(bad[0])
         raise ValueError(
-            f"--predictions: {path}: row {row} has {counts[row]} labels but {values.shape[1]} `{kind}` values; "
+            f"`path`: {path}: row {row} has {counts[row]} labels but {values.shape[1]} `{kind}` values; "
             "a multi-label row needs one 0/1 label per value"
         )
     labels = _numbers(pc.list_flatten(labels_column), "labels", path).reshape(values.shape)
@@ -550,7 +593,7 @@ def _token_rows(column, labels_column, kind: str, path: str) -> tuple[np.ndarray
 
     if not _is_list(labels_column.type):
         raise ValueError(
-            f"--predictions: {path}: `{kind}` holds a list of per-token vectors per row, so `labels` must hold a "
+            f"`path`: {path}: `{kind}` holds a list of per-token vectors per row, so `labels` must hold a "
             f"list of token labels per row; it holds {labels_column.type}"
         )
     tokens = _lengths(column, kind, path)
@@ -558,7 +601,7 @@ def _token_rows(column, labels_column, kind: str, path: str) -> tuple[np.ndarray
     if (tokens != label_counts).any():
         row = int(np.flatnonzero(tokens != label_counts)[0])
         raise ValueError(
-            f"--predictions: {path}: row {row} has {tokens[row]} `{kind}` vectors but {label_counts[row]} labels; "
+            f"`path`: {path}: row {row} has {tokens[row]} `{kind}` vectors but {label_counts[row]} labels; "
             "every token needs one vector and one label (pad with label -100)"
         )
     per_token = pc.list_flatten(column)
@@ -568,7 +611,7 @@ def _token_rows(column, labels_column, kind: str, path: str) -> tuple[np.ndarray
         row = int(np.searchsorted(np.cumsum(tokens), token, side="right"))
         first_row = int(np.searchsorted(np.cumsum(tokens), 0, side="right"))
         raise ValueError(
-            f"--predictions: {path}: row {row} has a token with {classes[token]} classes but row {first_row} has "
+            f"`path`: {path}: row {row} has a token with {classes[token]} classes but row {first_row} has "
             f"{classes[0]}; every token vector needs one value per class"
         )
     flat = _numbers(pc.list_flatten(per_token), kind, path)
@@ -585,22 +628,22 @@ def _wide_columns(table, path: str) -> tuple[np.ndarray, str]:
             found[match.group(1)][int(match.group(2))] = name
         elif name.startswith(("probs_", "logits_")):
             raise ValueError(
-                f"--predictions: {path}: column {name!r} is not of the form probs_<k> or logits_<k> (k = 0, 1, ...)"
+                f"`path`: {path}: column {name!r} is not of the form probs_<k> or logits_<k> (k = 0, 1, ...)"
             )
     kinds = [kind for kind in ("probs", "logits") if found[kind]]
     if not kinds:
         raise ValueError(
-            f"--predictions: {path} needs a `probs` or `logits` column, or probs_0 .. probs_{{K-1}} (logits_*); "
+            f"`path`: {path} needs a `probs` or `logits` column, or probs_0 .. probs_{{K-1}} (logits_*); "
             f"it has {table.column_names}"
         )
     if len(kinds) == 2:
-        raise ValueError(f"--predictions: {path} has both probs_* and logits_* columns; keep one kind")
+        raise ValueError(f"`path`: {path} has both probs_* and logits_* columns; keep one kind")
     kind = kinds[0]
     indices = sorted(found[kind])
     if indices != list(range(len(indices))):
         missing = sorted(set(range(max(indices) + 1)) - set(indices))
         raise ValueError(
-            f"--predictions: {path}: the {kind}_* columns must be {kind}_0 .. {kind}_{{K-1}}; "
+            f"`path`: {path}: the {kind}_* columns must be {kind}_0 .. {kind}_{{K-1}}; "
             f"{', '.join(f'{kind}_{k}' for k in missing[:5])} missing (columns are never renumbered)"
         )
     arrays = [_numbers(table.column(found[kind][k]).combine_chunks(), found[kind][k], path) for k in indices]

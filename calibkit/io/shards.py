@@ -31,6 +31,7 @@ import numpy as np
 
 from calibkit.io.prediction_files import (
     as_next_token_input,
+    for_option,
     from_arrow_table,
     npz_header,
     one_line,
@@ -38,6 +39,7 @@ from calibkit.io.prediction_files import (
     read_table,
     row_of_value,
 )
+from calibkit.metrics.settings import DEFAULTS, UNSET, CalibrationSettings, resolve_settings, settings_keywords
 from calibkit.metrics.validation import InputError
 
 __all__ = ["Batch", "SHARD_SUFFIXES", "find_shards", "iter_batches", "stream_report"]
@@ -157,9 +159,9 @@ def find_shards(location: str | os.PathLike) -> tuple[list[Path], dict[str, list
     elif path.is_file():
         return [path], {}
     elif path.is_symlink():
-        raise ValueError(f"--predictions: {location} is a link to {os.readlink(path)}, which does not exist")
+        raise ValueError(f"`location`: {location} is a link to {os.readlink(path)}, which does not exist")
     else:
-        raise ValueError(f"--predictions: no such file, folder or glob match: {location}")
+        raise ValueError(f"`location`: no such file, folder or glob match: {location}")
     files: dict[Path, Path] = {}  # resolved -> as found
     skipped: dict[str, list[Path]] = {}
     entered: set[Path] = set()
@@ -167,7 +169,7 @@ def find_shards(location: str | os.PathLike) -> tuple[list[Path], dict[str, list
     def consider(p: Path, matched: bool) -> None:
         if p.is_symlink() and not p.exists():
             if p.suffix.lower() in SHARD_SUFFIXES + WHOLE_FILE_SUFFIXES:
-                raise ValueError(f"--predictions: {p} is a link to {os.readlink(p)}, which does not exist")
+                raise ValueError(f"`location`: {p} is a link to {os.readlink(p)}, which does not exist")
             skipped.setdefault("a broken link", []).append(p)
         elif p.is_dir():
             real = p.resolve()
@@ -183,7 +185,7 @@ def find_shards(location: str | os.PathLike) -> tuple[list[Path], dict[str, list
                 skipped.setdefault("a link to a file already read", []).append(p)
         elif matched:
             raise ValueError(
-                f"--predictions: {p} matches {location!r} but is not a prediction file (.parquet, .npz, .jsonl, "
+                f"`location`: {p} matches {location!r} but is not a prediction file (.parquet, .npz, .jsonl, "
                 "or .json/.csv with labels and probs/logits)"
             )
         else:
@@ -192,7 +194,7 @@ def find_shards(location: str | os.PathLike) -> tuple[list[Path], dict[str, list
     for root in roots:
         consider(root, True)
     if not files:
-        raise ValueError(f"--predictions: no .parquet, .npz or .jsonl shard in {location}")
+        raise ValueError(f"`location`: no .parquet, .npz or .jsonl shard in {location}")
     return sorted(files.values()), skipped
 
 
@@ -248,7 +250,7 @@ def _parquet_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
             yield pa.Table.from_batches([batch]), offset
             offset += batch.num_rows
     except (pa.ArrowException, OSError) as exc:
-        raise ValueError(f"--predictions: {file} cannot be read as Parquet: {one_line(exc)}") from None
+        raise ValueError(f"`location`: {file} cannot be read as Parquet: {one_line(exc)}") from None
 
 
 def _jsonl_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
@@ -270,7 +272,7 @@ def _jsonl_batches(file: Path, batch_bytes: int) -> Iterator[tuple[Any, int]]:
             yield pa.Table.from_batches([batch]), offset
             offset += batch.num_rows
     except (pa.ArrowException, OSError, ValueError) as exc:
-        raise ValueError(f"--predictions: {file} cannot be read as JSON Lines: {one_line(exc)}") from None
+        raise ValueError(f"`location`: {file} cannot be read as JSON Lines: {one_line(exc)}") from None
 
 
 def _floats_for_ints(schema):
@@ -337,7 +339,7 @@ class Batch(NamedTuple):
     offset: int
     first_row: int
     table: Any
-    multilabel: bool = False
+    multilabel: bool = DEFAULTS.multilabel
 
     def place(self, error: InputError) -> str:
         """Say where ``error``'s bad value is: the row of the shard and of all shards (and its token).
@@ -380,11 +382,11 @@ class Batch(NamedTuple):
             raise exc.at(self.place(exc)) from None
         except ValueError as exc:  # "earlier batches": here the shards read before this one
             message = str(exc).replace("earlier batches had", "the shards before it had")
-            raise ValueError(f"--predictions: {self.file} (rows from {self.offset}): {message}") from None
+            raise ValueError(f"`location`: {self.file} (rows from {self.offset}): {message}") from None
 
 
 def iter_batches(
-    files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress: Any = None, multilabel: bool = False
+    files: list[Path], *, batch_bytes: int = BATCH_BYTES, progress: Any = None, multilabel: bool = DEFAULTS.multilabel
 ) -> Iterator[Batch]:
     """Read the shards batch by batch (token rows flattened).
 
@@ -412,6 +414,17 @@ def iter_batches(
         Naming the shard (and, for Parquet and JSON Lines, the first row of the batch) when it
         cannot be read or holds another kind than the first shard.
     """
+    try:
+        yield from _batches(files, batch_bytes, progress, multilabel)
+    except ValueError as exc:  # a reader names its own argument (`path`): here the files are `location`'s
+        message = for_option(str(exc), "`location`")
+        if message == str(exc):
+            raise
+        raise ValueError(message) from None
+
+
+def _batches(files: list[Path], batch_bytes: int, progress: Any, multilabel: bool) -> Iterator[Batch]:
+    """Yield the batches of :func:`iter_batches`, with the readers' messages."""
     kind, first_row = None, 0
     for index, file in enumerate(files):
         suffix = file.suffix.lower()
@@ -436,7 +449,7 @@ def iter_batches(
             elif logits != kind:
                 names = ("probs", "logits")
                 raise ValueError(
-                    f"--predictions: {file} holds {names[logits]} but {files[0]} holds {names[kind]}; "
+                    f"`location`: {file} holds {names[logits]} but {files[0]} holds {names[kind]}; "
                     "every shard must hold the same kind"
                 )
             yield Batch(values, labels, logits, file, offset, first_row, table, multilabel)
@@ -451,24 +464,25 @@ def stream_report(
     location: str,
     *,
     metrics: Any = None,
-    ignore_index: int = -100,
-    n_bins: int = 15,
-    ace_ranges: int = 15,
-    sce_bins: int = 15,
-    rbece_bins: int = 20,
-    theta: float = 40,
-    fce_bins: int = 15,
-    esce_bins: int = 10,
-    eps: float = 1e-12,
-    fce_variant: str = "paper",
-    coverage: float = 0.8,
-    multilabel: bool = False,
-    next_token: bool = False,
+    ignore_index: int = UNSET.ignore_index,
+    n_bins: int = UNSET.n_bins,
+    ace_ranges: int = UNSET.ace_ranges,
+    sce_bins: int = UNSET.sce_bins,
+    rbece_bins: int = UNSET.rbece_bins,
+    theta: float = UNSET.theta,
+    fce_bins: int = UNSET.fce_bins,
+    esce_bins: int = UNSET.esce_bins,
+    eps: float = UNSET.eps,
+    fce_variant: str = UNSET.fce_variant,
+    coverage: float = UNSET.coverage,
+    multilabel: bool = UNSET.multilabel,
+    next_token: bool = UNSET.next_token,
     num_threads: int | None = None,
     batch_bytes: int = BATCH_BYTES,
     max_samples: int = 4_000_000,
     exact_ace: bool = True,
     progress: bool = True,
+    settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
     """Every metric of :func:`calibkit.calibration_report` over shards, in bounded memory.
 
@@ -492,6 +506,9 @@ def stream_report(
         ACE within its reported ``ace_error_bound`` (the accumulator's proportional split).
     progress : bool, default True
         A tqdm bar on stderr per pass: rows and shards done.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords (not both). Its ``from_logits``
+        is not used: each shard says it by its column name.
 
     Returns
     -------
@@ -509,12 +526,10 @@ def stream_report(
     batch_bytes = check_positive_int(batch_bytes, "batch_bytes")
     check_positive_int(max_samples, "max_samples")  # every setting before any shard is read
     exact_ace = check_bool(exact_ace, "exact_ace")
-    settings = dict(
-        ignore_index=ignore_index, n_bins=n_bins, ace_ranges=ace_ranges, sce_bins=sce_bins, rbece_bins=rbece_bins,
-        theta=theta, fce_bins=fce_bins, esce_bins=esce_bins, eps=eps, fce_variant=fce_variant, num_threads=num_threads,
-        coverage=coverage, multilabel=multilabel, next_token=next_token,
-    )  # fmt: skip
-    wanted = CalibrationAccumulator(metrics, **settings).metrics  # settings checked before any shard is read
+    settings = resolve_settings(settings, **settings_keywords(locals()))
+    # settings checked before any shard is read
+    wanted = CalibrationAccumulator(metrics, settings=settings, num_threads=num_threads).metrics
+    multilabel = settings.multilabel
     files, skipped = find_shards(location)
     counts = [_table_rows(f) for f in files]
     total = None if any(c is None for c in counts) else sum(counts)
@@ -527,7 +542,7 @@ def stream_report(
         for batch in iter_batches(files, batch_bytes=batch_bytes, progress=seen, multilabel=multilabel):
             if batch.from_logits not in accumulators:  # the kind is fixed by the first shard
                 accumulators[batch.from_logits] = CalibrationAccumulator(
-                    wanted, from_logits=batch.from_logits, **settings
+                    wanted, settings=settings.replace(from_logits=batch.from_logits), num_threads=num_threads
                 )
             batch.update(accumulators[batch.from_logits])
     acc = next(iter(accumulators.values()), None)
@@ -536,8 +551,8 @@ def stream_report(
         stats = None if sum(s.n for s in stats) == 0 else stats[0]
     if stats is None or (not multilabel and stats.n == 0):
         raise ValueError(
-            f"--predictions: {location}: no labelled prediction (empty shards, or every label equals "
-            f"ignore_index={ignore_index})"
+            f"`location`: {location}: no labelled prediction (empty shards, or every label equals "
+            f"ignore_index={settings.ignore_index})"
         )
     passes, partials = 1, None
     if "ace" in wanted and exact_ace and not multilabel:  # multi-label: ACE per label within its bound

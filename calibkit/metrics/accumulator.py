@@ -25,7 +25,7 @@ from calibkit.metrics.multilabel import (
 )
 from calibkit.metrics.registry import metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
-from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
+from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings, settings_keywords
 from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics
 from calibkit.metrics.validation import InputError, check_num_threads, prepare_for
 
@@ -96,7 +96,7 @@ class CalibrationAccumulator:
         coverage: float = UNSET.coverage,
     ) -> None:
         given = settings_keywords(locals())
-        self.settings = either(settings, given)
+        self.settings = resolve_settings(settings, **given)
         self.metrics = (
             label_metric_names(metrics)
             if self.settings.multilabel

@@ -35,7 +35,7 @@ from calibkit.metrics.multilabel import (
 )
 from calibkit.metrics.registry import metric, metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
-from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
+from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings, settings_keywords
 from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics, SumsPlan, top_slots
 from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare, prepare_for
 
@@ -129,7 +129,7 @@ def bootstrap_intervals(
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"`seed` must be an integer >= 0, got {seed!r}")
     keywords = settings_keywords(locals())
-    settings = either(settings, keywords)
+    settings = resolve_settings(settings, **keywords)
     if settings.multilabel:
         return _multilabel_intervals(probs, labels, metrics, settings, n_boot, confidence, max_blocks, seed)
     wanted = metric_names(metrics, settings, streaming=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_bool, check_ignore_index, prepare_labels, to_numpy
 
 
@@ -48,7 +49,9 @@ def _sets_and_labels(sets: Any, labels: Any, ignore_index: int) -> tuple[np.ndar
     return s[keep], y[keep].astype(np.int64)
 
 
-def coverage(sets: Any, labels: Any, *, per_class: bool = False, ignore_index: int = -100) -> float | np.ndarray:
+def coverage(
+    sets: Any, labels: Any, *, per_class: bool = False, ignore_index: int = DEFAULTS.ignore_index
+) -> float | np.ndarray:
     r"""Compute the empirical coverage of prediction sets: the share of rows whose set holds the label.
 
     .. math::
@@ -118,7 +121,7 @@ def coverage(sets: Any, labels: Any, *, per_class: bool = False, ignore_index: i
         return np.where(counts > 0, hits / np.maximum(counts, 1), np.nan)
 
 
-def set_size(sets: Any, labels: Any = None, *, ignore_index: int = -100) -> float:
+def set_size(sets: Any, labels: Any = None, *, ignore_index: int = DEFAULTS.ignore_index) -> float:
     r"""Compute the mean size of prediction sets: the average number of classes a set holds.
 
     .. math::

@@ -26,7 +26,7 @@ from calibkit.metrics.corp import PARTS, SCORES, binary_decomposition
 from calibkit.metrics.engines import fill_statistics
 from calibkit.metrics.registry import plan
 from calibkit.metrics.report import NO_SAMPLE
-from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings
 from calibkit.metrics.smooth import smooth_rows
 from calibkit.metrics.validation import prepare_for
 
@@ -37,8 +37,10 @@ def score_decomposition(
     *,
     score: str = "brier",
     per_class: bool = False,
-    from_logits: bool = False,
-    ignore_index: int = -100,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
     """Split a proper score into miscalibration, discrimination and uncertainty (CORP).
 
@@ -54,6 +56,10 @@ def score_decomposition(
         Also decompose each class's one-vs-rest problem.
     from_logits : bool, default False
     ignore_index : int, default -100
+    next_token : bool, default False
+        Causal-LM input, as in :func:`calibkit.calibration_report`.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords (not both).
 
     Returns
     -------
@@ -78,7 +84,8 @@ def score_decomposition(
     """
     if score not in SCORES:
         raise ValueError(f"`score` must be one of {list(SCORES)}, got {score!r}")
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index)
+    settings = resolve_settings(settings, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
+    from_logits, ignore_index = settings.from_logits, settings.ignore_index
     prep = prepare_for(probs, labels, settings)
     fill_statistics(prep, plan(["ece"], settings), ignore_index=ignore_index, engine="numba")  # checks every value
     kept = np.asarray(prep.labels) != ignore_index

@@ -53,6 +53,7 @@ from calibkit.metrics._kernels.bins import ace_bucket_patterns
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.backends import use_backend
 from calibkit.metrics.engines.numba_engine import gather_bucket_samples, statistics_numba
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.statistics import SumsPlan, ace_points
 from calibkit.metrics.validation import check_positive_int, prepare
 
@@ -345,7 +346,7 @@ class ExactACE:
         row_softmax = np.empty((prep.values.shape[0], 2)) if long_logits else None
         parts = statistics_numba(  # the gather must rebuild the very probabilities these buckets counted
             prep,
-            SumsPlan(top_bins=(), groups=frozenset({"ace"}), fuzzy_bins=1, classwise_bins=1, eps=1e-12),
+            SumsPlan(top_bins=(), groups=frozenset({"ace"}), fuzzy_bins=1, classwise_bins=1, eps=DEFAULTS.eps),
             ignore_index=self.ignore_index,
             num_threads=self.num_threads,
             row_softmax=row_softmax,

@@ -1,9 +1,13 @@
 """The settings of every metric: one frozen, validated object, built once at each door.
 
 Every entry point (the functional API, :func:`calibkit.calibration_report`, the accumulator,
-the bootstrap, the ``evaluate`` modules, the callback, the CLI) turns its keyword arguments into
-a :class:`CalibrationSettings` and passes that inward; nothing further in checks or renames a
-setting. Each setting has one name everywhere. The names that some doors used before
+the bootstrap, :mod:`calibkit.io.shards`, :mod:`calibkit.io.dask`, the ``evaluate`` modules, the
+callback, the CLI) takes ``settings=CalibrationSettings(...)`` or the same keywords, and turns them
+into one :class:`CalibrationSettings` with :func:`resolve_settings`, which it passes inward;
+nothing further in checks or renames a setting. The defaults live in the dataclass only: a door's
+keyword defaults to ``UNSET.<name>`` (the default, marked as not given) and a function that takes
+no ``settings=`` to ``DEFAULTS.<name>``, so that ``help()`` shows the value and no copy of it can
+drift. Each setting has one name everywhere. The names that some doors used before
 (``ace(n_ranges=)``, ``rbece(n_bins=)``, ``sce(n_bins=)``, ``fce(n_bins=, variant=)``,
 ``esce(n_bins=)``) still work for one release, with a :class:`FutureWarning`, through
 :func:`renamed`.
@@ -201,8 +205,26 @@ class _UnsetStr(str):
         return str.__repr__(self)
 
 
-_UNSET_TYPES = (_UnsetInt, _UnsetFloat, _UnsetStr)
-_BOOLS = ("from_logits", "multilabel", "next_token")  # a bool cannot be marked: None stands for "not given"
+class _UnsetBool:
+    """A bool keyword's default (bool cannot be subclassed): false, equal to False, reads as ``False``."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return other is False or isinstance(other, _UnsetBool)
+
+    def __hash__(self) -> int:
+        return hash(False)
+
+    def __repr__(self) -> str:
+        return "False"
+
+
+_UNSET_TYPES = (_UnsetInt, _UnsetFloat, _UnsetStr, _UnsetBool)
+_BOOLS = ("from_logits", "multilabel", "next_token")  # None also stands for "not given" (the doors' older default)
 
 
 class _Unset:
@@ -211,14 +233,15 @@ class _Unset:
     ``n_bins: int = UNSET.n_bins`` reads as ``15`` in ``help()`` and computes as 15, but
     :func:`is_unset` knows it was not passed: a door that also takes ``settings=`` (or an old
     keyword name) refuses two values for one setting even when one of them equals the default.
-    ``from_logits``, ``multilabel`` and ``next_token`` (bools, which cannot be marked) default to None
-    at those doors.
+    The bools (``from_logits``, ``multilabel``, ``next_token``) read as ``False``; some doors
+    default them to None instead, which :func:`resolve_settings` also reads as "not given".
     """
 
     def __init__(self) -> None:
         for name in names():
             value = getattr(DEFAULTS, name)
-            if isinstance(value, bool):
+            if isinstance(value, bool):  # every bool setting defaults to False
+                setattr(self, name, _UnsetBool())
                 continue
             marked = {int: _UnsetInt, float: _UnsetFloat, str: _UnsetStr}[type(value)](value)
             setattr(self, name, marked)
@@ -242,16 +265,34 @@ def is_unset(value: Any) -> bool:
     return isinstance(value, _UNSET_TYPES)
 
 
-def either(settings: CalibrationSettings | None, keywords: dict[str, Any]) -> CalibrationSettings:
-    """Resolve a door's ``settings`` argument and its settings keywords into one settings object.
+def given_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
+    """Keep the settings keywords the caller gave: drop ``UNSET.*``, and None for a bool setting.
 
     Parameters
     ----------
-    settings : CalibrationSettings or None
-        The ``settings`` argument.
     keywords : dict of str to object
-        The door's settings keywords as received: ``UNSET.*`` (or None for ``from_logits``) where
-        the caller gave none.
+        A door's settings keywords as received.
+
+    Returns
+    -------
+    dict of str to object
+    """
+    return {k: v for k, v in keywords.items() if not is_unset(v) and not (k in _BOOLS and v is None)}
+
+
+def resolve_settings(settings: CalibrationSettings | None = None, /, **keywords: Any) -> CalibrationSettings:
+    """Turn a door's ``settings`` argument and its settings keywords into one checked settings object.
+
+    Every entry point calls this once, first; the defaults and the checks live in
+    :class:`CalibrationSettings` only.
+
+    Parameters
+    ----------
+    settings : CalibrationSettings, optional
+        The door's ``settings`` argument.
+    **keywords
+        The door's settings keywords as received: ``UNSET.<name>`` (or None for ``from_logits``,
+        ``multilabel``, ``next_token``) where the caller gave none.
 
     Returns
     -------
@@ -262,10 +303,20 @@ def either(settings: CalibrationSettings | None, keywords: dict[str, Any]) -> Ca
     ------
     ValueError
         When ``settings`` and a keyword are both given (naming both values, whether they agree
-        or not), or ``settings`` is not a :class:`CalibrationSettings`, or a value is bad.
+        or not), a keyword is not a setting, ``settings`` is not a :class:`CalibrationSettings`,
+        or a value is bad (naming the setting).
+
+    Examples
+    --------
+    >>> resolve_settings(n_bins=10, theta=UNSET.theta).n_bins
+    10
+    >>> resolve_settings(CalibrationSettings(n_bins=10), n_bins=UNSET.n_bins).n_bins
+    10
     """
-    # from_logits=None is "not given" (a bool cannot be marked); None for another setting is refused
-    given = {k: v for k, v in keywords.items() if not is_unset(v) and not (k in _BOOLS and v is None)}
+    unknown = sorted(set(keywords) - set(names()))
+    if unknown:
+        raise ValueError(f"unknown settings {unknown}; known: {list(names())}")
+    given = given_keywords(keywords)
     if settings is None:
         return CalibrationSettings(**given)
     if not isinstance(settings, CalibrationSettings):
@@ -274,6 +325,23 @@ def either(settings: CalibrationSettings | None, keywords: dict[str, Any]) -> Ca
         both = ", ".join(f"`{k}={v!r}` and `settings.{k}={getattr(settings, k)!r}`" for k, v in given.items())
         raise ValueError(f"{both}: give `settings` or the settings as keywords, not both")
     return settings
+
+
+def either(settings: CalibrationSettings | None, keywords: dict[str, Any]) -> CalibrationSettings:
+    """Resolve ``settings`` and a dict of settings keywords: :func:`resolve_settings` (kept for its callers).
+
+    Parameters
+    ----------
+    settings : CalibrationSettings or None
+        The ``settings`` argument.
+    keywords : dict of str to object
+        The door's settings keywords as received.
+
+    Returns
+    -------
+    CalibrationSettings
+    """
+    return resolve_settings(settings, **keywords)
 
 
 def renamed(old: str, value: Any, new: str, current: Any, where: str) -> Any:

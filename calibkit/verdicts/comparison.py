@@ -23,7 +23,7 @@ from calibkit.metrics import calibration_report, smooth_reliability
 from calibkit.metrics import registry as metric_registry
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.bootstrap import bootstrap_intervals
-from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.settings import DEFAULTS, CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics
 from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram
 from calibkit.verdicts.sequences import into_sequences, labelled_rows
@@ -131,12 +131,12 @@ def compare_calibrators(
     *,
     methods: tuple[str, ...] = METHODS,
     class_names: list[str] | None = None,
-    ignore_index: int = -100,
+    ignore_index: int = DEFAULTS.ignore_index,
     select: str = "cece",
-    n_bins: int = 15,
-    rbece_bins: int = 20,
-    theta: float = 40,
-    fce_variant: str = "paper",
+    n_bins: int = DEFAULTS.n_bins,
+    rbece_bins: int = DEFAULTS.rbece_bins,
+    theta: float = DEFAULTS.theta,
+    fce_variant: str = DEFAULTS.fce_variant,
     bootstrap: int = 0,
     seed: int = 0,
     sets: bool = True,

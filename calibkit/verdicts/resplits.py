@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_positive_int
 from calibkit.verdicts.claims import HOLD_SHARE, what_this_means
 from calibkit.verdicts.comparison import (
@@ -181,11 +182,11 @@ def resplit_comparison(
     resplits: int = 20,
     methods: tuple[str, ...] = METHODS,
     class_names: list[str] | None = None,
-    ignore_index: int = -100,
-    n_bins: int = 15,
-    rbece_bins: int = 20,
-    theta: float = 40,
-    fce_variant: str = "paper",
+    ignore_index: int = DEFAULTS.ignore_index,
+    n_bins: int = DEFAULTS.n_bins,
+    rbece_bins: int = DEFAULTS.rbece_bins,
+    theta: float = DEFAULTS.theta,
+    fce_variant: str = DEFAULTS.fce_variant,
     seed: int = 0,
 ) -> Resplits:
     """Fit on one part, evaluate on the other, over ``resplits`` random re-splits of the pooled data.

@@ -11,8 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.settings import DEFAULTS
 
-def labelled_rows(logits: Any, labels: Any, ignore_index: int = -100) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+
+def labelled_rows(
+    logits: Any, labels: Any, ignore_index: int = DEFAULTS.ignore_index
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Return the rows whose label is not ``ignore_index``, with the example each belongs to.
 
     Parameters

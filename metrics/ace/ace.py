@@ -6,7 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
-from calibkit.metrics.settings import UNSET
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("nixon2019")
 
@@ -57,10 +57,11 @@ class Ace(CalibrationMetric):
         predictions,
         references,
         ace_ranges: int = UNSET.ace_ranges,  # told apart from a value passed (old names)
-        from_logits: bool = False,
-        ignore_index: int = -100,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
         n_ranges: int | None = None,
+        settings: CalibrationSettings | None = None,
     ) -> dict:
-        settings = {"ace_ranges": ace_ranges, "from_logits": from_logits, "ignore_index": ignore_index}
-        settings["n_ranges"] = n_ranges  # deprecated name: calibkit.ace warns and resolves it
-        return self._run(calibkit.ace, predictions, references, **settings)
+        keywords = {"ace_ranges": ace_ranges, "from_logits": from_logits, "ignore_index": ignore_index}
+        keywords["n_ranges"] = n_ranges  # deprecated name: calibkit.ace warns and resolves it
+        return self._run(calibkit.ace, predictions, references, settings=settings, **keywords)

@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("brier1950", "galdran")
 
@@ -46,6 +47,13 @@ the same binary problem.
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Brier(CalibrationMetric):
-    def _compute(self, predictions, references, from_logits: bool = False, ignore_index: int = -100) -> dict:
-        settings = {"from_logits": from_logits, "ignore_index": ignore_index}
-        return self._run(calibkit.brier, predictions, references, **settings)
+    def _compute(
+        self,
+        predictions,
+        references,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
+        settings: CalibrationSettings | None = None,
+    ) -> dict:
+        keywords = {"from_logits": from_logits, "ignore_index": ignore_index}
+        return self._run(calibkit.brier, predictions, references, settings=settings, **keywords)

@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET, CalibrationSettings, settings_keywords
 
 _CITATION = bibtex(
     "guo2017", "naeini2015", "nixon2019", "obadinma2021", "dawkins2022", "bihani2023", "sumler2025", "brier1950"
@@ -66,29 +67,18 @@ class CalibrationReport(CalibrationMetric):
         self,
         predictions,
         references,
-        n_bins: int = 15,
-        ace_ranges: int = 15,
-        sce_bins: int = 15,
-        rbece_bins: int = 20,
-        theta: float = 40,
-        fce_bins: int = 15,
-        esce_bins: int = 10,
-        eps: float = 1e-12,
-        fce_variant: str = "paper",
-        from_logits: bool = False,
-        ignore_index: int = -100,
+        n_bins: int = UNSET.n_bins,
+        ace_ranges: int = UNSET.ace_ranges,
+        sce_bins: int = UNSET.sce_bins,
+        rbece_bins: int = UNSET.rbece_bins,
+        theta: float = UNSET.theta,
+        fce_bins: int = UNSET.fce_bins,
+        esce_bins: int = UNSET.esce_bins,
+        eps: float = UNSET.eps,
+        fce_variant: str = UNSET.fce_variant,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
+        settings: CalibrationSettings | None = None,
     ) -> dict:
-        settings = {
-            "n_bins": n_bins,
-            "ace_ranges": ace_ranges,
-            "sce_bins": sce_bins,
-            "rbece_bins": rbece_bins,
-            "theta": theta,
-            "fce_bins": fce_bins,
-            "esce_bins": esce_bins,
-            "eps": eps,
-            "fce_variant": fce_variant,
-            "from_logits": from_logits,
-            "ignore_index": ignore_index,
-        }
-        return self._run(calibkit.calibration_report, predictions, references, **settings)
+        keywords = settings_keywords(locals())  # the settings keywords above, by name
+        return self._run(calibkit.calibration_report, predictions, references, settings=settings, **keywords)

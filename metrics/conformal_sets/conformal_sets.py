@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import bibtex
 from calibkit.evaluate_modules.metric import SetMetric
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_bool
 
 _CITATION = bibtex("sadinle2019", "romano2020", "angelopoulos2021")
@@ -133,5 +134,7 @@ def _measure(sets, labels, *, per_class: bool, ignore_index: int) -> dict:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class ConformalSets(SetMetric):
-    def _compute(self, predictions, references, per_class: bool = False, ignore_index: int = -100) -> dict:
+    def _compute(
+        self, predictions, references, per_class: bool = False, ignore_index: int = DEFAULTS.ignore_index
+    ) -> dict:
         return self._run(_measure, predictions, references, per_class=per_class, ignore_index=ignore_index)

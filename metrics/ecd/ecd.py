@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("sumler2025")
 
@@ -52,7 +53,13 @@ and what it cannot: calibkit's README, "Reproducing the papers" (tests in `tests
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Ecd(CalibrationMetric):
     def _compute(
-        self, predictions, references, eps: float = 1e-12, from_logits: bool = False, ignore_index: int = -100
+        self,
+        predictions,
+        references,
+        eps: float = UNSET.eps,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
+        settings: CalibrationSettings | None = None,
     ) -> dict:
-        settings = {"eps": eps, "from_logits": from_logits, "ignore_index": ignore_index}
-        return self._run(calibkit.ecd, predictions, references, **settings)
+        keywords = {"eps": eps, "from_logits": from_logits, "ignore_index": ignore_index}
+        return self._run(calibkit.ecd, predictions, references, settings=settings, **keywords)

@@ -5,6 +5,7 @@ import evaluate
 
 from calibkit.evaluate_modules import ARGS_DOC, CORE_METRICS, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("kumar2019")
 
@@ -55,7 +56,13 @@ sample carry no variance estimate and are left out of the debiased sum, as in th
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class EceL2(CalibrationMetric):
     def _compute(
-        self, predictions, references, n_bins: int = 15, from_logits: bool = False, ignore_index: int = -100
+        self,
+        predictions,
+        references,
+        n_bins: int = UNSET.n_bins,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
+        settings: CalibrationSettings | None = None,
     ) -> dict:
-        settings = {"n_bins": n_bins, "from_logits": from_logits, "ignore_index": ignore_index}
-        return self._run(CORE_METRICS["ece_l2"], predictions, references, **settings)
+        keywords = {"n_bins": n_bins, "from_logits": from_logits, "ignore_index": ignore_index}
+        return self._run(CORE_METRICS["ece_l2"], predictions, references, settings=settings, **keywords)

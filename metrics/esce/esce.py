@@ -6,7 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
-from calibkit.metrics.settings import UNSET
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("sumler2025")
 
@@ -54,10 +54,11 @@ class Esce(CalibrationMetric):
         predictions,
         references,
         esce_bins: int = UNSET.esce_bins,  # told apart from a value passed (old names)
-        from_logits: bool = False,
-        ignore_index: int = -100,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
         n_bins: int | None = None,
+        settings: CalibrationSettings | None = None,
     ) -> dict:
-        settings = {"esce_bins": esce_bins, "from_logits": from_logits, "ignore_index": ignore_index}
-        settings["n_bins"] = n_bins  # deprecated name: calibkit.esce warns and resolves it
-        return self._run(calibkit.esce, predictions, references, **settings)
+        keywords = {"esce_bins": esce_bins, "from_logits": from_logits, "ignore_index": ignore_index}
+        keywords["n_bins"] = n_bins  # deprecated name: calibkit.esce warns and resolves it
+        return self._run(calibkit.esce, predictions, references, settings=settings, **keywords)

@@ -6,7 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
-from calibkit.metrics.settings import UNSET
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("bihani2023")
 
@@ -68,12 +68,13 @@ class Fce(CalibrationMetric):
         references,
         fce_bins: int = UNSET.fce_bins,  # told apart from a value passed (old names)
         fce_variant: str = UNSET.fce_variant,  # told apart from a value passed (old names)
-        from_logits: bool = False,
-        ignore_index: int = -100,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
         n_bins: int | None = None,
         variant: str | None = None,
+        settings: CalibrationSettings | None = None,
     ) -> dict:
-        settings = {
+        keywords = {
             "fce_bins": fce_bins,
             "fce_variant": fce_variant,
             "from_logits": from_logits,
@@ -81,4 +82,4 @@ class Fce(CalibrationMetric):
             "n_bins": n_bins,  # deprecated names: calibkit.fce warns and resolves them
             "variant": variant,
         }
-        return self._run(calibkit.fce, predictions, references, **settings)
+        return self._run(calibkit.fce, predictions, references, settings=settings, **keywords)

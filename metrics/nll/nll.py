@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("galdran")
 
@@ -47,7 +48,13 @@ mixes calibration with accuracy.
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Nll(CalibrationMetric):
     def _compute(
-        self, predictions, references, eps: float = 1e-12, from_logits: bool = False, ignore_index: int = -100
+        self,
+        predictions,
+        references,
+        eps: float = UNSET.eps,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
+        settings: CalibrationSettings | None = None,
     ) -> dict:
-        settings = {"eps": eps, "from_logits": from_logits, "ignore_index": ignore_index}
-        return self._run(calibkit.nll, predictions, references, **settings)
+        keywords = {"eps": eps, "from_logits": from_logits, "ignore_index": ignore_index}
+        return self._run(calibkit.nll, predictions, references, settings=settings, **keywords)

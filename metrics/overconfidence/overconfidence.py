@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("bihani2023")
 
@@ -46,6 +47,13 @@ the wrong predictions only, which are few for an accurate model: read it with EC
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Overconfidence(CalibrationMetric):
-    def _compute(self, predictions, references, from_logits: bool = False, ignore_index: int = -100) -> dict:
-        settings = {"from_logits": from_logits, "ignore_index": ignore_index}
-        return self._run(calibkit.overconfidence, predictions, references, **settings)
+    def _compute(
+        self,
+        predictions,
+        references,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
+        settings: CalibrationSettings | None = None,
+    ) -> dict:
+        keywords = {"from_logits": from_logits, "ignore_index": ignore_index}
+        return self._run(calibkit.overconfidence, predictions, references, settings=settings, **keywords)

@@ -6,7 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
-from calibkit.metrics.settings import UNSET
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("dawkins2022")
 
@@ -58,11 +58,12 @@ class Rbece(CalibrationMetric):
         predictions,
         references,
         rbece_bins: int = UNSET.rbece_bins,  # told apart from a value passed (old names)
-        theta: float = 40,
-        from_logits: bool = False,
-        ignore_index: int = -100,
+        theta: float = UNSET.theta,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
         n_bins: int | None = None,
+        settings: CalibrationSettings | None = None,
     ) -> dict:
-        settings = {"rbece_bins": rbece_bins, "theta": theta, "from_logits": from_logits, "ignore_index": ignore_index}
-        settings["n_bins"] = n_bins  # deprecated name: calibkit.rbece warns and resolves it
-        return self._run(calibkit.rbece, predictions, references, **settings)
+        keywords = {"rbece_bins": rbece_bins, "theta": theta, "from_logits": from_logits, "ignore_index": ignore_index}
+        keywords["n_bins"] = n_bins  # deprecated name: calibkit.rbece warns and resolves it
+        return self._run(calibkit.rbece, predictions, references, settings=settings, **keywords)

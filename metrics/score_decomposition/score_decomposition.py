@@ -6,6 +6,7 @@ import evaluate
 import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("dimitriadis2021")
 
@@ -63,7 +64,13 @@ def _top_label(probs, labels, **settings):
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class ScoreDecomposition(CalibrationMetric):
     def _compute(
-        self, predictions, references, score: str = "brier", from_logits: bool = False, ignore_index: int = -100
+        self,
+        predictions,
+        references,
+        score: str = "brier",
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
+        settings: CalibrationSettings | None = None,
     ) -> dict:
-        settings = {"score": score, "from_logits": from_logits, "ignore_index": ignore_index}
-        return self._run(_top_label, predictions, references, **settings)
+        keywords = {"score": score, "from_logits": from_logits, "ignore_index": ignore_index}
+        return self._run(_top_label, predictions, references, settings=settings, **keywords)

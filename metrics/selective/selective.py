@@ -7,6 +7,7 @@ import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
 from calibkit.metrics.registry import module_metrics
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("geifman2017") + "\n" + bibtex("liang2023")
 
@@ -54,9 +55,17 @@ selective accuracy depends on `coverage`: report it.
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Selective(CalibrationMetric):
     def _compute(
-        self, predictions, references, coverage: float = 0.8, from_logits: bool = False, ignore_index: int = -100
+        self,
+        predictions,
+        references,
+        coverage: float = UNSET.coverage,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
+        settings: CalibrationSettings | None = None,
     ) -> dict:
         names = module_metrics()["selective"]
-        settings = {"coverage": coverage, "from_logits": from_logits, "ignore_index": ignore_index}
-        report = self._run(calibkit.calibration_report, predictions, references, metrics=names, **settings)
+        keywords = {"coverage": coverage, "from_logits": from_logits, "ignore_index": ignore_index}
+        report = self._run(
+            calibkit.calibration_report, predictions, references, metrics=names, settings=settings, **keywords
+        )
         return {name: report[name] for name in names}

@@ -7,6 +7,7 @@ import calibkit
 from calibkit.evaluate_modules import ARGS_DOC, bibtex
 from calibkit.evaluate_modules.metric import CalibrationMetric
 from calibkit.metrics.registry import module_metrics
+from calibkit.metrics.settings import UNSET, CalibrationSettings
 
 _CITATION = bibtex("blasiok2024")
 
@@ -53,8 +54,17 @@ class-wise form.
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Smece(CalibrationMetric):
-    def _compute(self, predictions, references, from_logits: bool = False, ignore_index: int = -100) -> dict:
+    def _compute(
+        self,
+        predictions,
+        references,
+        from_logits: bool = UNSET.from_logits,
+        ignore_index: int = UNSET.ignore_index,
+        settings: CalibrationSettings | None = None,
+    ) -> dict:
         names = module_metrics()["smece"]
-        settings = {"from_logits": from_logits, "ignore_index": ignore_index}
-        report = self._run(calibkit.calibration_report, predictions, references, metrics=names, **settings)
+        keywords = {"from_logits": from_logits, "ignore_index": ignore_index}
+        report = self._run(
+            calibkit.calibration_report, predictions, references, metrics=names, settings=settings, **keywords
+        )
         return {key: report[key] for key in (*names, "smece_bandwidth")}

@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 
 from calibkit.lm.multiple_choice.data import ChoiceData, choice_probabilities
+from calibkit.metrics.settings import DEFAULTS
 
 
-def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15, skipped: Any = ()) -> Any:
+def reliability_grid(data: ChoiceData, score: str, n_bins: int = DEFAULTS.n_bins, skipped: Any = ()) -> Any:
     """Draw one reliability diagram per task and one pooled, side by side (a matplotlib Figure).
 
     Parameters
@@ -48,7 +49,7 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = 15, skipped: An
 
 
 def write_choice_report(
-    folder: Path, title: str, table: str, report: dict[str, Any], data: ChoiceData, n_bins: int = 15
+    folder: Path, title: str, table: str, report: dict[str, Any], data: ChoiceData, n_bins: int = DEFAULTS.n_bins
 ) -> dict[str, Path]:
     """Write ``reliability.png`` and a self-contained ``index.html`` (table and figure) into ``folder``.
 

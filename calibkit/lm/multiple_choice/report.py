@@ -9,11 +9,12 @@ import numpy as np
 
 from calibkit.lm.multiple_choice.data import ChoiceData, check_score, choice_logits, choice_probabilities
 from calibkit.metrics.registry import ON_REQUEST, OVER_CLASSES, TABLE_METRICS, metric_names
+from calibkit.metrics.settings import DEFAULTS
 
 TOP_LABEL = tuple(m for m in TABLE_METRICS if m not in OVER_CLASSES and m != "macro_f1")
 """The comparison table's metrics of the top label (and accuracy): defined whatever the number of choices."""
 
-SELECTIVE_COVERAGE = 0.8
+SELECTIVE_COVERAGE = DEFAULTS.coverage
 """The coverage of the selective accuracy in each report: the 80% most confident answers."""
 
 POSITION_METRICS = (*OVER_CLASSES, "ace_error_bound")
@@ -69,9 +70,9 @@ def multiple_choice_report(
     data: ChoiceData,
     *,
     score: str = "loglik",
-    n_bins: int = 15,
-    theta: float = 40,
-    fce_variant: str = "paper",
+    n_bins: int = DEFAULTS.n_bins,
+    theta: float = DEFAULTS.theta,
+    fce_variant: str = DEFAULTS.fce_variant,
     metrics: Any = None,
 ) -> dict[str, Any]:
     """Calibration of a language model on multiple-choice tasks: every metric per task and pooled.
@@ -172,8 +173,8 @@ def choice_temperature_scaling(
     *,
     score: str = "loglik",
     resplits: int = 20,
-    n_bins: int = 15,
-    theta: float = 40,
+    n_bins: int = DEFAULTS.n_bins,
+    theta: float = DEFAULTS.theta,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Fit temperature scaling over the choices per task on one half, evaluate on the other, re-split.

@@ -10,20 +10,21 @@ from __future__ import annotations
 import numpy as np
 
 from calibkit.metrics.functional.core import NORMS, ArrayLike, _bins, _report
-from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed
+from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed, resolve_settings
 
 
 def ece(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
+    n_bins: int = UNSET.n_bins,
     norm: str = "l1",
     debias: bool = False,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
     return_bins: bool = False,
+    settings: CalibrationSettings | None = None,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
     """Compute the expected calibration error (Guo et al. 2017 [1]_): ``sum_b n_b/N |acc_b - conf_b|``.
 
@@ -58,6 +59,9 @@ def ece(
         as the model's own loss shifts them (labels unshifted).
     return_bins : bool, default False
         Also return :func:`reliability_bins` on the same bins.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -93,8 +97,8 @@ def ece(
     if debias and norm != "l2":
         raise ValueError(f"`debias=True` is defined for norm='l2' only (Kumar et al. 2019), got norm={norm!r}")
     name = {"l1": "ece", "max": "mce", "l2": "ece_l2_debiased" if debias else "ece_l2"}[norm]
-    settings = CalibrationSettings(
-        n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    settings = resolve_settings(
+        settings, n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
     report, stats = _report(probs, labels, (name, "ecd") if return_bins else (name,), settings)
     return (report[name], _bins(stats, settings.n_bins)) if return_bins else report[name]
@@ -104,10 +108,11 @@ def mce(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    n_bins: int = UNSET.n_bins,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the maximum calibration error (Naeini et al. 2015 [1]_): ``max_b |acc_b - conf_b|``.
 
@@ -130,6 +135,9 @@ def mce(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -155,8 +163,8 @@ def mce(
     >>> mce([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1])
     0.6
     """
-    settings = CalibrationSettings(
-        n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    settings = resolve_settings(
+        settings, n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
     return _report(probs, labels, ("mce",), settings)[0]["mce"]
 
@@ -165,10 +173,11 @@ def ece_l2(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    n_bins: int = UNSET.n_bins,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the L2 calibration error: ``sqrt(sum_b n_b/N (acc_b - conf_b)^2)``, i.e. ``ece(..., norm="l2")``.
 
@@ -191,6 +200,9 @@ def ece_l2(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -223,6 +235,7 @@ def ece_l2(
         from_logits=from_logits,
         ignore_index=ignore_index,
         next_token=next_token,
+        settings=settings,
     )
 
 
@@ -230,10 +243,11 @@ def ece_l2_debiased(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    n_bins: int = UNSET.n_bins,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the debiased L2 calibration error of Kumar et al. 2019 [1]_: ``ece(..., norm="l2", debias=True)``.
 
@@ -257,6 +271,9 @@ def ece_l2_debiased(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -285,6 +302,7 @@ def ece_l2_debiased(
         from_logits=from_logits,
         ignore_index=ignore_index,
         next_token=next_token,
+        settings=settings,
     )
 
 
@@ -293,10 +311,11 @@ def ace(
     labels: ArrayLike,
     *,
     ace_ranges: int = UNSET.ace_ranges,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
     n_ranges: int | None = None,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the adaptive calibration error (Nixon et al. 2019 [1]_), class-conditional over equal-mass ranges.
 
@@ -327,6 +346,9 @@ def ace(
         as the model's own loss shifts them (labels unshifted).
     n_ranges : int, optional
         The old name of ``ace_ranges``; still works, with a FutureWarning.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -353,8 +375,8 @@ def ace(
     0.25
     """
     ace_ranges = renamed("n_ranges", n_ranges, "ace_ranges", ace_ranges, "ace()")
-    settings = CalibrationSettings(
-        ace_ranges=ace_ranges, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    settings = resolve_settings(
+        settings, ace_ranges=ace_ranges, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
     return _report(probs, labels, ("ace",), settings)[0]["ace"]
 
@@ -363,9 +385,10 @@ def overconfidence(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the overconfidence OF (fuzzy-binning paper [1]_, eq 7): mean confidence of the wrong predictions.
 
@@ -385,6 +408,9 @@ def overconfidence(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -410,5 +436,5 @@ def overconfidence(
     >>> overconfidence([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1])
     0.6
     """
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
+    settings = resolve_settings(settings, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     return _report(probs, labels, ("overconfidence",), settings)[0]["overconfidence"]

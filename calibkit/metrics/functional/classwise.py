@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics.functional.core import ArrayLike, _report
-from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed
+from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed, resolve_settings
 
 
 def sce(
@@ -19,10 +19,11 @@ def sce(
     labels: ArrayLike,
     *,
     sce_bins: int = UNSET.sce_bins,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
     n_bins: int | None = None,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the static calibration error, also called class-wise ECE (Nixon et al. 2019 [1]_).
 
@@ -47,6 +48,9 @@ def sce(
         as the model's own loss shifts them (labels unshifted).
     n_bins : int, optional
         The old name of ``sce_bins`` here; still works, with a FutureWarning.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -73,8 +77,8 @@ def sce(
     0.3
     """
     sce_bins = renamed("n_bins", n_bins, "sce_bins", sce_bins, "sce()")
-    settings = CalibrationSettings(
-        sce_bins=sce_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    settings = resolve_settings(
+        settings, sce_bins=sce_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
     return _report(probs, labels, ("sce",), settings)[0]["sce"]
 
@@ -83,10 +87,11 @@ def subset_ece(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    n_bins: int = UNSET.n_bins,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> np.ndarray:
     """Compute each class's ECE ``ECE_k``: top-label ECE on the subset ``{i : y_i = k}`` (class-wise paper [1]_, §3.1).
 
@@ -106,6 +111,9 @@ def subset_ece(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -131,12 +139,12 @@ def subset_ece(
     >>> subset_ece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]).round(4).tolist()
     [0.1, 0.3667]
     """
-    return _class_wise("subset_ece", probs, labels, n_bins, from_logits, ignore_index, next_token)
+    return _class_wise("subset_ece", probs, labels, settings, n_bins, from_logits, ignore_index, next_token)
 
 
-def _class_wise(name: str, probs, labels, n_bins, from_logits, ignore_index, next_token) -> Any:
-    settings = CalibrationSettings(
-        n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+def _class_wise(name: str, probs, labels, settings, n_bins, from_logits, ignore_index, next_token) -> Any:
+    settings = resolve_settings(
+        settings, n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
     return _report(probs, labels, (name,), settings)[0][name]
 
@@ -145,10 +153,11 @@ def cece(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    n_bins: int = UNSET.n_bins,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the contraharmonic ECE (class-wise paper [1]_, eq 3.4): ``sum_k ECE_k^2 / sum_k ECE_k``.
 
@@ -171,6 +180,9 @@ def cece(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -196,17 +208,18 @@ def cece(
     >>> round(cece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3095
     """
-    return _class_wise("cece", probs, labels, n_bins, from_logits, ignore_index, next_token)
+    return _class_wise("cece", probs, labels, settings, n_bins, from_logits, ignore_index, next_token)
 
 
 def msece(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    n_bins: int = UNSET.n_bins,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the mean subset ECE (class-wise paper [1]_, eq 3.5): ``mean_k ECE_k`` over the classes present.
 
@@ -226,6 +239,9 @@ def msece(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -251,17 +267,18 @@ def msece(
     >>> round(msece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.2333
     """
-    return _class_wise("msece", probs, labels, n_bins, from_logits, ignore_index, next_token)
+    return _class_wise("msece", probs, labels, settings, n_bins, from_logits, ignore_index, next_token)
 
 
 def wsece(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    n_bins: int = UNSET.n_bins,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the weighted subset ECE (class-wise paper [1]_, eq 3.6): ``sum_k n_k/N ECE_k``.
 
@@ -281,6 +298,9 @@ def wsece(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -306,17 +326,18 @@ def wsece(
     >>> round(wsece([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.3
     """
-    return _class_wise("wsece", probs, labels, n_bins, from_logits, ignore_index, next_token)
+    return _class_wise("wsece", probs, labels, settings, n_bins, from_logits, ignore_index, next_token)
 
 
 def ece_variance(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    n_bins: int = UNSET.n_bins,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the variance of the per-class ECEs around the overall ECE (class-wise paper [1]_, eq 3.7).
 
@@ -340,6 +361,9 @@ def ece_variance(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -365,4 +389,4 @@ def ece_variance(
     >>> round(ece_variance([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1, 1]), 4)
     0.0222
     """
-    return _class_wise("ece_variance", probs, labels, n_bins, from_logits, ignore_index, next_token)
+    return _class_wise("ece_variance", probs, labels, settings, n_bins, from_logits, ignore_index, next_token)

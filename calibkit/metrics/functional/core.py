@@ -19,7 +19,7 @@ from calibkit.metrics.formulas import binned_gaps
 from calibkit.metrics.multilabel import exact_label_report, label_metric_names
 from calibkit.metrics.registry import metric_names
 from calibkit.metrics.report import exact_report
-from calibkit.metrics.settings import UNSET, CalibrationSettings, either, settings_keywords
+from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings, settings_keywords
 from calibkit.metrics.statistics import CalibrationStatistics
 from calibkit.metrics.validation import check_num_threads, prepare_for
 
@@ -58,10 +58,11 @@ def reliability_bins(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    n_bins: int = 15,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    n_bins: int = UNSET.n_bins,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> dict[str, np.ndarray]:
     """Compute the per-bin breakdown behind reliability diagrams and the entropic paper's per-bin tables.
 
@@ -84,6 +85,9 @@ def reliability_bins(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -106,8 +110,8 @@ def reliability_bins(
     >>> b["count"].tolist(), b["gap"][4].round(2)
     ([0.0, 0.0, 0.0, 1.0, 1.0], np.float64(0.1))
     """
-    settings = CalibrationSettings(
-        n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    settings = resolve_settings(
+        settings, n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
     _, stats = _report(probs, labels, ("ece", "ecd"), settings)
     return _bins(stats, settings.n_bins)
@@ -165,9 +169,6 @@ def calibration_report(
         the last position of each sequence has no label).
     ignore_index : int, default -100
         Label of the positions to skip (``transformers`` pads labels with -100).
-    next_token : bool, default False
-        Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
-        as the model's own loss shifts them (labels unshifted).
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage
         The settings of :class:`~calibkit.metrics.settings.CalibrationSettings` (SPEC.md's
         defaults); ``fce_variant="authors"`` reports FCE as the fuzzy-binning authors' code
@@ -201,7 +202,7 @@ def calibration_report(
     (0.3, 0.75, 4, 2)
     """
     given = settings_keywords(locals())
-    settings = either(settings, given)
+    settings = resolve_settings(settings, **given)
     if settings.multilabel:
         return exact_label_report(probs, labels, label_metric_names(metrics), settings, check_num_threads(num_threads))
     names = metric_names(metrics, settings)

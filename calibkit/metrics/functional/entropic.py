@@ -5,19 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 from calibkit.metrics.functional.core import ArrayLike, _bins, _report
-from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed
+from calibkit.metrics.settings import DEFAULTS, UNSET, CalibrationSettings, is_unset, renamed, resolve_settings
 
 
 def ecd(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    eps: float = 1e-12,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    eps: float = UNSET.eps,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
     return_bins: bool = False,
-    n_bins: int = 10,
+    n_bins: int = UNSET.esce_bins,
+    settings: CalibrationSettings | None = None,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
     """Compute the entropic calibration difference (entropic paper [1]_, eq 12 and 15).
 
@@ -43,7 +44,12 @@ def ecd(
     return_bins : bool, default False
         Also return the per-bin means of :func:`reliability_bins` (``n_bins`` bins).
     n_bins : int, default 10
-        Bins of the breakdown returned with ``return_bins``; the ECD itself has no bins.
+        Bins of the breakdown returned with ``return_bins``; the ECD itself has no bins. The
+        default is the entropic paper's 10 (``esce_bins``' default); with ``settings``, its
+        ``n_bins``.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -69,8 +75,10 @@ def ecd(
     >>> ecd([0.5, 0.5, 1.0], [0, 1, 1])
     0.0
     """
-    settings = CalibrationSettings(
-        eps=eps, n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    if settings is None and is_unset(n_bins):  # the breakdown's own default, the paper's, not the settings' 15
+        n_bins = DEFAULTS.esce_bins
+    settings = resolve_settings(
+        settings, eps=eps, n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
     report, stats = _report(probs, labels, ("ecd", "ece") if return_bins else ("ecd",), settings)
     return (report["ecd"], _bins(stats, settings.n_bins)) if return_bins else report["ecd"]
@@ -81,11 +89,12 @@ def esce(
     labels: ArrayLike,
     *,
     esce_bins: int = UNSET.esce_bins,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
     return_bins: bool = False,
     n_bins: int | None = None,
+    settings: CalibrationSettings | None = None,
 ) -> float | tuple[float, dict[str, np.ndarray]]:
     """Compute the expected signed calibration error (entropic paper [1]_, eq 6): ``sum_b n_b/N (acc_b - conf_b)``.
 
@@ -112,6 +121,9 @@ def esce(
         Also return :func:`reliability_bins` on the same bins.
     n_bins : int, optional
         The old name of ``esce_bins`` here; still works, with a FutureWarning.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -138,8 +150,8 @@ def esce(
     -0.25
     """
     esce_bins = renamed("n_bins", n_bins, "esce_bins", esce_bins, "esce()")
-    settings = CalibrationSettings(
-        esce_bins=esce_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    settings = resolve_settings(
+        settings, esce_bins=esce_bins, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
     report, stats = _report(probs, labels, ("esce", "ecd") if return_bins else ("esce",), settings)
     return (report["esce"], _bins(stats, settings.esce_bins)) if return_bins else report["esce"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from calibkit.metrics.functional.core import ArrayLike, _report
-from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed
+from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed, resolve_settings
 
 
 def fce(
@@ -12,11 +12,12 @@ def fce(
     *,
     fce_bins: int = UNSET.fce_bins,
     fce_variant: str = UNSET.fce_variant,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
     n_bins: int | None = None,
     variant: str | None = None,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the fuzzy calibration error (Bihani & Rayz 2023 [1]_, the fuzzy-binning paper, eq 4-6).
 
@@ -63,6 +64,9 @@ def fce(
         The old name of ``fce_bins`` here; still works, with a FutureWarning.
     variant : str, optional
         The old name of ``fce_variant``; still works, with a FutureWarning.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -92,7 +96,8 @@ def fce(
     """
     fce_bins = renamed("n_bins", n_bins, "fce_bins", fce_bins, "fce()")
     fce_variant = renamed("variant", variant, "fce_variant", fce_variant, "fce()")
-    settings = CalibrationSettings(
+    settings = resolve_settings(
+        settings,
         fce_bins=fce_bins,
         fce_variant=fce_variant,
         from_logits=from_logits,

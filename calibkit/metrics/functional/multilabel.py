@@ -18,11 +18,12 @@ with a message that names this function.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from calibkit.metrics.functional.core import ArrayLike
 from calibkit.metrics.multilabel import LABEL_METRICS, exact_label_report, label_metric_names
-from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings
 
 __all__ = ["LABEL_METRICS", "multilabel_report"]
 
@@ -31,9 +32,11 @@ def multilabel_report(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    **settings: Any,
+    metrics: Iterable[str] | None = None,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    settings: CalibrationSettings | None = None,
+    **keywords: Any,
 ) -> dict[str, Any]:
     """Compute every binary metric per label, its macro, weighted and micro averages, and CECE over labels.
 
@@ -44,10 +47,15 @@ def multilabel_report(
     labels : array-like of shape (N, K)
         Multi-hot labels: 1 where the label is present, 0 where absent, ``ignore_index`` for a
         decision to skip; ints, bools or floats (``BCEWithLogitsLoss`` takes floats).
+    metrics : iterable of str, optional
+        Names from ``LABEL_METRICS`` (default: all).
     from_logits : bool, default False
     ignore_index : int, default -100
-    **settings
-        Any setting of :func:`calibkit.calibration_report` (``n_bins``, ``theta``, ...).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords (not both).
+    **keywords
+        Any other setting of :class:`~calibkit.metrics.settings.CalibrationSettings` (``n_bins``,
+        ``theta``, ...); ``multilabel`` is accepted and ignored (this is the multi-label door).
 
     Returns
     -------
@@ -71,7 +79,6 @@ def multilabel_report(
     >>> r["per_label"]["brier"].round(4).tolist(), round(r["micro"]["brier"], 4)
     ([0.125, 0.075], 0.1)
     """
-    names = label_metric_names(settings.pop("metrics", None))
-    settings.pop("multilabel", None)  # this is the multi-label door
-    config = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, **settings)
-    return exact_label_report(probs, labels, names, config)
+    keywords.pop("multilabel", None)  # this is the multi-label door
+    config = resolve_settings(settings, from_logits=from_logits, ignore_index=ignore_index, **keywords)
+    return exact_label_report(probs, labels, label_metric_names(metrics), config)

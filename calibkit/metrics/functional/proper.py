@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from calibkit.metrics.functional.core import ArrayLike, _report
-from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings
 
 
 def brier(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the Brier score [1]_: ``mean_i sum_k (p_ik - 1[y_i = k])^2``; 1-D binary input: ``mean (p - y)^2``.
 
@@ -30,6 +31,9 @@ def brier(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -55,7 +59,7 @@ def brier(
     >>> round(brier([[0.9, 0.1], [0.2, 0.8]], [0, 1]), 4)
     0.05
     """
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
+    settings = resolve_settings(settings, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     return _report(probs, labels, ("brier",), settings)[0]["brier"]
 
 
@@ -63,10 +67,11 @@ def nll(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    eps: float = 1e-12,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    eps: float = UNSET.eps,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the negative log-likelihood [1]_: ``mean_i -log max(p_{i,y_i}, eps)``.
 
@@ -86,6 +91,9 @@ def nll(
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``,
         as the model's own loss shifts them (labels unshifted).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -110,5 +118,7 @@ def nll(
     >>> round(nll([[0.5, 0.5], [0.2, 0.8]], [0, 1]), 4)
     0.4581
     """
-    settings = CalibrationSettings(eps=eps, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
+    settings = resolve_settings(
+        settings, eps=eps, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    )
     return _report(probs, labels, ("nll",), settings)[0]["nll"]

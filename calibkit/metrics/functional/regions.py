@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from calibkit.metrics.functional.core import ArrayLike, _report
-from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed
+from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed, resolve_settings
 
 
 def rbece(
@@ -11,11 +11,12 @@ def rbece(
     labels: ArrayLike,
     *,
     rbece_bins: int = UNSET.rbece_bins,
-    theta: float = 40,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    theta: float = UNSET.theta,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
     n_bins: int | None = None,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the region-balanced ECE (region-balanced paper [1]_, eq 2): ``mean_{b : n_b > theta} |acc_b - conf_b|``.
 
@@ -41,6 +42,9 @@ def rbece(
         as the model's own loss shifts them (labels unshifted).
     n_bins : int, optional
         The old name of ``rbece_bins`` here; still works, with a FutureWarning.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -68,7 +72,12 @@ def rbece(
     0.3
     """
     rbece_bins = renamed("n_bins", n_bins, "rbece_bins", rbece_bins, "rbece()")
-    settings = CalibrationSettings(
-        rbece_bins=rbece_bins, theta=theta, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    settings = resolve_settings(
+        settings,
+        rbece_bins=rbece_bins,
+        theta=theta,
+        from_logits=from_logits,
+        ignore_index=ignore_index,
+        next_token=next_token,
     )
     return _report(probs, labels, ("rbece",), settings)[0]["rbece"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from calibkit.metrics.functional.core import ArrayLike, _report
 from calibkit.metrics.ranking import risk_curve, top_label_rows
-from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings
 from calibkit.metrics.validation import check_coverage, prepare_for
 
 __all__ = ["aurc", "check_coverage", "risk_coverage", "selective_accuracy"]
@@ -30,9 +30,10 @@ def risk_coverage(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Compute the risk-coverage curve: the error rate on the ``k`` most confident inputs, for every ``k``.
 
@@ -46,6 +47,9 @@ def risk_coverage(
     ignore_index : int, default -100
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -65,7 +69,7 @@ def risk_coverage(
     >>> coverage.round(3).tolist(), risk.round(3).tolist()
     ([0.333, 0.667, 1.0], [0.0, 0.0, 0.333])
     """
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
+    settings = resolve_settings(settings, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     _report(probs, labels, ("accuracy",), settings)  # every input check of the metrics, and their messages
     prep = prepare_for(probs, labels, settings)
     confidence, wrong, _ = top_label_rows(prep, settings.ignore_index)
@@ -79,9 +83,10 @@ def aurc(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the area under the risk-coverage curve [1]_: ``AURC = (1/n) sum_k r(k)``.
 
@@ -93,6 +98,9 @@ def aurc(
     ----------
     probs, labels, from_logits, ignore_index, next_token
         As in :func:`risk_coverage`.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -115,7 +123,7 @@ def aurc(
     >>> round(aurc([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1]), 4)
     0.1111
     """
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
+    settings = resolve_settings(settings, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     return _report(probs, labels, ("aurc",), settings)[0]["aurc"]
 
 
@@ -123,10 +131,11 @@ def selective_accuracy(
     probs: ArrayLike,
     labels: ArrayLike,
     *,
-    coverage: float = 0.8,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    coverage: float = UNSET.coverage,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float:
     """Compute the accuracy on the ``coverage`` share of inputs the model is most confident about (HELM [1]_).
 
@@ -136,6 +145,9 @@ def selective_accuracy(
         As in :func:`risk_coverage`.
     coverage : float, default 0.8
         The share answered, in (0, 1]: the ``ceil(coverage * n)`` most confident inputs.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -157,7 +169,7 @@ def selective_accuracy(
     >>> selective_accuracy([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7]], [0, 1, 1], coverage=0.5)
     1.0
     """
-    settings = CalibrationSettings(
-        coverage=coverage, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
+    settings = resolve_settings(
+        settings, coverage=coverage, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token
     )
     return _report(probs, labels, ("selective_accuracy",), settings)[0]["selective_accuracy"]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics.functional.core import ArrayLike, _report
-from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings
 from calibkit.metrics.smooth import MESH_POINTS, smece_from_rows, smooth_curve, smooth_rows
 from calibkit.metrics.validation import prepare_for
 
@@ -46,9 +46,10 @@ def smece(
     *,
     bandwidth: float | None = None,
     return_bandwidth: bool = False,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> float | tuple[float, float]:
     """Compute the smooth ECE [1]_ of the top-label confidence: kernel smoothing instead of bins.
 
@@ -82,6 +83,9 @@ def smece(
     ignore_index : int, default -100
     next_token : bool, default False
         Causal-LM input: logits ``(N, T, V)`` at position ``t`` scored against ``labels[:, t + 1]``.
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -108,7 +112,7 @@ def smece(
     0.2487
     """
     sigma = _check_bandwidth(bandwidth)
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
+    settings = resolve_settings(settings, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     if sigma is None:
         report = _report(probs, labels, ("smece",), settings)[0]
         value, sigma = report["smece"], report["smece_bandwidth"]
@@ -123,9 +127,10 @@ def smooth_reliability(
     *,
     bandwidth: float | None = None,
     points: int = MESH_POINTS,
-    from_logits: bool = False,
-    ignore_index: int = -100,
-    next_token: bool = False,
+    from_logits: bool = UNSET.from_logits,
+    ignore_index: int = UNSET.ignore_index,
+    next_token: bool = UNSET.next_token,
+    settings: CalibrationSettings | None = None,
 ) -> dict[str, Any]:
     """Compute the smooth reliability curve [1]_: the kernel-smoothed accuracy against confidence.
 
@@ -142,6 +147,9 @@ def smooth_reliability(
         A fixed ``sigma`` in (0, 1]; default: smECE's own.
     points : int, default 200
         Points of the mesh (at least 2).
+    settings : CalibrationSettings, optional
+        All settings at once, instead of the settings keywords above (not both: a keyword given
+        with ``settings`` is a ``ValueError`` naming both).
 
     Returns
     -------
@@ -170,5 +178,5 @@ def smooth_reliability(
     sigma = _check_bandwidth(bandwidth)
     if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or not 2 <= points <= 10**7:
         raise ValueError(f"`points` must be an integer in [2, 10**7], got {points!r}")
-    settings = CalibrationSettings(from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
+    settings = resolve_settings(settings, from_logits=from_logits, ignore_index=ignore_index, next_token=next_token)
     return smooth_curve(*_rows(probs, labels, settings), sigma, int(points))
