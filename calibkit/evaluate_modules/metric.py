@@ -23,6 +23,8 @@ sample, per token for the ``"token"`` configuration) for the docs and the Gradio
 from __future__ import annotations
 
 import abc
+import dataclasses
+import inspect
 import sys
 from typing import Any
 
@@ -34,7 +36,7 @@ from datasets.utils.py_utils import temp_seed
 import calibkit
 from calibkit.metrics.registry import module_metrics
 from calibkit.metrics.settings import DEFAULTS
-from calibkit.metrics.validation import prepare_labels, shift_labels, to_numpy
+from calibkit.metrics.validation import InputError, prepare_labels, shift_labels, to_numpy
 
 CORE_METRICS = module_metrics()  # each single-purpose module's metrics (the registry's)
 
@@ -91,6 +93,23 @@ def _ignore_index(keywords: dict[str, Any]) -> int:
     """Read the ``ignore_index`` of a script's keywords: its ``settings`` object's when given, else the keyword."""
     given = keywords.get("settings")
     return given.ignore_index if given is not None else keywords.get("ignore_index", DEFAULTS.ignore_index)
+
+
+def _shifted(references: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """next_token configuration: the labels of ``shape`` shifted, the shift's gaps :data:`UNSCORED`."""
+    try:
+        labels = prepare_labels(references)
+    except ValueError as exc:  # the core names its `labels`; this configuration's are `references`
+        raise ValueError(_renamed(str(exc))) from exc
+    return shift_labels(labels.reshape(shape), UNSCORED)
+
+
+def _with_next_token(keywords: dict[str, Any]) -> dict[str, Any]:
+    """Return a script's keywords with ``next_token`` on: in its ``settings`` object when one is given."""
+    given = keywords.get("settings")
+    if given is not None:
+        return {**keywords, "settings": dataclasses.replace(given, next_token=True)}
+    return {**keywords, "next_token": True}
 
 
 def _nested_json(value: Any) -> Any:
@@ -266,7 +285,7 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
             if not seqs:
                 return np.empty((0,)), np.empty((0,), dtype=np.int64)
             if shift:  # a loop over sequences, not tokens
-                seqs = [(p, shift_labels(prepare_labels(y).reshape(1, -1), UNSCORED)) for p, y in seqs]
+                seqs = [(p, _shifted(y, (1, -1))) for p, y in seqs]
             return self._concat([p for p, _ in seqs], "predictions"), np.concatenate([y for _, y in seqs])
         p, y = to_numpy(predictions, "predictions"), to_numpy(references, "references")
         if y.ndim != 2 or p.ndim not in (2, 3) or p.shape[:2] != y.shape:
@@ -275,7 +294,7 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
                 "predictions (sequences, tokens, classes) or (sequences, tokens) and references (sequences, tokens)"
             )
         if shift:
-            return p.reshape(-1, *p.shape[2:]), shift_labels(prepare_labels(y).reshape(y.shape), UNSCORED)
+            return p.reshape(-1, *p.shape[2:]), _shifted(y, y.shape)
         return p.reshape(-1, *p.shape[2:]), y.reshape(-1)
 
     @staticmethod
@@ -471,8 +490,19 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         reports those names, ``subset_ece`` as ``per_class_ece``.
         """
         probs, labels = self._gathered(predictions, references)
+        vocabulary = False
         if self.config_name == "next_token":  # the rows are the shifted tokens: the shift's gaps are skipped
-            labels = np.where(labels == UNSCORED, _ignore_index(settings), labels)
+            ignore_index = _ignore_index(settings)
+            labels = np.where(labels == UNSCORED, ignore_index, labels)
+            reads_next_token = not callable(metric) or "next_token" in inspect.signature(metric).parameters
+            if probs.ndim == 2 and reads_next_token:
+                # The core's own next-token input, so that its numbers are the module's (SPEC.md: over a
+                # vocabulary ACE and SCE average over the tokens that occur, ACE by name only): the rows
+                # as one sequence (logits read in place), the labels unshifted again. The last row ends
+                # a sequence (its label is a gap) and position 0's label is never read.
+                probs, labels = probs[None], np.concatenate(([ignore_index], labels[:-1]))[None]
+                settings = _with_next_token(settings)
+                vocabulary = True
         if self.config_name == "multilabel":
             return self._multilabel(probs, labels, settings)
         try:
@@ -481,6 +511,10 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
             else:
                 report = calibkit.CalibrationAccumulator(metric, **settings).update(probs, labels).compute()
                 result = {("per_class_ece" if m == "subset_ece" else m): report[m] for m in metric}
+        except InputError as exc:
+            if vocabulary:  # the place in the references as added (flat), not in the one sequence above
+                exc = InputError(exc.head, exc.index, exc.index, exc.tail, exc.batch)
+            raise ValueError(_renamed(str(exc))) from exc
         except ValueError as exc:
             raise ValueError(_renamed(str(exc))) from exc
         if not isinstance(result, dict):

@@ -493,13 +493,24 @@ binary convention: its calibration (ECE, ACE) and its proper scores (Brier, NLL)
 (``calibkit.lm.generations``); how well it ranks is ON_REQUEST's AURC and selective accuracy."""
 
 NEXT_TOKEN_METRICS: tuple[str, ...] = tuple(m for m in METRICS if m != "ace")
-"""The default report over a vocabulary (``next_token=True``): ACE only when asked for by name, as
-its sums are V x 1,026 buckets (3.2 GB at V = 128,000) where every other metric's grow with the
-tokens (2 CPU cores, V = 32,000: ACE alone 650 tokens/s, ECE 9,100; benchmarks/causal_lm.py)."""
+"""The default report over a vocabulary (``next_token=True``) or over :data:`WIDE_CLASSES` classes
+or more: ACE only when asked for by name, as its sums are K x 1,026 buckets (3.2 GB at K = 128,000)
+where every other metric's grow with the entries (2 CPU cores, V = 32,000: ACE alone 650 tokens/s,
+ECE 9,100; benchmarks/causal_lm.py; at 16,000 classes ACE alone costs 13x what it costs at 1,000 on
+the same entries, benchmarks/vocabulary_cost.py)."""
+
+WIDE_CLASSES: int = kernels.COMPACT_CLASSES
+"""From this many classes on (2,048, where the sums keep rows for what occurs, SPEC.md) the default
+report of a door that knows the classes before its pass (the one-shot report) leaves ACE out, as
+over a vocabulary: a 16,000-label product or entity head is a vocabulary by its cost."""
 
 
 def metric_names(
-    metrics: Iterable[str] | str | None, settings: CalibrationSettings | None = None, *, streaming: bool = False
+    metrics: Iterable[str] | str | None,
+    settings: CalibrationSettings | None = None,
+    *,
+    streaming: bool = False,
+    num_classes: int | None = None,
 ) -> tuple[str, ...]:
     """Validate a choice of metrics.
 
@@ -509,11 +520,15 @@ def metric_names(
     ----------
     metrics : iterable of str, str or None
         Names from :data:`METRICS` or :data:`ON_REQUEST`; a string names one metric; None means
-        all of :data:`METRICS` (:data:`NEXT_TOKEN_METRICS` with ``settings.next_token``).
+        all of :data:`METRICS`, or :data:`NEXT_TOKEN_METRICS` (ACE by name only) with
+        ``settings.next_token`` or ``num_classes >= WIDE_CLASSES``.
     settings : CalibrationSettings, optional
         The settings of the door (the default report over a vocabulary leaves ACE out).
     streaming : bool, default False
         The door keeps sums, not rows: the metrics of ``HELD`` are refused.
+    num_classes : int, optional
+        The classes of the input, where the door knows them before its pass (the default report
+        over :data:`WIDE_CLASSES` classes or more leaves ACE out).
 
     Returns
     -------
@@ -527,7 +542,8 @@ def metric_names(
         ``streaming``, one of ``HELD``).
     """
     if metrics is None:
-        return NEXT_TOKEN_METRICS if settings is not None and settings.next_token else METRICS
+        vocabulary = settings is not None and settings.next_token
+        return NEXT_TOKEN_METRICS if vocabulary or (num_classes or 0) >= WIDE_CLASSES else METRICS
     names = (metrics,) if isinstance(metrics, str) else metrics
     try:
         names = tuple(names)

@@ -74,7 +74,8 @@ def exact_report(
     settings : CalibrationSettings
         Bin counts and conventions (SPEC.md's defaults).
     metrics : iterable of str, optional
-        Names from :data:`calibkit.METRICS` (default: all).
+        Names from :data:`calibkit.METRICS` (default: all, ACE by name only over a vocabulary or
+        ``registry.WIDE_CLASSES`` classes or more, SPEC.md).
     num_threads : int, optional
         Threads of the passes (default: the CPUs available).
 
@@ -90,7 +91,7 @@ def exact_report(
     ValueError
         When no sample remains after masking.
     """
-    names = metric_names(metrics, settings)
+    names = metric_names(metrics, settings, num_classes=prep.num_classes)  # ACE by name only from WIDE_CLASSES on
     sums = plan(names, settings)
     filled = fill_statistics(
         prep,

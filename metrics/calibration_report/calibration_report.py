@@ -36,7 +36,9 @@ Returns:
     ece, mce, ace, sce, cece, msece, wsece, ece_variance, rbece, fce, overconfidence, ecd, esce, brier,
     nll (`float`): the metrics of the modules of the same names.
     subset_ece (`list` of `float`): the per-class ECE_k (NaN for an absent class).
-    ace_error_bound (`float`): 0, ACE is exact here.
+    ace_error_bound (`float`): 0, ACE is exact here. ACE and its bound are left out with 2,048 classes
+        or more and in the next_token configuration (their cost grows with the classes, not the
+        samples: SPEC.md); `metrics` is not a setting of this module, so use the `ace` module for it.
     accuracy (`float`), n (`int`, samples after masking), num_classes (`int`).
 Examples:
     >>> metric = evaluate.load("calibration_report")

@@ -125,3 +125,19 @@ def test_token_configuration_refuses_ragged_sequences(load):
         module.compute(predictions=[[[0.5, 0.5], [0.9, 0.1]]], references=[[0, 1, 1]])
     with pytest.raises(ValueError, match=r"`references` must lie in \[0, 2\)"):
         module.compute(predictions=[[[0.5, 0.5]]], references=[[7]])
+
+
+@pytest.mark.parametrize("name", ["ece", "sce", "calibration_report"])
+def test_next_token_configuration_names_references_and_their_own_position(load, name):
+    """Issue 55: a label outside the vocabulary at position 3 was reported at position 2 (the shifted
+    index), and a float label as `labels`; the default and token configurations name `references`."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(1, 7, 6))
+    y = np.array([[-100, -100, 1, 9, 2, 0, 4]])
+    module = load(name, "next_token")
+    with pytest.raises(ValueError, match=r"`references` must lie in \[0, 6\).* got 9 at position 3\b"):
+        module.compute(predictions=z, references=y, from_logits=True)
+    with pytest.raises(ValueError, match=r"`references` must be integers"):
+        module.compute(predictions=z, references=y + 0.5, from_logits=True)
+    with pytest.raises(ValueError, match=r"`references` must be integers"):
+        module.add_batch(predictions=list(z), references=list(y + 0.5))  # per-sequence lists

@@ -307,6 +307,26 @@ def test_next_token_configuration_equals_the_report_with_next_token(load, name):
     assert unshifted[keys[0]] != pytest.approx(want[keys[0]])  # the configuration is what shifts
 
 
+@pytest.mark.parametrize("name", [n for n in MODULE_NAMES if n != "score_decomposition"])  # no next_token there
+def test_next_token_configuration_is_the_functions_vocabulary_reading(load, name):
+    """Issue 55: every module's next-token numbers are the functions' with next_token=True, SCE and ACE
+    averaged over the tokens that occur and ACE out of the default report (SPEC.md); the configuration
+    divided by V and reported ACE (SCE 0.2453 where the function says 0.2600)."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(4, 7, 6)) * 2
+    y = rng.integers(0, 5, size=(4, 7))  # token 5 never occurs as a label
+    y[:, :2] = -100  # a two-token prompt
+    metric = load(name, "next_token")
+    metric.add_batch(predictions=z[:3], references=y[:3])
+    got = metric.compute(predictions=z[3:], references=y[3:], from_logits=True)
+    assert_same(got, expected(name, z, y, from_logits=True, next_token=True), tol=1e-12)
+    if name == "calibration_report":
+        assert "ace" not in got  # asked for by name only (the ace module)
+    if "sce" in got:  # the data tell the readings apart: over all V classes SCE is another number
+        shifted = np.c_[y[:, 1:], np.full((4, 1), -100)].reshape(-1)
+        assert got["sce"] != pytest.approx(calibkit.sce(z.reshape(-1, 6), shifted, from_logits=True), rel=1e-3)
+
+
 @pytest.mark.parametrize("name", MODULE_NAMES)
 def test_multilabel_configuration_equals_the_multilabel_report(load, name):
     from calibkit.metrics.multilabel import LABEL_METRICS

@@ -23,7 +23,7 @@ from calibkit.metrics import accumulator, validation
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.backends import use_backend
 from calibkit.metrics.bootstrap import bootstrap_intervals
-from calibkit.metrics.registry import METRICS
+from calibkit.metrics.registry import METRICS, NEXT_TOKEN_METRICS, WIDE_CLASSES, metric_names
 
 V = 2500  # above COMPACT_CLASSES: the compact layout
 
@@ -97,6 +97,28 @@ def test_the_tables_grow_with_the_labels_not_the_vocabulary():
     assert {3, 50, 2000} <= set(rows.tolist()) and 3 < len(rows) <= 3 + 14 * len(labels)
     assert stats.classwise.shape[0] == len(rows) and stats.column_first.shape == (V, 2)
     assert stats.label_counts().shape == (V,) and stats.label_counts()[[3, 50, 2000]].sum() == stats.n
+
+
+def test_the_default_report_over_many_classes_asks_for_ace_by_name():
+    """Issue 55: ACE's sums are K x 1,026 buckets, so a 16,000-label head's default report cost 12.9x
+    a 1,000-class one's on the same entries (benchmarks/vocabulary_cost.py). From WIDE_CLASSES classes
+    on the default one-shot report leaves ACE out, as over a vocabulary, and computes it by name."""
+    assert WIDE_CLASSES <= V
+    logits, labels = vocabulary_batch(labels_from=np.arange(0, V, 7))
+    narrow_logits = np.ascontiguousarray(logits[:, : WIDE_CLASSES - 1])
+    narrow_labels = np.where(labels < WIDE_CLASSES - 1, labels, -100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wide = calibkit.calibration_report(logits, labels, from_logits=True)
+        asked = calibkit.calibration_report(logits, labels, from_logits=True, metrics=["ece", "ace"])
+        narrow = calibkit.calibration_report(narrow_logits, narrow_labels, from_logits=True)
+    assert "ace" not in wide and "ace_error_bound" not in wide
+    assert [m for m in wide if m in METRICS] == list(NEXT_TOKEN_METRICS)
+    assert asked["ace"] > 0 and asked["ace_error_bound"] == 0 and asked["ece"] == wide["ece"]
+    assert "ace" in narrow  # one class fewer: the report as before
+    assert metric_names(None, num_classes=WIDE_CLASSES) == NEXT_TOKEN_METRICS
+    assert metric_names(None, num_classes=WIDE_CLASSES - 1) == METRICS
+    assert metric_names(["ace"], num_classes=10**6) == ("ace",)
 
 
 def test_batches_with_other_labels_add_up_to_one_call(dense):
