@@ -76,7 +76,7 @@ API_MODULES = {
     "calibkit": "Metrics, statistics and settings (the functional core, ``import calibkit``)",
     "calibkit.calibrators": "Calibrators and calibrated transformers models",
     "calibkit.callbacks": "The Trainer callback",
-    "calibkit.verdicts.plots": "Plots",
+    "calibkit.plots": "Plots",
     "calibkit.metrics.bootstrap": "Bootstrap intervals",
     "calibkit.io.shards": "Sharded prediction files (data larger than memory)",
     "calibkit.io.dask": "Dask",

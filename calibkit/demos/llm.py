@@ -256,8 +256,8 @@ def _verdict_lines(split: dict[str, Any], resplits: int) -> list[tuple[str, str]
 
 
 def _figure(split: dict[str, Any], path: Path) -> Path:
-    from calibkit.verdicts.plots import ReliabilityDiagram
-    from calibkit.verdicts.reporting import new_figure
+    from calibkit.plots import ReliabilityDiagram
+    from calibkit.plots.figures import new_figure
 
     fig = new_figure(figsize=(5.5, 5.2))
     grid = fig.add_gridspec(2, 1, height_ratios=[3, 1])

@@ -219,7 +219,7 @@ def write_figures(
     dict of str to Path
     """
     import calibkit
-    from calibkit.verdicts.reporting import new_figure
+    from calibkit.plots.figures import new_figure
 
     methods = ["uncalibrated"] + ([best] if best != "uncalibrated" else [])
     probs = {m: _probabilities(m, z_val, y_val, z_test)[0] for m in methods}

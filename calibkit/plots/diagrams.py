@@ -4,7 +4,7 @@ Each display is built from predictions (``from_predictions``) or from accumulate
 (``from_statistics``: the sums of a :class:`~calibkit.CalibrationAccumulator`, so a plot
 of a streamed evaluation never needs the predictions again), draws on the ``ax`` it is given
 (a new figure only when none is) and keeps its artists (``ax_``, ``figure_``, ...). Library code
-never chooses a matplotlib backend: that is the caller's, and :mod:`calibkit.verdicts.reporting` writes
+never chooses a matplotlib backend: that is the caller's, and :mod:`calibkit.plots.figures` writes
 its files with ``matplotlib.figure.Figure`` objects, which need none.
 
 - :class:`ReliabilityDiagram`: accuracy against top-label confidence per equal-width bin, with the
