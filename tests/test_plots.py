@@ -99,8 +99,8 @@ def test_bad_arguments_name_themselves():
 
 
 def test_report_figures_keep_the_callers_backend(tmp_path):
-    from calibkit.verdicts.comparison import compare_calibrators
     from calibkit.plots.figures import write_figures
+    from calibkit.verdicts.comparison import compare_calibrators
 
     backend = matplotlib.get_backend()
     y = RNG.integers(0, 3, 800)

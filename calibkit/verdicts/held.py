@@ -9,19 +9,17 @@ Their coverage and mean size after each method (``conformal_cells``) become a Ma
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any
 
 import numpy as np
 
-from calibkit.plots import figures
+from calibkit.plots import figures, tables
 from calibkit.verdicts.comparison import CONFORMAL_LEVEL, METHOD_LABELS, Comparison
 
 
 def _cell(value: float) -> str:
-    """Format one number as the comparison's tables do (``n/a`` for NaN)."""
-    return "n/a" if math.isnan(value) else f"{value:.4f}"
+    return tables.cell(float(value), missing="n/a")  # the conformal table's own mark for NaN
 
 
 def conformal_table(comparison: Comparison) -> str:
@@ -38,16 +36,16 @@ def conformal_table(comparison: Comparison) -> str:
         One row per method; the smallest mean set size per score in bold.
     """
     scores = list(next(iter(comparison.sets.values()), {}))
-    head = " | ".join(f"{s.upper()} coverage | {s.upper()} mean set size" for s in scores)
-    lines = [f"| method | {head} |", "|---" * (1 + 2 * len(scores)) + "|"]
+    head = [title for s in scores for title in (f"{s.upper()} coverage", f"{s.upper()} mean set size")]
     smallest = {s: np.nanmin([c[s]["set_size"] for c in comparison.sets.values()] + [np.inf]) for s in scores}
+    rows = []
     for method, cells in comparison.sets.items():
-        row = []
+        row = [METHOD_LABELS[method]]
         for s in scores:
             size = _cell(cells[s]["set_size"])
             row += [_cell(cells[s]["coverage"]), f"**{size}**" if cells[s]["set_size"] == smallest[s] else size]
-        lines.append(f"| {METHOD_LABELS[method]} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        rows.append(row)
+    return tables.markdown_table(["method", *head], rows)
 
 
 def conformal_note(comparison: Comparison) -> str:

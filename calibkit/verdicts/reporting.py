@@ -20,7 +20,7 @@ import numpy as np
 
 from calibkit._moved import moved_name
 from calibkit.metrics.statistics import largest_classes
-from calibkit.plots import figures
+from calibkit.plots import figures, tables
 from calibkit.verdicts import resplits as rs
 from calibkit.verdicts.claims import what_this_means
 from calibkit.verdicts.comparison import (
@@ -45,13 +45,6 @@ __all__ = [
 ]
 
 
-def _cell(value: float, interval: tuple[float, float] | None = None) -> str:
-    text = "nan" if math.isnan(value) else f"{value:.4f}"
-    if interval is not None and not any(math.isnan(v) for v in interval):
-        text += f" [{interval[0]:.4f}, {interval[1]:.4f}]"
-    return text
-
-
 def markdown_table(comparison: Comparison) -> str:
     """Render methods x metrics as a Markdown table, the best value of each column in bold.
 
@@ -74,14 +67,14 @@ def markdown_table(comparison: Comparison) -> str:
             values = {k: abs(v) for k, v in values.items()}
         if values:
             best[m] = (max if m in HIGHER_IS_BETTER else min)(values, key=values.get)
-    lines = ["| method | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
+    rows = []
     for method, row in comparison.rows.items():
         cells = []
         for m in metrics:
-            text = _cell(row[m], comparison.intervals.get(method, {}).get(m))
+            text = tables.cell(float(row[m]), comparison.intervals.get(method, {}).get(m))
             cells.append(f"**{text}**" if best.get(m) == method else text)
-        lines.append(f"| {METHOD_LABELS[method]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([METHOD_LABELS[method], *cells])
+    return tables.markdown_table(["method", *metrics], rows)
 
 
 def more_classes_line(support: np.ndarray, shown: int) -> str:
@@ -127,16 +120,17 @@ def per_class_table(comparison: Comparison) -> str:
     """
     support = comparison.statistics["uncalibrated"].label_counts()
     methods = list(comparison.rows)
-    lines = ["| class | n | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |", "|---" * (len(methods) + 2) + "|"]
+    rows = []
     shown = largest_classes(support)
     for k in shown:
         cells = []
         for m in methods:
             ci = comparison.class_intervals.get(m)
-            cells.append(_cell(float(comparison.per_class[m][k]), None if ci is None else (ci[0][k], ci[1][k])))
-        lines.append(f"| {comparison.class_names[k]} | {int(support[k])} | " + " | ".join(cells) + " |")
+            cells.append(tables.cell(float(comparison.per_class[m][k]), None if ci is None else (ci[0][k], ci[1][k])))
+        rows.append([str(comparison.class_names[k]), str(int(support[k])), *cells])
     more = more_classes_line(support, len(shown))
-    return "\n".join(lines) + (f"\n\n{more}" if more else "")
+    table = tables.markdown_table(["class", "n", *(METHOD_LABELS[m] for m in methods)], rows)
+    return table + (f"\n\n{more}" if more else "")
 
 
 def write_csv(comparison: Comparison, path: str | Path) -> None:
