@@ -77,6 +77,8 @@ API_MODULES = {
     "calibkit.calibrators": "Calibrators and calibrated transformers models",
     "calibkit.callbacks": "The Trainer callback",
     "calibkit.plots": "Plots",
+    "calibkit.plots.figures": "A comparison's figures",
+    "calibkit.plots.tables": "Markdown tables",
     "calibkit.metrics.bootstrap": "Bootstrap intervals",
     "calibkit.io.shards": "Sharded prediction files (data larger than memory)",
     "calibkit.io.dask": "Dask",

@@ -274,6 +274,24 @@ def _figure(split: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def _write_pages(folder: Path, about: str, table: str, verdicts: list[tuple[str, str]], figure: Path) -> None:
+    """Write ``table.md`` and ``report.html``: what was read, the table, the verdicts and the figure."""
+    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html
+
+    (folder / "table.md").write_text(f"{about}\n\n{table}\n\n" + "\n".join(f"- {s}" for _, s in verdicts) + "\n")
+    items = "".join(f'<li class="{v.replace(" ", "-")}"><b>{v}</b>: {html.escape(s)}</li>' for v, s in verdicts)
+    page = html_page(
+        "calibkit demo: next-token calibration of a causal LM",
+        [
+            f"<p>{html.escape(about)}</p>",
+            *markdown_to_html(table),
+            f"<h2>Verdicts</h2><ul>{items}</ul>",
+            embedded_figure(figure),
+        ],
+    )
+    (folder / "report.html").write_text(page, encoding="utf-8")
+
+
 def run_llm_demo(
     output: str | Path,
     *,
@@ -325,8 +343,6 @@ def run_llm_demo(
             f"the llm demo needs `documents` >= 4, `tokens` >= 2 and `resplits` >= 1, got {documents}, {tokens}, "
             f"{resplits}"
         )
-    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html
-
     start = time.perf_counter()
     folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)
@@ -360,19 +376,7 @@ def run_llm_demo(
         extra = answers_section(model, tokenizer, resplits=resplits, seed=seed, folder=folder / "harness")
         table += f"\n\n{extra['text']}"
         verdicts = verdicts + extra["verdicts"]
-    figure = _figure(split, folder / "reliability.png")
-    (folder / "table.md").write_text(f"{about}\n\n{table}\n\n" + "\n".join(f"- {s}" for _, s in verdicts) + "\n")
-    items = "".join(f'<li class="{v.replace(" ", "-")}"><b>{v}</b>: {html.escape(s)}</li>' for v, s in verdicts)
-    page = html_page(
-        "calibkit demo: next-token calibration of a causal LM",
-        [
-            f"<p>{html.escape(about)}</p>",
-            *markdown_to_html(table),
-            f"<h2>Verdicts</h2><ul>{items}</ul>",
-            embedded_figure(figure),
-        ],
-    )
-    (folder / "report.html").write_text(page, encoding="utf-8")
+    _write_pages(folder, about, table, verdicts, _figure(split, folder / "reliability.png"))
     out = {
         "model": name,
         "articles": len(texts),
