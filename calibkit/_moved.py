@@ -1,9 +1,11 @@
 """The modules that moved into the package's rooms in 0.2, still importable by their old paths.
 
-``import calibkit.shards`` (and ``from calibkit.plots import ReliabilityDiagram``, and submodules
-such as ``calibkit.multiple_choice.figures``) gives the module at its new path, the same object,
-with a :class:`DeprecationWarning` that names the new path, attributed to the importing line.
-The old paths will be removed in a later release (docs/changes.rst).
+``import calibkit.shards`` (and ``from calibkit.comparison import compare_calibrators``, and
+submodules such as ``calibkit.multiple_choice.figures``) gives the module at its new path, the same
+object, with a :class:`DeprecationWarning` that names the new path, attributed to the importing
+line. A name that left a module which stays (``calibkit.verdicts.reporting.write_figures``) is
+given the same way by the module's ``__getattr__`` (:func:`moved_name`). The old paths will be
+removed in a later release (docs/changes.rst).
 """
 
 from __future__ import annotations
@@ -23,14 +25,34 @@ MOVED = {
     "calibkit.resplits": "calibkit.verdicts.resplits",
     "calibkit.claims": "calibkit.verdicts.claims",
     "calibkit.reporting": "calibkit.verdicts.reporting",
-    "calibkit.plots": "calibkit.verdicts.plots",
+    "calibkit.verdicts.plots": "calibkit.plots",
     "calibkit.multiple_choice": "calibkit.lm.multiple_choice",
     "calibkit.cli_parser": "calibkit.cli.parser",
     "calibkit.multilabel_cli": "calibkit.cli.report_multilabel",
     "calibkit.demo": "calibkit.demos",
     "calibkit.demo_multilabel": "calibkit.demos.multilabel",
 }
-"""Old path -> new path (a moved package's submodules follow it)."""
+"""Old path -> new path (a moved package's submodules follow it).
+
+``calibkit.plots``, the 0.1 path of the plot classes, is their room again (figures and tables);
+``calibkit.verdicts.plots``, where 0.2 had put them, leads there."""
+
+MOVED_NAMES = {
+    "calibkit.verdicts.reporting": (
+        "calibkit.plots.figures",
+        (
+            "MIN_PANEL_SUPPORT",
+            "class_ece_figure",
+            "new_figure",
+            "per_class_figure",
+            "regions_figure",
+            "reliability_figure",
+            "small_classes_line",
+            "write_figures",
+        ),
+    ),
+}
+"""Module -> (the module its names moved to, the names): names that left a module which stays."""
 
 
 def new_path(name: str) -> str | None:
@@ -39,6 +61,40 @@ def new_path(name: str) -> str | None:
         if name == old or name.startswith(old + "."):
             return new + name[len(old) :]
     return None
+
+
+def moved_name(module: str, name: str) -> object:
+    """Return ``name``, which left ``module`` (:data:`MOVED_NAMES`), from its new module, with a warning.
+
+    A module whose names moved out ends with ``def __getattr__(name): return moved_name(__name__, name)``.
+
+    Parameters
+    ----------
+    module : str
+        The module the name is asked of.
+    name : str
+        The name.
+
+    Returns
+    -------
+    object
+        The object at its new path.
+
+    Raises
+    ------
+    AttributeError
+        When ``name`` is not one that moved (the module has no such attribute).
+    """
+    new, names = MOVED_NAMES.get(module, ("", ()))
+    if name not in names:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(
+        f"`{module}.{name}` moved to `{new}.{name}` in calibkit 0.2; import it from there "
+        "(the old path will be removed in a later release)",
+        DeprecationWarning,
+        stacklevel=3,  # the line that asked: past this function and the module's __getattr__
+    )
+    return getattr(importlib.import_module(new), name)
 
 
 class _MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -41,7 +41,9 @@ PUBLIC_MODULES = (
     "calibkit.metrics",
     "calibkit.calibrators",
     "calibkit.callbacks",
-    "calibkit.verdicts.plots",
+    "calibkit.plots",
+    "calibkit.plots.figures",
+    "calibkit.plots.tables",
     "calibkit.verdicts.reporting",
     "calibkit.verdicts.resplits",
     "calibkit.io.shards",
@@ -278,7 +280,7 @@ def test_the_walk_finds_the_public_api():
     assert "calibkit.metrics.accumulator.CalibrationAccumulator.merge" in PUBLIC
     assert "calibkit.callbacks.calibration.CalibrationCallback.attach" in PUBLIC
     assert "calibkit.calibrators.modeling_calibkit._CalibratedModel._calibrated_forward" in PUBLIC  # its forward
-    assert "calibkit.verdicts.plots.ReliabilityDiagram.from_predictions" in PUBLIC
+    assert "calibkit.plots.diagrams.ReliabilityDiagram.from_predictions" in PUBLIC
     assert len(PUBLIC) > 150
 
 

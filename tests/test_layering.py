@@ -268,7 +268,7 @@ PACKAGE_FLOORS = (
     ("the evaluate modules and the package's face", ("calibkit.evaluate_modules", "calibkit")),
     ("input formats", ("calibkit.io",)),
     ("calibrators", ("calibkit.calibrators",)),
-    ("the Trainer callback", ("calibkit.callbacks",)),
+    ("the Trainer callback; figures and tables", ("calibkit.callbacks", "calibkit.plots")),
     ("verdicts", ("calibkit.verdicts",)),
     ("language models", ("calibkit.lm",)),
     ("demos", ("calibkit.demos",)),

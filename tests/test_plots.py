@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 import calibkit
 from calibkit.metrics import CalibrationAccumulator
-from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram, SmoothReliabilityDiagram
+from calibkit.plots import RegionPlot, ReliabilityDiagram, SmoothReliabilityDiagram
 from tests.conftest import softmax
 
 RNG = np.random.default_rng(0)
@@ -99,8 +99,8 @@ def test_bad_arguments_name_themselves():
 
 
 def test_report_figures_keep_the_callers_backend(tmp_path):
+    from calibkit.plots.figures import write_figures
     from calibkit.verdicts.comparison import compare_calibrators
-    from calibkit.verdicts.reporting import write_figures
 
     backend = matplotlib.get_backend()
     y = RNG.integers(0, 3, 800)

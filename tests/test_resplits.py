@@ -182,7 +182,7 @@ def test_report_files_carry_intervals_verdicts_and_figures(tmp_path):
 
 
 def test_small_classes_are_listed_not_drawn(tmp_path):
-    from calibkit.verdicts.reporting import MIN_PANEL_SUPPORT, small_classes_line
+    from calibkit.plots.figures import MIN_PANEL_SUPPORT, small_classes_line
 
     rng = np.random.default_rng(5)
     y = np.repeat(np.arange(3), [300, 80, 10])

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
+
+from calibkit.plots.tables import cell, interval_cell, markdown_table
 
 
 def format_value(value: Any) -> str:
@@ -18,7 +19,7 @@ def format_value(value: Any) -> str:
     -------
     str
     """
-    return "nan" if isinstance(value, float) and math.isnan(value) else f"{value:.4f}"
+    return cell(float(value))
 
 
 def shown_classes(count: int, support: Any = None) -> tuple[list[int], str]:
@@ -73,19 +74,17 @@ def format_table(report: dict[str, Any], class_names: list[str] | None = None, s
     """
     from calibkit.metrics.registry import METRICS, metric
 
-    lines = ["| metric | value |", "|---|---|"]
-    for name in (*METRICS, "accuracy"):
-        if metric(name).per_class:  # subset_ece: one row per class, below
-            continue
-        lines.append(f"| {name} | {format_value(report[name])} |")
+    # subset_ece: one row per class, below
+    rows: list[Any] = [
+        [name, format_value(report[name])] for name in (*METRICS, "accuracy") if not metric(name).per_class
+    ]
     names = class_names or [str(k) for k in range(report["num_classes"])]
     per_class = report["subset_ece"]
     shown, more = shown_classes(len(per_class), support)
-    for k in shown:
-        lines.append(f"| ece_class_{names[k] if k < len(names) else k} | {format_value(float(per_class[k]))} |")
-    lines += [more] if more else []
-    lines.append(f"| n | {report['n']} |")
-    return "\n".join(lines)
+    rows += [[f"ece_class_{names[k] if k < len(names) else k}", format_value(float(per_class[k]))] for k in shown]
+    rows += [more] if more else []
+    rows.append(["n", str(report["n"])])
+    return markdown_table(["metric", "value"], rows)
 
 
 def interval_lines(ci: dict[str, Any], class_names: list[str] | None, support: Any = None) -> str:
@@ -104,17 +103,15 @@ def interval_lines(ci: dict[str, Any], class_names: list[str] | None, support: A
     -------
     str
     """
-    lines = [f"| metric | {100 * ci['confidence']:g}% interval (bootstrap, {ci['n_boot']} replicates) |", "|---|---|"]
-    for name, (low, high) in ci["intervals"].items():
-        lines.append(f"| {name} | [{format_value(low)}, {format_value(high)}] |")
+    head = ["metric", f"{100 * ci['confidence']:g}% interval (bootstrap, {ci['n_boot']} replicates)"]
+    rows: list[Any] = [[name, interval_cell(float(low), float(high))] for name, (low, high) in ci["intervals"].items()]
     if "subset_ece" in ci:
         low, high = ci["subset_ece"]
         names = class_names or [str(k) for k in range(len(low))]
         shown, more = shown_classes(len(low), support)
-        for k in shown:
-            lines.append(f"| ece_class_{names[k]} | [{format_value(float(low[k]))}, {format_value(float(high[k]))}] |")
-        lines += [more] if more else []
-    return "\n".join(lines)
+        rows += [[f"ece_class_{names[k]}", interval_cell(float(low[k]), float(high[k]))] for k in shown]
+        rows += [more] if more else []
+    return markdown_table(head, rows)
 
 
 def check_count(value: int, option: str, maximum: int | None = None) -> None:

@@ -18,6 +18,7 @@ from calibkit.cli.common import format_value, writable_folder
 from calibkit.io.jsonable import json_ready
 from calibkit.lm.generations.report import DECOMPOSED
 from calibkit.metrics.registry import CONFIDENCE_METRICS
+from calibkit.plots.tables import markdown_table
 
 WHITEBOX_HELP = "sequence, sequence_normalized, ptrue"
 
@@ -87,21 +88,19 @@ def format_generations_table(report: dict[str, Any]) -> str:
     str
     """
     columns = ("answers", "without", "accuracy", "mean_confidence", *CONFIDENCE_METRICS, *DECOMPOSED, "aurc")
-    head = "| task | source | kind | " + " | ".join(columns) + " | selective accuracy (80%) |"
-    lines = [head, "|---" * (len(columns) + 4) + "|"]
+    head = ["task", "source", "kind", *columns, "selective accuracy (80%)"]
+    rows = []
     groups = [("pooled", report["pooled"])] + ([*report["tasks"].items()] if len(report["tasks"]) > 1 else [])
     for task, group in groups:
         for source, row in group["sources"].items():
-            cells = [str(row["answers"]), f"{row['without']:.1%}"]
-            cells += ["" if row[c] is None else format_value(row[c]) for c in columns[2:]]
-            cells.append("" if row["selective_accuracy"] is None else format_value(row["selective_accuracy"]))
-            lines.append(f"| {task} | {source} | {report['kinds'][source]} | " + " | ".join(cells) + " |")
+            cells = [task, source, report["kinds"][source], str(row["answers"]), f"{row['without']:.1%}"]
+            cells += ["" if row[c] is None else format_value(row[c]) for c in (*columns[2:], "selective_accuracy")]
+            rows.append(cells)
     best = report["best"]
-    lines.append(
-        f"\nbest calibrated (lowest pooled ECE): {best['calibration']}; best at ranking answers (lowest AURC): "
+    return markdown_table(head, rows) + (
+        f"\n\nbest calibrated (lowest pooled ECE): {best['calibration']}; best at ranking answers (lowest AURC): "
         f"{best['ranking']}"
     )
-    return "\n".join(lines)
 
 
 def format_recalibration(resplits: dict[str, Any]) -> str:
@@ -117,13 +116,13 @@ def format_recalibration(resplits: dict[str, Any]) -> str:
     str
     """
     names = list(next(iter(next(iter(resplits["values"].values())).values())))
-    lines = ["| source | map | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
-    for source, maps in resplits["values"].items():
-        for name, values in maps.items():
-            cells = [format_value(float(np.nanmean(v))) if not np.isnan(v).all() else "" for v in values.values()]
-            lines.append(f"| {source} | {name} | " + " | ".join(cells) + " |")
+    rows = [
+        [source, name, *(format_value(float(np.nanmean(v))) if not np.isnan(v).all() else "" for v in values.values())]
+        for source, maps in resplits["values"].items()
+        for name, values in maps.items()
+    ]
     verdicts = [f"- **{v['verdict']}**: {v['claim']} ({_share(v)})" for v in resplits["verdicts"]]
-    return "\n".join(lines) + "\n\n" + "\n".join(verdicts)
+    return markdown_table(["source", "map", *names], rows) + "\n\n" + "\n".join(verdicts)
 
 
 def _share(verdict: dict[str, Any]) -> str:
@@ -192,8 +191,9 @@ def _mean(values: np.ndarray) -> float | None:
 
 def _html(folder: Path, source: str, table: str, data: Any, names: list[str], args: argparse.Namespace) -> Path:
     """Write ``report.html``: the tables and one reliability diagram per source (pooled)."""
-    from calibkit.verdicts.plots import ReliabilityDiagram
-    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html, new_figure
+    from calibkit.plots import ReliabilityDiagram
+    from calibkit.plots.figures import new_figure
+    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html
 
     right = (data.correct >= args.threshold).astype(np.int64)
     fig = new_figure(figsize=(4.2 * len(names), 4.4))

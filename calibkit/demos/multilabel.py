@@ -24,6 +24,7 @@ from calibkit.calibrators.registry import MULTILABEL_LABELS
 from calibkit.demos.data import load_twitter_ner, model_path, split_indices
 from calibkit.io.jsonable import json_ready
 from calibkit.metrics.registry import MULTILABEL_TABLE
+from calibkit.plots.tables import cell, markdown_table, summary_cell
 
 RECIPE = {"epochs": 6, "learning_rate": 3e-4}
 METHODS = tuple(MULTILABEL_LABELS)
@@ -191,14 +192,10 @@ def resplit_table(resplit: Any) -> str:
     -------
     str
     """
-    lines = ["| metric | " + " | ".join(LABELS[m] for m in resplit.methods) + " |", "|---" * 7 + "|"]
-    for metric in resplit.metrics:
-        cells = []
-        for method in resplit.methods:
-            s = resplit.summary(method, metric)
-            cells.append("not fitted" if s["n"] == 0 else f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]")
-        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [
+        [metric, *(summary_cell(resplit.summary(m, metric)) for m in resplit.methods)] for metric in resplit.metrics
+    ]
+    return markdown_table(["metric", *(LABELS[m] for m in resplit.methods)], rows)
 
 
 def write_figures(
@@ -219,7 +216,7 @@ def write_figures(
     dict of str to Path
     """
     import calibkit
-    from calibkit.verdicts.reporting import new_figure
+    from calibkit.plots.figures import new_figure
 
     methods = ["uncalibrated"] + ([best] if best != "uncalibrated" else [])
     probs = {m: _probabilities(m, z_val, y_val, z_test)[0] for m in methods}
@@ -293,7 +290,6 @@ def run_multilabel_demo(
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainingArguments, set_seed
 
-    from calibkit.calibrators import calibrate
     from calibkit.callbacks import CalibrationCallback
 
     start = time.perf_counter()
@@ -334,37 +330,16 @@ def run_multilabel_demo(
     best = min(fitted, key=lambda m: resplit.summary(m, "ece")["mean"])
     paths = write_figures(names, z_val, y_val, z_test, y_test, best, output)
     if best != "uncalibrated":
-        from calibkit.calibrators.calibrated import multilabel_mode
-
-        folder = output / f"calibrated-{best}"
-        calibrate(trainer.model, method=multilabel_mode(best), logits=z_val, labels=y_val).save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-        paths["model"] = folder
-    table = _one_split_table(one_split)
+        paths["model"] = _save_calibrated(trainer.model, tokenizer, best, z_val, y_val, output)
     support = {n: int(s) for n, s in zip(names, y_test.sum(axis=0))}
-    text = (
-        f"# {title}\n\n## One split (fitted on validation, evaluated on {len(y_test)} test tweets)\n\n{table}\n\n"
-        f"## Over {resplits} re-splits of validation + test\n\n{resplit_table(resplit)}\n\n## Verdicts\n\n"
-        + "\n".join(f"- **{c['verdict']}**: {c['claim']} ({c['paper']}): {c['numbers']}" for c in verdicts)
-        + f"\n\nBest by mean macro ECE over the re-splits (among methods fitted on all {resplits}): {LABELS[best]}."
-        + "".join(
-            f"\n{LABELS[m]} could not be fitted on {n} of {resplits} re-splits: {resplit.error_messages[m]}"
-            for m, n in resplit.errors.items()
-        )
-        + f"\nTest tweets per type: {support}\n"
-    )
+    text = _text(title, one_split, resplit, verdicts, best, support, len(y_test))
     paths["table"] = output / "table.md"
     paths["table"].write_text(text)
     paths["html"] = output / "index.html"
     paths["html"].write_text(_page(title, one_split, resplit, verdicts, paths))
     report = {
         "title": title, "types": names, "support_test": support, "one_split": one_split, "best": best,
-        "resplits": {
-            "resplits": resplits,
-            "table": {m: {k: resplit.summary(m, k) for k in METRICS} for m in METHODS},
-            "verdicts": verdicts, "errors": resplit.errors,
-        },
-        "per_type_ece": {m: np.nanmean(resplit.per_class[m], axis=0).tolist() for m in METHODS},
+        **_resplit_json(resplit, verdicts),
         "history": [
             {k: v for k, v in e.items() if k in ("epoch", "eval_loss", "eval_ece", "eval_cece", "eval_brier")}
             for e in trainer.state.log_history if "eval_ece" in e
@@ -378,6 +353,55 @@ def run_multilabel_demo(
         print(f"{name}: {path}")
     print(f"calibkit demo finished in {time.perf_counter() - start:.0f} s")
     return {"one_split": one_split, "resplits": resplit, "claims": verdicts, "best": best, "paths": paths}
+
+
+def _save_calibrated(model: Any, tokenizer: Any, best: str, z_val: Any, y_val: Any, output: Path) -> Path:
+    """Save the model calibrated by ``best`` (fitted on the validation logits) with its tokenizer; return the folder."""
+    from calibkit.calibrators import calibrate
+    from calibkit.calibrators.calibrated import multilabel_mode
+
+    folder = output / f"calibrated-{best}"
+    calibrate(model, method=multilabel_mode(best), logits=z_val, labels=y_val).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _resplit_json(resplit: Any, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the report's ``resplits`` (table, verdicts, errors) and ``per_type_ece`` (re-splits' means)."""
+    return {
+        "resplits": {
+            "resplits": resplit.resplits,
+            "table": {m: {k: resplit.summary(m, k) for k in METRICS} for m in METHODS},
+            "verdicts": verdicts,
+            "errors": resplit.errors,
+        },
+        "per_type_ece": {m: np.nanmean(resplit.per_class[m], axis=0).tolist() for m in METHODS},
+    }
+
+
+def _text(
+    title: str,
+    one_split: dict[str, dict[str, Any]],
+    resplit: Any,
+    verdicts: list[dict[str, Any]],
+    best: str,
+    support: dict[str, int],
+    n_test: int,
+) -> str:
+    """Render the report as Markdown: the one split's table, the re-splits' table, the verdicts, the best."""
+    resplits = resplit.resplits
+    return (
+        f"# {title}\n\n## One split (fitted on validation, evaluated on {n_test} test tweets)\n\n"
+        f"{_one_split_table(one_split)}\n\n"
+        f"## Over {resplits} re-splits of validation + test\n\n{resplit_table(resplit)}\n\n## Verdicts\n\n"
+        + "\n".join(f"- **{c['verdict']}**: {c['claim']} ({c['paper']}): {c['numbers']}" for c in verdicts)
+        + f"\n\nBest by mean macro ECE over the re-splits (among methods fitted on all {resplits}): {LABELS[best]}."
+        + "".join(
+            f"\n{LABELS[m]} could not be fitted on {n} of {resplits} re-splits: {resplit.error_messages[m]}"
+            for m, n in resplit.errors.items()
+        )
+        + f"\nTest tweets per type: {support}\n"
+    )
 
 
 def _page(title: str, one_split: dict, resplit: Any, verdicts: list[dict[str, Any]], paths: dict[str, Path]) -> str:
@@ -404,10 +428,10 @@ def _page(title: str, one_split: dict, resplit: Any, verdicts: list[dict[str, An
 
 
 def _one_split_table(one_split: dict[str, dict[str, Any]]) -> str:
-    lines = ["| method | " + " | ".join(METRICS) + " |", "|---" * (len(METRICS) + 1) + "|"]
-    for method, row in one_split.items():
-        if "error" in row:
-            lines.append(f"| {LABELS[method]} | not fitted: {row['error']} |")
-            continue
-        lines.append(f"| {LABELS[method]} | " + " | ".join(f"{row[m]:.4f}" for m in METRICS) + " |")
-    return "\n".join(lines)
+    rows = [
+        f"| {LABELS[method]} | not fitted: {row['error']} |"  # one cell where the others would be
+        if "error" in row
+        else [LABELS[method], *(cell(float(row[m])) for m in METRICS)]
+        for method, row in one_split.items()
+    ]
+    return markdown_table(["method", *METRICS], rows)

@@ -25,7 +25,7 @@ from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.bootstrap import bootstrap_intervals
 from calibkit.metrics.settings import DEFAULTS, CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics
-from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram
+from calibkit.plots import RegionPlot, ReliabilityDiagram
 from calibkit.verdicts.sequences import into_sequences, labelled_rows
 
 __all__ = ["METHODS", "Comparison", "compare_calibrators"]

@@ -1,24 +1,25 @@
-"""What the comparison measured on the held test rows, drawn: conformal sets and smooth reliability.
+"""What the comparison measured on the held test rows: the conformal sets, as a table.
 
-The per-bin sums give every other table and figure; these two need the rows themselves. The
-conformal sets' coverage and mean size after each method (``conformal_cells``) become a Markdown
-table, the smooth reliability curves (:func:`calibkit.smooth_reliability`) a figure beside the
-binned diagram; :mod:`calibkit.verdicts.reporting` writes both.
+The per-bin sums give every other table and figure; the conformal sets need the rows themselves.
+Their coverage and mean size after each method (``conformal_cells``) become a Markdown table, which
+:mod:`calibkit.verdicts.reporting` writes. The smooth reliability curves
+(:func:`calibkit.smooth_reliability`), the other measurement on the rows, are drawn by
+:func:`calibkit.plots.figures.smooth_figure`.
 """
 
 from __future__ import annotations
 
-import math
+import warnings
 from typing import Any
 
 import numpy as np
 
+from calibkit.plots import figures, tables
 from calibkit.verdicts.comparison import CONFORMAL_LEVEL, METHOD_LABELS, Comparison
 
 
 def _cell(value: float) -> str:
-    """Format one number as the comparison's tables do (``n/a`` for NaN)."""
-    return "n/a" if math.isnan(value) else f"{value:.4f}"
+    return tables.cell(float(value), missing="n/a")  # the conformal table's own mark for NaN
 
 
 def conformal_table(comparison: Comparison) -> str:
@@ -35,16 +36,16 @@ def conformal_table(comparison: Comparison) -> str:
         One row per method; the smallest mean set size per score in bold.
     """
     scores = list(next(iter(comparison.sets.values()), {}))
-    head = " | ".join(f"{s.upper()} coverage | {s.upper()} mean set size" for s in scores)
-    lines = [f"| method | {head} |", "|---" * (1 + 2 * len(scores)) + "|"]
+    head = [title for s in scores for title in (f"{s.upper()} coverage", f"{s.upper()} mean set size")]
     smallest = {s: np.nanmin([c[s]["set_size"] for c in comparison.sets.values()] + [np.inf]) for s in scores}
+    rows = []
     for method, cells in comparison.sets.items():
-        row = []
+        row = [METHOD_LABELS[method]]
         for s in scores:
             size = _cell(cells[s]["set_size"])
             row += [_cell(cells[s]["coverage"]), f"**{size}**" if cells[s]["set_size"] == smallest[s] else size]
-        lines.append(f"| {METHOD_LABELS[method]} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        rows.append(row)
+    return tables.markdown_table(["method", *head], rows)
 
 
 def conformal_note(comparison: Comparison) -> str:
@@ -67,29 +68,24 @@ def conformal_note(comparison: Comparison) -> str:
 
 
 def smooth_figure(comparison: Comparison, new_figure: Any) -> Any:
-    """Draw the smooth reliability diagram of the uncalibrated model and of the best calibrator.
+    """Draw the smooth reliability diagram (deprecated: :func:`calibkit.plots.figures.smooth_figure`).
 
     Parameters
     ----------
     comparison : Comparison
         With its ``smooth`` curves.
     new_figure : callable
-        Returns a matplotlib ``Figure`` from its keywords (the report's, which needs no backend).
+        Unused: the figure is a ``calibkit.plots.figures.new_figure``, as it always was.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from calibkit.verdicts.plots import SmoothReliabilityDiagram
-
-    methods = ["uncalibrated"] + ([comparison.best] if comparison.best in comparison.smooth else [])
-    methods = [m for m in dict.fromkeys(methods) if m in comparison.smooth]
-    fig = new_figure(figsize=(4.2 * len(methods), 4.4))
-    axes = fig.subplots(1, len(methods), squeeze=False)[0]
-    for ax, method in zip(axes, methods):
-        label = METHOD_LABELS[method]
-        display = SmoothReliabilityDiagram(comparison.smooth[method], label=label).plot(ax)
-        ax.set_title(f"{label}: smooth ECE {display.smece:.4f}", fontsize=9)
-        ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    return fig
+    warnings.warn(
+        "`calibkit.verdicts.held.smooth_figure(comparison, new_figure)` moved to "
+        "`calibkit.plots.figures.smooth_figure(comparison)` in calibkit 0.2; call it from there "
+        "(the old path will be removed in a later release)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return figures.smooth_figure(comparison)

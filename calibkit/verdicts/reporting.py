@@ -2,9 +2,10 @@
 
 :func:`markdown_table` and :func:`write_csv` render a :class:`~calibkit.verdicts.comparison.Comparison`
 (from :func:`calibkit.verdicts.comparison.compare_calibrators`) like the papers' tables;
-:func:`write_report` writes the table, the JSON, the figures (drawn with :mod:`calibkit.verdicts.plots`'
-displays) and, with re-splits (:mod:`calibkit.verdicts.resplits`), their table and verdicts to a folder.
-Imports go one way: comparison <- resplits <- reporting; plots knows nothing of comparisons.
+:func:`write_report` writes the table, the JSON, the figures (:func:`calibkit.plots.figures.write_figures`)
+and, with re-splits (:mod:`calibkit.verdicts.resplits`), their table and verdicts to a folder.
+Imports go one way: comparison <- resplits <- reporting; :mod:`calibkit.plots` (the figures and the
+Markdown tables' cells) stands below them all and knows nothing of comparisons.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from calibkit._moved import moved_name
 from calibkit.metrics.statistics import largest_classes
+from calibkit.plots import figures, tables
 from calibkit.verdicts import resplits as rs
 from calibkit.verdicts.claims import what_this_means
 from calibkit.verdicts.comparison import (
@@ -28,8 +31,7 @@ from calibkit.verdicts.comparison import (
     TABLE_METRICS,
     Comparison,
 )
-from calibkit.verdicts.held import conformal_note, conformal_table, smooth_figure
-from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram
+from calibkit.verdicts.held import conformal_note, conformal_table
 from calibkit.verdicts.resplits import resplit_note
 
 __all__ = [
@@ -41,13 +43,6 @@ __all__ = [
     "write_csv",
     "write_report",
 ]
-
-
-def _cell(value: float, interval: tuple[float, float] | None = None) -> str:
-    text = "nan" if math.isnan(value) else f"{value:.4f}"
-    if interval is not None and not any(math.isnan(v) for v in interval):
-        text += f" [{interval[0]:.4f}, {interval[1]:.4f}]"
-    return text
 
 
 def markdown_table(comparison: Comparison) -> str:
@@ -72,14 +67,14 @@ def markdown_table(comparison: Comparison) -> str:
             values = {k: abs(v) for k, v in values.items()}
         if values:
             best[m] = (max if m in HIGHER_IS_BETTER else min)(values, key=values.get)
-    lines = ["| method | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
+    rows = []
     for method, row in comparison.rows.items():
         cells = []
         for m in metrics:
-            text = _cell(row[m], comparison.intervals.get(method, {}).get(m))
+            text = tables.cell(float(row[m]), comparison.intervals.get(method, {}).get(m))
             cells.append(f"**{text}**" if best.get(m) == method else text)
-        lines.append(f"| {METHOD_LABELS[method]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([METHOD_LABELS[method], *cells])
+    return tables.markdown_table(["method", *metrics], rows)
 
 
 def more_classes_line(support: np.ndarray, shown: int) -> str:
@@ -125,16 +120,17 @@ def per_class_table(comparison: Comparison) -> str:
     """
     support = comparison.statistics["uncalibrated"].label_counts()
     methods = list(comparison.rows)
-    lines = ["| class | n | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |", "|---" * (len(methods) + 2) + "|"]
+    rows = []
     shown = largest_classes(support)
     for k in shown:
         cells = []
         for m in methods:
             ci = comparison.class_intervals.get(m)
-            cells.append(_cell(float(comparison.per_class[m][k]), None if ci is None else (ci[0][k], ci[1][k])))
-        lines.append(f"| {comparison.class_names[k]} | {int(support[k])} | " + " | ".join(cells) + " |")
+            cells.append(tables.cell(float(comparison.per_class[m][k]), None if ci is None else (ci[0][k], ci[1][k])))
+        rows.append([str(comparison.class_names[k]), str(int(support[k])), *cells])
     more = more_classes_line(support, len(shown))
-    return "\n".join(lines) + (f"\n\n{more}" if more else "")
+    table = tables.markdown_table(["class", "n", *(METHOD_LABELS[m] for m in methods)], rows)
+    return table + (f"\n\n{more}" if more else "")
 
 
 def write_csv(comparison: Comparison, path: str | Path) -> None:
@@ -270,7 +266,7 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
     if json_summary is not None:
         report["resplits"] = json_summary
     paths["json"].write_text(json.dumps(report, indent=2))
-    paths.update(write_figures(comparison, folder))
+    paths.update(figures.write_figures(comparison, folder))
     paths["html"] = folder / "index.html"
     paths["html"].write_text(html_report(comparison, title, paths, resplits))
     return paths
@@ -375,8 +371,8 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
         f"<h2>Conformal prediction sets</h2><p>{html.escape(conformal_note(comparison))}</p>"
         f"<div id='conformal'>{markdown_to_html_table(conformal_table(comparison))}</div>"
     )
-    figures = [embedded_figure(path) for path in paths.values() if Path(path).suffix == ".png"]
-    sections.append("<h2>Figures</h2>" + "".join(figures))
+    images = [embedded_figure(path) for path in paths.values() if Path(path).suffix == ".png"]
+    sections.append("<h2>Figures</h2>" + "".join(images))
     return html_page(title, sections)
 
 
@@ -435,246 +431,6 @@ def embedded_figure(path: Path) -> str:
     )
 
 
-# -- figures -------------------------------------------------------------------------------------
-MIN_PANEL_SUPPORT = 30
-"""A class gets its own reliability panel only with at least this many test samples: below it,
-15 bins hold one or two samples each and the curve is noise."""
-
-_COLOURS = {"uncalibrated": "tab:red"}
-
-
-def small_classes_line(comparison: Comparison, classes: list[int], support: np.ndarray) -> str:
-    """Name, in one line, the classes too small for a panel, with their support and ECE.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
-    classes : list of int
-        The classes to name.
-    support : ndarray of shape (K,)
-        Test samples of each class.
-
-    Returns
-    -------
-    str
-    """
-    parts = [
-        f"{comparison.class_names[c]} (n={int(support[c])}, ECE {comparison.per_class['uncalibrated'][c]:.3f})"
-        for c in classes
-    ]
-    return f"Fewer than {MIN_PANEL_SUPPORT} test samples, no panel: " + ", ".join(parts)
-
-
-def new_figure(**kwargs: Any) -> Any:
-    """Return a matplotlib ``Figure`` (not pyplot: writing files needs no backend, and the caller's stays).
-
-    Parameters
-    ----------
-    **kwargs
-        Passed to ``matplotlib.figure.Figure``.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        When matplotlib is not installed.
-    """
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ValueError("figures need matplotlib: pip install 'calibkit[demo]' (or matplotlib)") from exc
-    return Figure(**kwargs)
-
-
-def _save(fig: Any, path: Path, dpi: int) -> Path:
-    fig.savefig(path, dpi=dpi)
-    return path
-
-
-def _drawn_methods(comparison: Comparison) -> list[str]:
-    return ["uncalibrated"] + ([comparison.best] if comparison.best != "uncalibrated" else [])
-
-
-def _colour(comparison: Comparison, method: str) -> str:
-    return _COLOURS.get(method, "tab:blue" if method == comparison.best else "tab:gray")
-
-
-def reliability_figure(comparison: Comparison) -> Any:
-    """Draw the overall reliability diagram: uncalibrated and the best calibrator side by side.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    methods = _drawn_methods(comparison)
-    fig = new_figure(figsize=(4.2 * len(methods), 5))
-    axes = fig.subplots(2, len(methods), squeeze=False, gridspec_kw={"height_ratios": [3, 1]})
-    for j, method in enumerate(methods):
-        label = METHOD_LABELS[method]
-        display = ReliabilityDiagram.from_statistics(
-            comparison.statistics[method],
-            n_bins=comparison.n_bins,
-            label=label,
-            ax=axes[0, j],
-            support_ax=axes[1, j],
-            color=_colour(comparison, method),
-        )
-        axes[0, j].set_title(f"{label}: ECE {display.ece:.4f}", fontsize=9)
-        axes[0, j].legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def per_class_figure(comparison: Comparison) -> Any:
-    """Draw one reliability panel per class with at least :data:`MIN_PANEL_SUPPORT` test samples.
-
-    The methods are overlaid in each panel; the smaller classes are listed in one line below.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    n_bins = comparison.n_bins
-    methods = _drawn_methods(comparison)
-    support = comparison.statistics["uncalibrated"].label_counts()
-    shown = largest_classes(support)
-    drawn = [c for c in shown if support[c] >= MIN_PANEL_SUPPORT]
-    rest = [c for c in shown if support[c] < MIN_PANEL_SUPPORT]
-    cols = min(max(len(drawn), 1), 4)
-    rows = math.ceil(max(len(drawn), 1) / cols)
-    fig = new_figure(figsize=(3.6 * cols, 3.4 * rows + (0.5 if rest else 0)))
-    grid = fig.add_gridspec(rows * 2, cols, height_ratios=[3, 1] * rows)
-    for i, c in enumerate(drawn):
-        r, col = divmod(i, cols)
-        ax, support_ax = fig.add_subplot(grid[2 * r, col]), fig.add_subplot(grid[2 * r + 1, col])
-        for j, method in enumerate(methods):
-            ReliabilityDiagram.from_statistics(
-                comparison.statistics[method],
-                n_bins=n_bins,
-                class_index=c,
-                label=METHOD_LABELS[method],
-                ax=ax,
-                support_ax=support_ax,
-                color=_colour(comparison, method),
-                diagonal=j == 0,
-            )
-        parts = ", ".join(f"{METHOD_LABELS[m]} {comparison.per_class[m][c]:.3f}" for m in methods)
-        ax.set_title(f"{comparison.class_names[c]} (n={int(support[c])})\nECE: {parts}", fontsize=9)
-        if i == 0:
-            ax.legend(loc="upper left", fontsize=7)
-    fig.tight_layout(rect=(0, 0.06 if rest else 0, 1, 1))
-    if rest:
-        fig.text(0.01, 0.01, small_classes_line(comparison, rest, support), fontsize=7, wrap=True)
-    return fig
-
-
-def class_ece_figure(comparison: Comparison) -> Any:
-    """Draw each class's ECE against its support (log scale), uncalibrated, TS and WTS.
-
-    The class-wise paper's point: the rare classes are the worse calibrated ones.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    support = comparison.statistics["uncalibrated"].label_counts()
-    fig = new_figure(figsize=(6.5, 4.2))
-    ax = fig.subplots()
-    styles = {"uncalibrated": ("tab:red", "o"), "ts": ("tab:orange", "s"), "wts": ("tab:blue", "^")}
-    present = support > 0
-    for method in (m for m in styles if m in comparison.per_class):
-        colour, marker = styles[method]
-        cece = comparison.rows[method].get("cece", math.nan)
-        ax.scatter(
-            support[present], comparison.per_class[method][present], color=colour, marker=marker, s=24,
-            label=f"{METHOD_LABELS[method]} (CECE {cece:.3f})",
-        )  # fmt: skip
-    for c in (c for c in largest_classes(support) if present[c]):  # over a vocabulary, the largest only
-        ax.annotate(comparison.class_names[c], (support[c], comparison.per_class["uncalibrated"][c]), fontsize=6)
-    ax.set_xscale("log")
-    ax.set_xlabel("test samples of the class (log scale)")
-    ax.set_ylabel("ECE of the class (subset ECE)")
-    ax.set_title("Rare classes and their calibration", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def regions_figure(comparison: Comparison) -> Any:
-    """Draw the RBECE bins of uncalibrated and the best calibrator: which regions RBECE counts.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    methods = _drawn_methods(comparison)
-    fig = new_figure(figsize=(5 * len(methods), 3.6))
-    axes = fig.subplots(1, len(methods), squeeze=False)
-    for j, method in enumerate(methods):
-        rbece = comparison.rows[method].get("rbece", math.nan)
-        RegionPlot.from_statistics(
-            comparison.statistics[method],
-            rbece_bins=comparison.rbece_bins,
-            theta=comparison.theta,
-            ax=axes[0, j],
-            title=f"{METHOD_LABELS[method]}: |acc - conf| per region, RBECE {rbece:.4f}",
-        )
-    fig.tight_layout()
-    return fig
-
-
-def write_figures(comparison: Comparison, folder: str | Path) -> dict[str, Path]:
-    """Write the report's four figures into ``folder`` and return their paths by name.
-
-    ``reliability.png``, ``reliability_per_class.png``, ``class_ece_vs_support.png`` and
-    ``regions.png``, drawn from the comparison's per-bin statistics (no metric is recomputed), and
-    ``reliability_smooth.png`` from its smooth reliability curves where it has them.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
-    folder : str or Path
-        An existing folder.
-
-    Returns
-    -------
-    dict of str to Path
-    """
-    folder = Path(folder)
-    smooth = {}
-    if comparison.smooth:
-        smooth["reliability_smooth"] = _save(
-            smooth_figure(comparison, new_figure), folder / "reliability_smooth.png", 110
-        )
-    return {
-        "reliability": _save(reliability_figure(comparison), folder / "reliability.png", 110),
-        **smooth,
-        "reliability_per_class": _save(per_class_figure(comparison), folder / "reliability_per_class.png", 100),
-        "class_ece_vs_support": _save(class_ece_figure(comparison), folder / "class_ece_vs_support.png", 110),
-        "regions": _save(regions_figure(comparison), folder / "regions.png", 110),
-    }
+def __getattr__(name: str) -> Any:
+    # the figures moved to calibkit.plots.figures: their old names here still work, with a warning
+    return moved_name(__name__, name)

@@ -31,6 +31,7 @@ import numpy as np
 
 from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_positive_int
+from calibkit.plots import tables
 from calibkit.verdicts.claims import HOLD_SHARE, what_this_means
 from calibkit.verdicts.comparison import (
     HIGHER_IS_BETTER,
@@ -381,21 +382,15 @@ def markdown_table(resplits: Resplits) -> str:
         A Markdown table.
     """
     methods = resplits.methods
-    lines = [
-        "| metric | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |",
-        "|---" * (len(methods) + 1) + "|",
-    ]
+    rows = []
     for metric in resplits.metrics:
-        cells = []
+        cells = [metric]
         for method in methods:
             s = resplits.summary(method, metric)
-            if s["n"] == 0:
-                cells.append("not fitted")
-                continue
-            cell = f"{s['mean']:.4f} ± {s['std']:.4f} [{s['low']:.4f}, {s['high']:.4f}]"
-            cells.append(cell + _marks(resplits, method, metric))
-        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            marks = _marks(resplits, method, metric) if s["n"] else ""
+            cells.append(tables.summary_cell(s, std=True) + marks)
+        rows.append(cells)
+    return tables.markdown_table(["metric", *(METHOD_LABELS[m] for m in methods)], rows)
 
 
 def _marks(resplits: Resplits, method: str, metric: str) -> str:

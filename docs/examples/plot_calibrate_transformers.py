@@ -32,7 +32,7 @@ from transformers import AutoModelForSequenceClassification, BertConfig, BertFor
 
 import calibkit
 from calibkit.calibrators import TemperatureScaling, calibrate, fold_into_classifier
-from calibkit.verdicts.plots import ReliabilityDiagram
+from calibkit.plots import ReliabilityDiagram
 
 torch.manual_seed(0)
 rng = np.random.default_rng(0)

@@ -32,7 +32,7 @@ from calibkit.lm.generations import (
     recalibration_resplits,
     verbalized_confidence,
 )
-from calibkit.verdicts.plots import ReliabilityDiagram
+from calibkit.plots import ReliabilityDiagram
 
 rng = np.random.default_rng(0)
 rows = []

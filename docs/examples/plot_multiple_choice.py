@@ -44,7 +44,7 @@ from calibkit.lm.multiple_choice import (
     multiple_choice_report,
     read_choices,
 )
-from calibkit.verdicts.plots import ReliabilityDiagram
+from calibkit.plots import ReliabilityDiagram
 
 rng = np.random.default_rng(0)
 WORDS = np.array("red green blue cat dog bird river stone cloud seven three paper light heavy old new".split())
@@ -139,7 +139,7 @@ for score in ["loglik", "chars"]:
 # ---------------------
 # :func:`~calibkit.lm.multiple_choice.choice_probabilities` gives each question's softmax over its
 # own choices, padded with zeros: the padding changes no top-label metric, so the diagrams of
-# :class:`calibkit.verdicts.plots.ReliabilityDiagram` take them as they are.
+# :class:`calibkit.plots.ReliabilityDiagram` take them as they are.
 fig, axes = plt.subplots(1, 2, figsize=(9, 4.2), sharey=True, layout="constrained")
 for ax, score in zip(axes, ["loglik", "chars"]):
     display = ReliabilityDiagram.from_predictions(choice_probabilities(data, score), data.gold, ax=ax, label=score)

@@ -11,7 +11,7 @@ measures each region of certainty equally with RBECE (the unweighted mean of
 proposes region-dependent TS (RD-TS): logits divided by ``T(h) = m h + 1``, with ``h`` the
 uncalibrated top probability. This example compares TS and
 :class:`~calibkit.calibrators.RegionDependentTemperatureScaling` on synthetic data of that kind
-and draws the regions with :class:`calibkit.verdicts.plots.RegionPlot`.
+and draws the regions with :class:`calibkit.plots.RegionPlot`.
 """
 
 # %%
@@ -26,7 +26,7 @@ import numpy as np
 
 import calibkit
 from calibkit.calibrators import RegionDependentTemperatureScaling, TemperatureScaling
-from calibkit.verdicts.plots import RegionPlot
+from calibkit.plots import RegionPlot
 
 
 def softmax(z):

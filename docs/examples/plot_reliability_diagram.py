@@ -6,7 +6,7 @@ A reliability diagram bins the predictions by their top-label confidence and plo
 bin, the fraction of correct predictions against the bin's confidence: a calibrated classifier
 follows the diagonal, an over-confident one falls below it. This example draws the diagrams of
 two synthetic 4-class classifiers that make exactly the same predictions (same argmax, same
-accuracy) but with different confidences, with :class:`calibkit.verdicts.plots.ReliabilityDiagram`, and
+accuracy) but with different confidences, with :class:`calibkit.plots.ReliabilityDiagram`, and
 prints their ECE and MCE. It is the first plot to make when you ask "can I trust the
 probabilities of my fine-tuned model?": accuracy alone cannot tell the two models apart.
 """
@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import calibkit
-from calibkit.verdicts.plots import ReliabilityDiagram
+from calibkit.plots import ReliabilityDiagram
 
 
 def softmax(z):

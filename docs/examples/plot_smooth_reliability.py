@@ -7,8 +7,8 @@ number of bins. With few bins the gaps of different confidences are averaged tog
 each bin holds a handful of predictions and its gap is mostly noise, which the ECE adds up. The
 smooth ECE (Blasiok & Nakkiran, ICLR 2024) replaces the bins by a Gaussian kernel whose width is
 chosen by the data (the fixed point ``sigma = smECE_sigma``), so there is no bin count to choose.
-This example draws the binned diagram of :class:`calibkit.verdicts.plots.ReliabilityDiagram` and
-the smooth one of :class:`calibkit.verdicts.plots.SmoothReliabilityDiagram` for the same
+This example draws the binned diagram of :class:`calibkit.plots.ReliabilityDiagram` and
+the smooth one of :class:`calibkit.plots.SmoothReliabilityDiagram` for the same
 over-confident predictions, and prints the ECE at several bin counts against one
 :func:`calibkit.smece`. It matters when you report one calibration number for a model evaluated
 on a thousand examples and would like it not to hinge on ``n_bins``.
@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import calibkit
-from calibkit.verdicts.plots import ReliabilityDiagram, SmoothReliabilityDiagram
+from calibkit.plots import ReliabilityDiagram, SmoothReliabilityDiagram
 
 
 def softmax(z):

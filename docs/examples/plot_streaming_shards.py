@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 import calibkit
 from calibkit.io.shards import find_shards, stream_report
-from calibkit.verdicts.plots import RegionPlot, ReliabilityDiagram
+from calibkit.plots import RegionPlot, ReliabilityDiagram
 
 rng = np.random.default_rng(0)
 k = 4

@@ -29,8 +29,8 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = DEFAULTS.n_bins
     -------
     matplotlib.figure.Figure
     """
-    from calibkit.verdicts.plots import ReliabilityDiagram
-    from calibkit.verdicts.reporting import new_figure
+    from calibkit.plots import ReliabilityDiagram
+    from calibkit.plots.figures import new_figure
 
     probs = choice_probabilities(data, score)
     tasks = sorted(set(data.task.tolist()) - set(skipped))

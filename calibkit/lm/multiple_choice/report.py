@@ -10,6 +10,7 @@ import numpy as np
 from calibkit.lm.multiple_choice.data import ChoiceData, check_score, choice_logits, choice_probabilities
 from calibkit.metrics.registry import ON_REQUEST, OVER_CLASSES, TABLE_METRICS, metric_names
 from calibkit.metrics.settings import DEFAULTS
+from calibkit.plots.tables import markdown_table, summary_cell
 
 TOP_LABEL = tuple(m for m in TABLE_METRICS if m not in OVER_CLASSES and m != "macro_f1")
 """The comparison table's metrics of the top label (and accuracy): defined whatever the number of choices."""
@@ -146,22 +147,16 @@ def format_choice_table(report: dict[str, Any]) -> str:
     str
         ``-`` where a value is None (not defined) or NaN (e.g. RBECE with no bin over ``theta``).
     """
-
-    def cell(value: Any) -> str:
-        if value is None or (isinstance(value, float) and np.isnan(value)):
-            return "-"
-        return str(value) if isinstance(value, int) else f"{value:.4f}"
-
     # the columns the report holds (metrics=[...] computes fewer)
     columns = [c for c in TABLE_COLUMNS if c in report["pooled"]]
-    lines = ["| task | choices | " + " | ".join(columns) + " |", "|---" * (len(columns) + 2) + "|"]
-    rows = [*report["tasks"].items(), ("(pooled)", report["pooled"])]
-    for task, r in rows:
+    rows = []
+    for task, r in [*report["tasks"].items(), ("(pooled)", report["pooled"])]:
         choices = (
             "-".join(str(c) for c in (r["choices"][0], r["choices"][-1])) if len(r["choices"]) > 1 else r["choices"][0]
         )
-        lines.append(f"| {task} | {choices} | " + " | ".join(cell(r[c]) for c in columns) + " |")
-    return _with_skipped(lines, report.get("skipped", {}), ["1", *["-"] * len(columns)])
+        rows.append([task, str(choices), *(r[c] for c in columns)])
+    table = markdown_table(["task", "choices", *columns], rows, missing="-")
+    return _with_skipped(table, report.get("skipped", {}), ["1", *["-"] * len(columns)])
 
 
 TS_METRICS = TOP_LABEL
@@ -257,26 +252,22 @@ def format_ts_table(result: dict[str, Any]) -> str:
     str
         Cells ``mean [2.5%, 97.5%]`` over the re-splits, and whether TS's improvement holds.
     """
-
-    def cell(s: dict[str, float]) -> str:
-        return f"{s['mean']:.4f} [{s['low']:.4f}, {s['high']:.4f}]" if s["n"] else "not fitted"
-
     head = ["task", "questions", "T"]
     for metric in ("ece", "nll"):
         head += [f"{metric} before", f"{metric} after TS", f"TS lowers {metric}"]
-    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    rows = []
     for task, e in result["tasks"].items():
         cells = [task, str(e["questions"]), f"{e['temperature']:.3f}"]
         for metric in ("ece", "nll"):
             m = e[metric]
             share = m["paired"]["better"]
             cells += [
-                cell(m["uncalibrated"]),
-                cell(m["ts"]),
+                summary_cell(m["uncalibrated"]),
+                summary_cell(m["ts"]),
                 f"{m['verdict']} ({100 * share:.0f}% of {m['paired']['n']})",
             ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return _with_skipped(lines, result["skipped"], ["-"] * (len(head) - 1))
+        rows.append(cells)
+    return _with_skipped(markdown_table(head, rows), result["skipped"], ["-"] * (len(head) - 1))
 
 
 def at_chance(accuracy: float, chance: float, n: int) -> bool:
@@ -337,8 +328,8 @@ def chance_notes(report: dict[str, Any], data: ChoiceData, ts: dict[str, Any] | 
     return notes
 
 
-def _with_skipped(lines: list[str], skipped: dict[str, str], cells: list[str]) -> str:
+def _with_skipped(table: str, skipped: dict[str, str], cells: list[str]) -> str:
     """End a table with a row of ``cells`` per skipped task, and each task's reason after the table."""
     rows = [f"| {task} | " + " | ".join(cells) + " |" for task in skipped]
     notes = [f"{task}: {why}" for task, why in skipped.items()]  # after the table, which they would cut
-    return "\n".join(lines + rows + ([""] + notes if notes else []))
+    return "\n".join([table, *rows] + ([""] + notes if notes else []))

@@ -7,7 +7,7 @@ value is consistent (within a constant factor of the distance to the nearest cal
 predictor). :func:`smece` is the registry's ``smece`` (asked for by name:
 ``calibration_report(..., metrics=["smece"])``); it needs every row at once, so the streaming
 doors refuse it. :func:`smooth_reliability` gives the curve of the paper's reliability diagram
-(``calibkit.verdicts.plots.smooth_reliability_diagram`` draws it). The numerical method, equal to
+(``calibkit.plots.SmoothReliabilityDiagram`` draws it). The numerical method, equal to
 the reference code ``relplot`` 1.0.3, is in :mod:`calibkit.metrics.smooth`.
 """
 

@@ -4,7 +4,7 @@ Each display is built from predictions (``from_predictions``) or from accumulate
 (``from_statistics``: the sums of a :class:`~calibkit.CalibrationAccumulator`, so a plot
 of a streamed evaluation never needs the predictions again), draws on the ``ax`` it is given
 (a new figure only when none is) and keeps its artists (``ax_``, ``figure_``, ...). Library code
-never chooses a matplotlib backend: that is the caller's, and :mod:`calibkit.verdicts.reporting` writes
+never chooses a matplotlib backend: that is the caller's, and :mod:`calibkit.plots.figures` writes
 its files with ``matplotlib.figure.Figure`` objects, which need none.
 
 - :class:`ReliabilityDiagram`: accuracy against top-label confidence per equal-width bin, with the
@@ -26,7 +26,7 @@ import numpy as np
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.formulas import EmptyRegionWarning, binned_gaps, ece_from_table, rbece_from_table
 from calibkit.metrics.functional.smooth import smooth_reliability
-from calibkit.metrics.settings import CalibrationSettings
+from calibkit.metrics.settings import DEFAULTS, CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics
 
 __all__ = ["RegionPlot", "ReliabilityDiagram", "SmoothReliabilityDiagram"]
@@ -167,7 +167,7 @@ class ReliabilityDiagram:
         cls,
         statistics: CalibrationStatistics,
         *,
-        n_bins: int = 15,
+        n_bins: int = DEFAULTS.n_bins,
         class_index: int | None = None,
         label: str | None = None,
         ax: Any = None,
@@ -202,9 +202,9 @@ class ReliabilityDiagram:
         probs: Any,
         labels: Any,
         *,
-        n_bins: int = 15,
+        n_bins: int = DEFAULTS.n_bins,
         from_logits: bool = False,
-        ignore_index: int = -100,
+        ignore_index: int = DEFAULTS.ignore_index,
         class_index: int | None = None,
         label: str | None = None,
         ax: Any = None,
@@ -274,7 +274,7 @@ class RegionPlot:
     metric = "rbece"
     """The metric whose sums it draws: the region table of ``rbece_bins`` bins."""
 
-    def __init__(self, table: np.ndarray, *, theta: float = 40) -> None:
+    def __init__(self, table: np.ndarray, *, theta: float = DEFAULTS.theta) -> None:
         table = np.asarray(table, dtype=np.float64)
         if table.ndim != 2 or table.shape[1] < 3:
             raise ValueError(f"`table` must have shape (n_bins, >= 3), got {table.shape}")
@@ -328,7 +328,7 @@ class RegionPlot:
         statistics: CalibrationStatistics,
         *,
         rbece_bins: int = 20,
-        theta: float = 40,
+        theta: float = DEFAULTS.theta,
         ax: Any = None,
         title: str | None = None,
     ) -> RegionPlot:
@@ -355,9 +355,9 @@ class RegionPlot:
         labels: Any,
         *,
         rbece_bins: int = 20,
-        theta: float = 40,
+        theta: float = DEFAULTS.theta,
         from_logits: bool = False,
-        ignore_index: int = -100,
+        ignore_index: int = DEFAULTS.ignore_index,
         ax: Any = None,
         title: str | None = None,
     ) -> RegionPlot:
@@ -477,7 +477,7 @@ class SmoothReliabilityDiagram:
         *,
         bandwidth: float | None = None,
         from_logits: bool = False,
-        ignore_index: int = -100,
+        ignore_index: int = DEFAULTS.ignore_index,
         label: str | None = None,
         ax: Any = None,
         color: str = "red",

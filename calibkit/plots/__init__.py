@@ -1,0 +1,15 @@
+"""Figures and tables: the calibration displays, the comparison's figures, the Markdown tables.
+
+- :mod:`~calibkit.plots.diagrams`: reliability diagrams, region plots and the smooth reliability
+  diagram, in scikit-learn's Display style (exported here);
+- :mod:`~calibkit.plots.figures`: the figures of a comparison of calibrators
+  (:func:`~calibkit.plots.figures.write_figures`), drawn on backend-free matplotlib figures;
+- :mod:`~calibkit.plots.tables`: the Markdown table and its cells, which every report renders with.
+
+The room knows nothing of comparisons, re-splits or claims (:mod:`calibkit.verdicts` does): it
+reads a comparison's fields and draws them. It stands below every report that uses it.
+"""
+
+from calibkit.plots.diagrams import RegionPlot, ReliabilityDiagram, SmoothReliabilityDiagram
+
+__all__ = ["RegionPlot", "ReliabilityDiagram", "SmoothReliabilityDiagram"]

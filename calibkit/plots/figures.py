@@ -1,0 +1,300 @@
+"""The figures of a comparison of calibrators, drawn on backend-free matplotlib figures.
+
+:func:`write_figures` writes the report's figures (:func:`calibkit.verdicts.reporting.write_report`
+calls it): the reliability diagrams of the uncalibrated model and of the best calibrator, one panel
+per class, each class's ECE against its support, the RBECE regions and, where the comparison has
+them, the smooth reliability curves. Each figure is drawn from a comparison's per-bin statistics
+(:func:`calibkit.verdicts.comparison.compare_calibrators`; no metric is recomputed) with the
+displays of :mod:`calibkit.plots.diagrams`. This module reads the comparison's fields and imports
+nothing of :mod:`calibkit.verdicts`, which stands above it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibkit.calibrators.registry import LABELS as METHOD_LABELS
+from calibkit.metrics.statistics import largest_classes
+from calibkit.plots.diagrams import RegionPlot, ReliabilityDiagram, SmoothReliabilityDiagram
+
+__all__ = [
+    "MIN_PANEL_SUPPORT",
+    "class_ece_figure",
+    "new_figure",
+    "per_class_figure",
+    "regions_figure",
+    "reliability_figure",
+    "small_classes_line",
+    "smooth_figure",
+    "write_figures",
+]
+
+MIN_PANEL_SUPPORT = 30
+"""A class gets its own reliability panel only with at least this many test samples: below it,
+15 bins hold one or two samples each and the curve is noise."""
+
+_COLOURS = {"uncalibrated": "tab:red"}
+
+
+def small_classes_line(comparison: Any, classes: list[int], support: np.ndarray) -> str:
+    """Name, in one line, the classes too small for a panel, with their support and ECE.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
+    classes : list of int
+        The classes to name.
+    support : ndarray of shape (K,)
+        Test samples of each class.
+
+    Returns
+    -------
+    str
+    """
+    parts = [
+        f"{comparison.class_names[c]} (n={int(support[c])}, ECE {comparison.per_class['uncalibrated'][c]:.3f})"
+        for c in classes
+    ]
+    return f"Fewer than {MIN_PANEL_SUPPORT} test samples, no panel: " + ", ".join(parts)
+
+
+def new_figure(**kwargs: Any) -> Any:
+    """Return a matplotlib ``Figure`` (not pyplot: writing files needs no backend, and the caller's stays).
+
+    Parameters
+    ----------
+    **kwargs
+        Passed to ``matplotlib.figure.Figure``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        When matplotlib is not installed.
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ValueError("figures need matplotlib: pip install 'calibkit[demo]' (or matplotlib)") from exc
+    return Figure(**kwargs)
+
+
+def _save(fig: Any, path: Path, dpi: int) -> Path:
+    fig.savefig(path, dpi=dpi)
+    return path
+
+
+def _drawn_methods(comparison: Any) -> list[str]:
+    return ["uncalibrated"] + ([comparison.best] if comparison.best != "uncalibrated" else [])
+
+
+def _colour(comparison: Any, method: str) -> str:
+    return _COLOURS.get(method, "tab:blue" if method == comparison.best else "tab:gray")
+
+
+def reliability_figure(comparison: Any) -> Any:
+    """Draw the overall reliability diagram: uncalibrated and the best calibrator side by side.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    methods = _drawn_methods(comparison)
+    fig = new_figure(figsize=(4.2 * len(methods), 5))
+    axes = fig.subplots(2, len(methods), squeeze=False, gridspec_kw={"height_ratios": [3, 1]})
+    for j, method in enumerate(methods):
+        label = METHOD_LABELS[method]
+        display = ReliabilityDiagram.from_statistics(
+            comparison.statistics[method],
+            n_bins=comparison.n_bins,
+            label=label,
+            ax=axes[0, j],
+            support_ax=axes[1, j],
+            color=_colour(comparison, method),
+        )
+        axes[0, j].set_title(f"{label}: ECE {display.ece:.4f}", fontsize=9)
+        axes[0, j].legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def per_class_figure(comparison: Any) -> Any:
+    """Draw one reliability panel per class with at least :data:`MIN_PANEL_SUPPORT` test samples.
+
+    The methods are overlaid in each panel; the smaller classes are listed in one line below.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    n_bins = comparison.n_bins
+    methods = _drawn_methods(comparison)
+    support = comparison.statistics["uncalibrated"].label_counts()
+    shown = largest_classes(support)
+    drawn = [c for c in shown if support[c] >= MIN_PANEL_SUPPORT]
+    rest = [c for c in shown if support[c] < MIN_PANEL_SUPPORT]
+    cols = min(max(len(drawn), 1), 4)
+    rows = math.ceil(max(len(drawn), 1) / cols)
+    fig = new_figure(figsize=(3.6 * cols, 3.4 * rows + (0.5 if rest else 0)))
+    grid = fig.add_gridspec(rows * 2, cols, height_ratios=[3, 1] * rows)
+    for i, c in enumerate(drawn):
+        r, col = divmod(i, cols)
+        ax, support_ax = fig.add_subplot(grid[2 * r, col]), fig.add_subplot(grid[2 * r + 1, col])
+        for j, method in enumerate(methods):
+            ReliabilityDiagram.from_statistics(
+                comparison.statistics[method],
+                n_bins=n_bins,
+                class_index=c,
+                label=METHOD_LABELS[method],
+                ax=ax,
+                support_ax=support_ax,
+                color=_colour(comparison, method),
+                diagonal=j == 0,
+            )
+        parts = ", ".join(f"{METHOD_LABELS[m]} {comparison.per_class[m][c]:.3f}" for m in methods)
+        ax.set_title(f"{comparison.class_names[c]} (n={int(support[c])})\nECE: {parts}", fontsize=9)
+        if i == 0:
+            ax.legend(loc="upper left", fontsize=7)
+    fig.tight_layout(rect=(0, 0.06 if rest else 0, 1, 1))
+    if rest:
+        fig.text(0.01, 0.01, small_classes_line(comparison, rest, support), fontsize=7, wrap=True)
+    return fig
+
+
+def class_ece_figure(comparison: Any) -> Any:
+    """Draw each class's ECE against its support (log scale), uncalibrated, TS and WTS.
+
+    The class-wise paper's point: the rare classes are the worse calibrated ones.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    support = comparison.statistics["uncalibrated"].label_counts()
+    fig = new_figure(figsize=(6.5, 4.2))
+    ax = fig.subplots()
+    styles = {"uncalibrated": ("tab:red", "o"), "ts": ("tab:orange", "s"), "wts": ("tab:blue", "^")}
+    present = support > 0
+    for method in (m for m in styles if m in comparison.per_class):
+        colour, marker = styles[method]
+        cece = comparison.rows[method].get("cece", math.nan)
+        ax.scatter(
+            support[present], comparison.per_class[method][present], color=colour, marker=marker, s=24,
+            label=f"{METHOD_LABELS[method]} (CECE {cece:.3f})",
+        )  # fmt: skip
+    for c in (c for c in largest_classes(support) if present[c]):  # over a vocabulary, the largest only
+        ax.annotate(comparison.class_names[c], (support[c], comparison.per_class["uncalibrated"][c]), fontsize=6)
+    ax.set_xscale("log")
+    ax.set_xlabel("test samples of the class (log scale)")
+    ax.set_ylabel("ECE of the class (subset ECE)")
+    ax.set_title("Rare classes and their calibration", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def regions_figure(comparison: Any) -> Any:
+    """Draw the RBECE bins of uncalibrated and the best calibrator: which regions RBECE counts.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    methods = _drawn_methods(comparison)
+    fig = new_figure(figsize=(5 * len(methods), 3.6))
+    axes = fig.subplots(1, len(methods), squeeze=False)
+    for j, method in enumerate(methods):
+        rbece = comparison.rows[method].get("rbece", math.nan)
+        RegionPlot.from_statistics(
+            comparison.statistics[method],
+            rbece_bins=comparison.rbece_bins,
+            theta=comparison.theta,
+            ax=axes[0, j],
+            title=f"{METHOD_LABELS[method]}: |acc - conf| per region, RBECE {rbece:.4f}",
+        )
+    fig.tight_layout()
+    return fig
+
+
+def smooth_figure(comparison: Any) -> Any:
+    """Draw the smooth reliability diagram of the uncalibrated model and of the best calibrator.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`, with its ``smooth`` curves.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    methods = ["uncalibrated"] + ([comparison.best] if comparison.best in comparison.smooth else [])
+    methods = [m for m in dict.fromkeys(methods) if m in comparison.smooth]
+    fig = new_figure(figsize=(4.2 * len(methods), 4.4))
+    axes = fig.subplots(1, len(methods), squeeze=False)[0]
+    for ax, method in zip(axes, methods):
+        label = METHOD_LABELS[method]
+        display = SmoothReliabilityDiagram(comparison.smooth[method], label=label).plot(ax)
+        ax.set_title(f"{label}: smooth ECE {display.smece:.4f}", fontsize=9)
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def write_figures(comparison: Any, folder: str | Path) -> dict[str, Path]:
+    """Write the report's four figures into ``folder`` and return their paths by name.
+
+    ``reliability.png``, ``reliability_per_class.png``, ``class_ece_vs_support.png`` and
+    ``regions.png``, drawn from the comparison's per-bin statistics (no metric is recomputed), and
+    ``reliability_smooth.png`` from its smooth reliability curves where it has them.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
+    folder : str or Path
+        An existing folder.
+
+    Returns
+    -------
+    dict of str to Path
+    """
+    folder = Path(folder)
+    smooth = {}
+    if comparison.smooth:
+        smooth["reliability_smooth"] = _save(smooth_figure(comparison), folder / "reliability_smooth.png", 110)
+    return {
+        "reliability": _save(reliability_figure(comparison), folder / "reliability.png", 110),
+        **smooth,
+        "reliability_per_class": _save(per_class_figure(comparison), folder / "reliability_per_class.png", 100),
+        "class_ece_vs_support": _save(class_ece_figure(comparison), folder / "class_ece_vs_support.png", 110),
+        "regions": _save(regions_figure(comparison), folder / "regions.png", 110),
+    }
