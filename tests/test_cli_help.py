@@ -115,3 +115,35 @@ def test_library_errors_name_the_flags():
     assert name_flags("`n_bins` must be an integer >= 1, got 0") == "--n-bins must be an integer >= 1, got 0"
     assert name_flags("`seed` must be >= 0; `predictions` too") == "--seed must be >= 0; --predictions too"
     assert name_flags("needs arrays `labels`") == "needs arrays `labels`"  # a file's column, not an argument
+
+
+def documented_command_lines():
+    """Every ``calibkit ...`` line of the guide's and README's bash blocks, continuation lines joined."""
+    import shlex
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    blocks = []
+    for page in sorted((root / "docs" / "guide").glob("*.rst")):
+        blocks += re.findall(r"^\.\. code-block:: bash\n\n((?:(?:   .*)?\n)+)", page.read_text(), re.MULTILINE)
+    blocks += re.findall(r"^```bash\n(.*?)^```", (root / "README.md").read_text(), re.MULTILINE | re.DOTALL)
+    lines = []
+    for block in blocks:
+        for line in block.replace("\\\n", " ").splitlines():
+            tokens = shlex.split(line, comments=True)
+            if tokens[:1] == ["calibkit"] and not any(t.startswith("[") for t in tokens):  # not a synopsis
+                lines.append(tokens[1:])
+    return lines
+
+
+def test_the_documented_command_lines_are_the_new_commands(capsys):
+    from calibkit.cli.legacy import rewrite
+    from calibkit.cli.parser import build_parser
+
+    lines = documented_command_lines()
+    assert {line[0] for line in lines} >= {"report", "choices", "generations", "multilabel", "compare", "demo"}
+    parser = build_parser({name: print for name in COMMANDS})
+    for argv in lines:
+        assert rewrite(argv) is argv, argv  # no deprecation line
+        parser.parse_args(argv)  # exits on an option the command does not take
+    assert capsys.readouterr().err == ""
