@@ -44,12 +44,12 @@ OWN = {
     "report": ["--predictions", "--approximate-ace", "--quiet", "--bootstrap", "--next-token", "--output", "--json"],
     "choices": ["--predictions", "--score", "--calibrate", "--resplits", "--n-bins", "--theta", "--fce-variant"],
     "generations": ["--answers", "--confidence", "--threshold", "--model", "--gguf-file", "--bootstrap", "--n-bins"],
-    "multilabel": ["--predictions", "--bootstrap", "--quiet", "--ace-ranges", "--coverage", "--ignore-index"],
+    "multilabel": ["--predictions", "--bootstrap", "--quiet", "--ace-ranges", "--eps", "--ignore-index"],
     "compare": ["--model", "--dataset", "--split", "--task", "--resplits", "--rbece-bins", "--output"],
 }
 FOREIGN = {
     "report": ["--model", "--dataset", "--calibrate", "--score", "--generations", "--answers", "--multilabel",
-               "--threshold", "--resplits", "--task", "--from-logits"],
+               "--threshold", "--resplits", "--task", "--from-logits", "--coverage"],
     "choices": ["--model", "--bootstrap", "--approximate-ace", "--answers", "--multilabel", "--ace-ranges",
                 "--ignore-index"],
     "generations": ["--predictions", "--dataset", "--calibrate", "--score", "--multilabel", "--theta",
@@ -95,11 +95,18 @@ def test_setting_flags_are_the_dataclass_fields_the_door_takes(capsys, command, 
         assert option in options_listed(text), option
         if not isinstance(defaults[setting], bool):  # its default, read from the dataclass
             assert f"(default: {defaults[setting]})" in " ".join(text.split(option, 2)[2].split()[:80]), setting
-    # every setting a door takes is on the command, but those its input decides (from_logits: the file)
-    untaken = taken & set(names()) - set(settings) - {"from_logits", "multilabel"}
-    assert untaken <= (
-        {"next_token"} if command == "multilabel" else {"ignore_index"} if command == "compare" else set()
-    )
+    # every setting a door takes is on the command, but those that do not apply to its input
+    left_out = {"from_logits", "multilabel", "coverage"}  # the file says; another command; a metric asked by name
+    left_out |= {"multilabel": {"next_token"}, "compare": {"ignore_index"}}.get(command, set())
+    assert taken & set(names()) - set(settings) <= left_out
+
+
+def test_a_setting_is_on_report_when_a_reported_metric_uses_it():
+    from calibkit.metrics.registry import METRICS, metric
+
+    used = {setting for name in METRICS for setting in metric(name).settings}
+    assert set(cli_options.FILE_SETTINGS) == used | {"next_token", "ignore_index"}
+    assert "coverage" not in cli_options.FILE_SETTINGS  # selective accuracy is asked for by name
 
 
 def test_the_settings_help_is_the_dataclass_docstring_as_plain_text():

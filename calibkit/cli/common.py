@@ -227,3 +227,26 @@ def check_options(args: Any) -> dict[str, Any]:
     if getattr(args, "output", None):
         writable_folder(args.output)
     return settings
+
+
+def with_absent_metrics(report: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Give the metrics a report leaves out (ACE of next-token input, over a vocabulary) as NaN for the table.
+
+    Parameters
+    ----------
+    report : dict
+        From :func:`calibkit.calibration_report` or :func:`calibkit.io.shards.stream_report`.
+
+    Returns
+    -------
+    tuple of (dict, str)
+        The report with a NaN for each metric it leaves out, and a line saying which (``""`` when
+        none), for below the table.
+    """
+    from calibkit.metrics.registry import METRICS
+
+    absent = [name for name in METRICS if name not in report]
+    if not absent:
+        return report, ""
+    note = f"not computed (the default report of next-token input leaves them out): {', '.join(absent)}"
+    return {**report, **dict.fromkeys(absent, float("nan"))}, note

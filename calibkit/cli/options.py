@@ -15,12 +15,16 @@ import inspect
 import re
 from typing import Any
 
+from calibkit.metrics.registry import METRICS, metric
 from calibkit.metrics.settings import FCE_VARIANTS, CalibrationSettings, names
 
 CHOICES = {"fce_variant": FCE_VARIANTS}
 """The settings that take one of a few words."""
-FILE_SETTINGS = tuple(name for name in names() if name not in ("from_logits", "multilabel"))
-"""``calibkit report``: a file or shards says whether it holds logits; multi-label is ``calibkit multilabel``."""
+_REPORTED = {setting for name in METRICS for setting in metric(name).settings}
+FILE_SETTINGS = tuple(name for name in names() if name in _REPORTED or name in ("next_token", "ignore_index"))
+"""``calibkit report``: the settings of the metrics it reports (not ``coverage``: selective accuracy is
+asked for by name), and the input's conventions but ``from_logits`` (the file says) and ``multilabel``
+(``calibkit multilabel``)."""
 MULTILABEL_SETTINGS = tuple(name for name in FILE_SETTINGS if name != "next_token")
 """``calibkit multilabel``: every setting of a multi-label report."""
 CHOICE_SETTINGS = ("n_bins", "theta", "fce_variant")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.cli import report_shards
-from calibkit.cli.common import check_options, format_table, interval_lines
+from calibkit.cli.common import check_options, format_table, interval_lines, with_absent_metrics
 from calibkit.cli.options import COMPARISON_SETTINGS, defaults, flag
 from calibkit.io.jsonable import json_ready
 from calibkit.io.prediction_files import load_predictions
@@ -96,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     kept = _scored_labels(labels, settings)  # which classes a vocabulary's table shows
     kept = kept[kept != args.ignore_index].astype(np.int64)
     support = np.bincount(kept[(kept >= 0) & (kept < report["num_classes"])], minlength=report["num_classes"])
-    print(format_table(report, names, support))
+    shown, note = with_absent_metrics(report)
+    print(format_table(shown, names, support) + (f"\n\n{note}" if note else ""))
     if ci is not None:
         print()
         print(interval_lines(ci, names, support))

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from calibkit.cli.common import format_table, writable_folder
+from calibkit.cli.common import format_table, with_absent_metrics, writable_folder
 from calibkit.io.jsonable import json_ready
 
 
@@ -44,7 +44,8 @@ def run(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         source += f"; fce as the fuzzy-binning authors' code computes it (--fce-variant {args.fce_variant})"
     out = {"source": source, "fce_variant": args.fce_variant, "passes": passes, "shards": shards, "skipped": skipped}
     out.update(json_ready(report))
-    table = f"calibkit report: {source}\n{format_table(report)}"
+    shown, note = with_absent_metrics(report)
+    table = f"calibkit report: {source}\n{format_table(shown)}" + (f"\n\n{note}" if note else "")
     if args.output:
         folder = writable_folder(args.output)
         (folder / "report.json").write_text(json.dumps(out, indent=2) + "\n")
