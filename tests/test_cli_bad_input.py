@@ -255,7 +255,6 @@ def test_table_and_json_files_that_cannot_be_read(tmp_path, capsys):
     [
         (["--bootstrap", "1000000000"], "--bootstrap` must be an integer in [0, 100000]"),
         (["--bootstrap", "-3"], "--bootstrap` must be an integer in [0, 100000], got -3"),
-        (["--resplits", "-1"], "--resplits` must be an integer in [0, 10000], got -1"),  # 0: no re-splits
         (["--seed", "-1"], "--seed` must be an integer >= 0, got -1"),
         (["--n-bins", "0"], "--n-bins must be an integer >= 1"),
         (["--n-bins", "10000000"], "--n-bins must be an integer in [1, 1000000]"),
@@ -268,7 +267,15 @@ def test_out_of_range_options(tmp_path, capsys, options, expected):
     assert_one_line_error(capsys, expected, "--predictions", good_npz(tmp_path / "p.npz"), *options)
 
 
-@pytest.mark.parametrize("option", [["--calibrate"], ["--score", "chars"], ["--model", "m"]])
+@pytest.mark.parametrize("command", ["choices", "compare", "generations"])
+def test_out_of_range_resplits_before_any_input_is_read(capsys, command):
+    given = {"choices": ["--predictions", "logs"], "compare": ["--model", "m", "--dataset", "d"]}
+    expected = "--resplits` must be an integer in [0, 10000], got -1"  # 0: no re-splits
+    args = given.get(command, ["--answers", "a.jsonl"])
+    assert_one_line_error(capsys, expected, *args, "--resplits", "-1", command=command)
+
+
+@pytest.mark.parametrize("option", [["--calibrate"], ["--score", "chars"], ["--resplits", "3"], ["--answers", "a"]])
 def test_an_option_of_another_command_is_refused_not_ignored(tmp_path, capsys, option):
     # --calibrate on a file of logits printed the plain table: nothing calibrated, and no notice
     with pytest.raises(SystemExit) as stop:
