@@ -78,19 +78,57 @@ def test_report_multilabel_predictions_table_json_bootstrap_and_shards(tmp_path,
     path = tmp_path / "ml.parquet"
     pq.write_table(pa.table({"logits": [r.tolist() for r in z], "labels": [r.tolist() for r in y]}), path)
     want = calibkit.calibration_report(z, y, from_logits=True, multilabel=True, theta=5)
-    assert main(["report", "--predictions", str(path), "--multilabel", "--json", "--theta", "5"]) == 0
+    assert main(["multilabel", "--predictions", str(path), "--json", "--theta", "5"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["micro"]["ece"] == pytest.approx(want["micro"]["ece"], rel=1e-12)
     assert got["per_label"]["brier"] == pytest.approx(want["per_label"]["brier"].tolist(), rel=1e-12)
-    assert main(["report", "--predictions", str(path), "--multilabel", "--bootstrap", "50"]) == 0
+    assert main(["multilabel", "--predictions", str(path), "--bootstrap", "50"]) == 0
     table = capsys.readouterr().out
     assert "| ece | " in table and "macro 95% interval" in table and "Over the labels' ECEs: cece" in table
     shards = tmp_path / "shards"
     shards.mkdir()
     np.savez(shards / "a.npz", logits=z[:300], labels=y[:300])
     np.savez(shards / "b.npz", logits=z[300:], labels=y[300:])
-    assert main(["report", "--predictions", str(shards), "--multilabel", "--json", "--quiet", "--theta", "5"]) == 0
+    assert main(["multilabel", "--predictions", str(shards), "--json", "--quiet", "--theta", "5"]) == 0
     streamed = json.loads(capsys.readouterr().out)
     assert streamed["micro"]["brier"] == pytest.approx(want["micro"]["brier"], rel=1e-12)
-    assert main(["report", "--predictions", str(path), "--multilabel", "--output", str(tmp_path / "o")]) == 2
-    assert "--output is not available with --multilabel" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # no files yet: the command has no --output
+        main(["multilabel", "--predictions", str(path), "--output", str(tmp_path / "o")])
+    assert stop.value.code == 2 and "unrecognized arguments: --output" in capsys.readouterr().err
+
+
+def test_every_setting_of_the_reported_metrics_is_a_flag(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    logits, labels = rng.normal(size=(300, 4)) * 2, rng.integers(0, 4, 300)
+    path = tmp_path / "p.npz"
+    np.savez(path, logits=logits, labels=labels)
+    flags = ["--ace-ranges", "5", "--sce-bins", "7", "--esce-bins", "3", "--fce-bins", "4", "--rbece-bins", "6"]
+    assert main(["report", "--predictions", str(path), "--json", "--theta", "2", "--eps", "1e-6", *flags]) == 0
+    got = json.loads(capsys.readouterr().out)
+    settings = dict(ace_ranges=5, sce_bins=7, esce_bins=3, fce_bins=4, rbece_bins=6, theta=2, eps=1e-6)
+    want = calibkit.calibration_report(logits, labels, from_logits=True, **settings)
+    default = calibkit.calibration_report(logits, labels, from_logits=True, theta=2)
+    for key in ("ace", "sce", "esce", "fce", "rbece"):  # each flag changed its number
+        assert got[key] == pytest.approx(want[key], rel=1e-12) and want[key] != default[key], key
+    assert got["nll"] == pytest.approx(want["nll"], rel=1e-12)  # logits: eps clips nothing here
+    # the written report comes from the comparison, which takes fewer settings: refused, not written otherwise
+    assert main(["report", "--predictions", str(path), "--sce-bins", "7", "--output", str(tmp_path / "o")]) == 2
+    assert "--sce-bins: --output writes its report with the default" in capsys.readouterr().err
+
+
+def test_next_token_predictions(tmp_path, capsys):
+    rng = np.random.default_rng(6)
+    logits, labels = rng.normal(size=(3, 10, 6)), rng.integers(0, 6, (3, 10))
+    labels[:, :2] = -100  # the prompt
+    path = tmp_path / "lm.npz"
+    np.savez(path, logits=logits, labels=labels)
+    assert main(["report", "--predictions", str(path), "--next-token", "--json", "--theta", "0"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = calibkit.calibration_report(logits, labels, from_logits=True, next_token=True, theta=0)
+    assert got["n"] == want["n"] == 3 * 8 and got["ece"] == pytest.approx(want["ece"], rel=1e-12)
+    assert main(["report", "--predictions", str(path), "--next-token", "--theta", "0"]) == 0
+    table = capsys.readouterr().out
+    assert "| ace | nan |" in table and "leaves them out): ace" in table
+    assert main(["report", "--predictions", str(path), "--next-token", "--theta", "0", "--output", str(tmp_path)]) == 0
+    written = (tmp_path / "table.md").read_text()  # the positions shifted as the model's loss shifts them
+    assert "evaluated on 24 test predictions" in written and f"| **{want['ece']:.4f}** |" in written

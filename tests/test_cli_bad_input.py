@@ -19,15 +19,15 @@ from calibkit.cli import main
 from tests.test_cli_report import save_tiny
 
 
-def run(capsys, *args):
+def run(capsys, *args, command="report"):
     capsys.readouterr()
-    code = main(["report", *map(str, args)])
+    code = main([command, *map(str, args)])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
 
-def assert_one_line_error(capsys, expected: str, *args):
-    code, _, err = run(capsys, *args)
+def assert_one_line_error(capsys, expected: str, *args, command="report"):
+    code, _, err = run(capsys, *args, command=command)
     assert code == 2, (args, err)
     assert err.startswith("calibkit: error:") and err.count("\n") == 1, err
     assert expected in err, err
@@ -143,12 +143,22 @@ def test_model_head_must_match_task(tmp_path, capsys):
     model, _ = save_tiny(tmp_path, "sequence")
     _, data = save_tiny(tmp_path, "token")
     assert_one_line_error(
-        capsys, "--task token: ", "--model", model, "--dataset", data, "--task", "token", "--theta", "5"
+        capsys,
+        "--task token: ",
+        "--model",
+        model,
+        "--dataset",
+        data,
+        "--task",
+        "token",
+        "--theta",
+        "5",
+        command="compare",
     )
     _, err = capsys.readouterr()
     token_model, _ = save_tiny(tmp_path, "token")
     _, seq_data = save_tiny(tmp_path, "sequence")
-    assert_one_line_error(capsys, "use --task token", "--model", token_model, "--dataset", seq_data)
+    assert_one_line_error(capsys, "use --task token", "--model", token_model, "--dataset", seq_data, command="compare")
 
 
 # -- tracebacks before: now one line, status 2 -----------------------------------------------------
@@ -245,7 +255,6 @@ def test_table_and_json_files_that_cannot_be_read(tmp_path, capsys):
     [
         (["--bootstrap", "1000000000"], "--bootstrap` must be an integer in [0, 100000]"),
         (["--bootstrap", "-3"], "--bootstrap` must be an integer in [0, 100000], got -3"),
-        (["--resplits", "-1"], "--resplits` must be an integer in [0, 10000], got -1"),  # 0: no re-splits
         (["--seed", "-1"], "--seed` must be an integer >= 0, got -1"),
         (["--n-bins", "0"], "--n-bins must be an integer >= 1"),
         (["--n-bins", "10000000"], "--n-bins must be an integer in [1, 1000000]"),
@@ -258,17 +267,26 @@ def test_out_of_range_options(tmp_path, capsys, options, expected):
     assert_one_line_error(capsys, expected, "--predictions", good_npz(tmp_path / "p.npz"), *options)
 
 
-@pytest.mark.parametrize(
-    "option, expected",
-    [
-        (["--calibrate"], "--calibrate (multiple-choice logs; for a classifier use --model and --dataset): not used"),
-        (["--score", "chars"], "--score (multiple-choice logs): not used"),
-        (["--approximate-ace"], "--approximate-ace (shards): not used"),
-    ],
-)
-def test_an_option_the_input_cannot_use_is_refused_not_ignored(tmp_path, capsys, option, expected):
+@pytest.mark.parametrize("command", ["choices", "compare", "generations"])
+def test_out_of_range_resplits_before_any_input_is_read(capsys, command):
+    given = {"choices": ["--predictions", "logs"], "compare": ["--model", "m", "--dataset", "d"]}
+    expected = "--resplits` must be an integer in [0, 10000], got -1"  # 0: no re-splits
+    args = given.get(command, ["--answers", "a.jsonl"])
+    assert_one_line_error(capsys, expected, *args, "--resplits", "-1", command=command)
+
+
+@pytest.mark.parametrize("option", [["--calibrate"], ["--score", "chars"], ["--resplits", "3"], ["--answers", "a"]])
+def test_an_option_of_another_command_is_refused_not_ignored(tmp_path, capsys, option):
     # --calibrate on a file of logits printed the plain table: nothing calibrated, and no notice
-    assert_one_line_error(capsys, expected, "--predictions", good_npz(tmp_path / "p.npz"), *option)
+    with pytest.raises(SystemExit) as stop:
+        main(["report", "--predictions", str(good_npz(tmp_path / "p.npz")), *option])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and f"unrecognized arguments: {option[0]}" in err, err
+
+
+def test_an_option_the_input_cannot_use_is_refused_not_ignored(tmp_path, capsys):
+    expected = "--approximate-ace (shards): not used"
+    assert_one_line_error(capsys, expected, "--predictions", good_npz(tmp_path / "p.npz"), "--approximate-ace")
 
 
 def test_output_that_cannot_be_written(tmp_path, capsys):
@@ -285,25 +303,31 @@ def test_model_report_on_bad_datasets(tmp_path, capsys):
     empty = tmp_path / "empty"
     no_rows = Dataset.from_dict({"text": ["w1"], "label": [0]}).filter(lambda row: False)
     DatasetDict({"test": no_rows}).save_to_disk(empty)
-    assert_one_line_error(capsys, "has no rows", "--model", model, "--dataset", empty)
+    assert_one_line_error(capsys, "has no rows", "--model", model, "--dataset", empty, command="compare")
     (tmp_path / "empty.jsonl").write_text("")
-    assert_one_line_error(capsys, "the file is empty", "--model", model, "--dataset", tmp_path / "empty.jsonl")
+    assert_one_line_error(
+        capsys, "the file is empty", "--model", model, "--dataset", tmp_path / "empty.jsonl", command="compare"
+    )
     _, token_data = save_tiny(tmp_path, "token")
-    assert_one_line_error(capsys, "use --task token", "--model", model, "--dataset", token_data, "--task", "sequence")
-    assert_one_line_error(capsys, "use --task sequence", "--model", model, "--dataset", data, "--task", "token")
+    assert_one_line_error(
+        capsys, "use --task token", "--model", model, "--dataset", token_data, "--task", "sequence", command="compare"
+    )
+    assert_one_line_error(
+        capsys, "use --task sequence", "--model", model, "--dataset", data, "--task", "token", command="compare"
+    )
     folder = tmp_path / "not-a-dataset"
     folder.mkdir()
-    assert_one_line_error(capsys, "--dataset: cannot load", "--model", model, "--dataset", folder)
+    assert_one_line_error(capsys, "--dataset: cannot load", "--model", model, "--dataset", folder, command="compare")
     broken = tmp_path / "broken.json"
     broken.write_text('{"text": "a", "label": ')
-    assert_one_line_error(capsys, "--dataset: cannot load", "--model", model, "--dataset", broken)
+    assert_one_line_error(capsys, "--dataset: cannot load", "--model", model, "--dataset", broken, command="compare")
 
 
 def test_missing_hub_dataset_offline_is_one_line_in_a_fresh_process(tmp_path):
     model, _ = save_tiny(tmp_path, "sequence")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     proc = subprocess.run(
-        [sys.executable, "-m", "calibkit.cli", "report", "--model", str(model), "--dataset", "nobody/no-such-data"],
+        [sys.executable, "-m", "calibkit.cli", "compare", "--model", str(model), "--dataset", "nobody/no-such-data"],
         capture_output=True,
         text=True,
         env=env,

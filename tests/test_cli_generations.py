@@ -1,4 +1,4 @@
-"""``calibkit report --generations``: the table, JSON and HTML of generated answers' confidences, and refusals."""
+"""``calibkit generations``: the table, JSON and HTML of generated answers' confidences, and refusals."""
 
 import json
 
@@ -13,7 +13,7 @@ from tests.test_generations import answers, tiny_lm_and_tokenizer, write_jsonl
 def test_table_json_and_report_agree_with_the_library(tmp_path, capsys):
     file = write_jsonl(tmp_path / "gen.jsonl", answers(200))
     assert (
-        main(["report", "--generations", str(file), "--json", "--resplits", "3", "--output", str(tmp_path / "o")]) == 0
+        main(["generations", "--answers", str(file), "--json", "--resplits", "3", "--output", str(tmp_path / "o")]) == 0
     )
     got = json.loads(capsys.readouterr().out)
     data = read_generations(file)
@@ -26,7 +26,7 @@ def test_table_json_and_report_agree_with_the_library(tmp_path, capsys):
     assert len(got["recalibration"]["verdicts"]) == 3 * 3 + 2  # each map of each source, best against the others
     page = (tmp_path / "o" / "report.html").read_text()
     assert "data:image/png;base64," in page and page.count("<table>") == 2
-    assert main(["report", "--generations", str(file), "--resplits", "0", "--confidence", "judge"]) == 0
+    assert main(["generations", "--answers", str(file), "--resplits", "0", "--confidence", "judge"]) == 0
     text = capsys.readouterr().out
     assert "| pooled | judge | given | 199 | 0.5% |" in text  # one answer without a judge score
     assert "verbalized" not in text.split("\n", 1)[1]  # asked for one source only
@@ -38,12 +38,11 @@ def test_table_json_and_report_agree_with_the_library(tmp_path, capsys):
         (["--confidence", "nope"], "--confidence: 'nope' is neither a column of"),
         (["--confidence", "ptrue"], "white-box sources need the causal LM: --model DIR"),
         (["--threshold", "0"], "--threshold must be a number in (0, 1], got 0.0"),
-        (["--predictions", "x.npz"], "--generations takes none of --predictions"),
     ],
 )
 def test_refusals_are_one_line(tmp_path, capsys, argv, message):
     file = write_jsonl(tmp_path / "gen.jsonl", answers(20))
-    assert main(["report", "--generations", str(file), *argv]) == 2
+    assert main(["generations", "--answers", str(file), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
 
@@ -52,7 +51,7 @@ def test_a_bad_row_exits_2_naming_it(tmp_path, capsys):
     rows = answers(20)
     rows[7]["overconfident"] = 1.3
     file = write_jsonl(tmp_path / "gen.jsonl", rows)
-    assert main(["report", "--generations", str(file)]) == 2
+    assert main(["generations", "--answers", str(file)]) == 2
     assert f"{file}, row 7: confidence 'overconfident' = 1.3 is outside [0, 1]" in capsys.readouterr().err
 
 
@@ -67,7 +66,7 @@ def test_whitebox_sources_from_a_saved_causal_lm(tmp_path, capsys):
         for i, (q, a) in enumerate([("the capital of paris ?", "paris"), ("capital ?", "lyon"), ("of ?", "the a")] * 4)
     ]
     file = write_jsonl(tmp_path / "gen.jsonl", rows)
-    argv = ["report", "--generations", str(file), "--model", str(tmp_path / "lm"), "--json", "--resplits", "0"]
+    argv = ["generations", "--answers", str(file), "--model", str(tmp_path / "lm"), "--json", "--resplits", "0"]
     assert main([*argv, "--confidence", "sequence,sequence_normalized,ptrue"]) == 0
     got = json.loads(capsys.readouterr().out)
     want = whitebox_confidence(model, tokenizer, [r["question"] for r in rows], [r["answer"] for r in rows])

@@ -54,7 +54,7 @@ def image_shape(path):
 def test_report_on_a_model_and_a_dataset(tmp_path, capsys, task):
     model, data = save_tiny(tmp_path, task)
     out = tmp_path / "out"
-    argv = ["report", "--model", str(model), "--dataset", str(data), "--task", task, "--theta", "5"]
+    argv = ["compare", "--model", str(model), "--dataset", str(data), "--task", task, "--theta", "5"]
     assert main([*argv, "--output", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report["methods"]) == {"uncalibrated", *CALIBRATORS} - set(report["errors"])
@@ -92,7 +92,7 @@ def test_a_token_model_is_split_and_resampled_by_sentence(tmp_path, capsys, monk
         return real(*arrays, **kwargs)
 
     monkeypatch.setattr(calibkit.verdicts.comparison, "compare_calibrators", spy)
-    argv = ["report", "--model", str(model), "--dataset", str(data), "--task", "token", "--theta", "5"]
+    argv = ["compare", "--model", str(model), "--dataset", str(data), "--task", "token", "--theta", "5"]
     assert main([*argv, "--bootstrap", "20", "--resplits", "2", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     val, y_val, test, y_test = seen[0]
@@ -110,7 +110,7 @@ def load_words(folder):
 
 def test_report_table_text_and_bootstrap(tmp_path, capsys):
     model, data = save_tiny(tmp_path, "sequence")
-    assert main(["report", "--model", str(model), "--dataset", str(data), "--bootstrap", "30", "--theta", "5"]) == 0
+    assert main(["compare", "--model", str(model), "--dataset", str(data), "--bootstrap", "30", "--theta", "5"]) == 0
     text = capsys.readouterr().out
     assert "| method | accuracy |" in text and "[" in text  # intervals in the cells
 
@@ -159,11 +159,10 @@ def test_bad_input_exits_with_one_line(tmp_path, capsys):
     DatasetDict({"test": Dataset.from_dict(rows)}).save_to_disk(big)
     cases = {
         "no such file": ["report", "--predictions", str(tmp_path / "missing.parquet")],
-        "no column 'sentence'": ["report", "--model", str(model), "--dataset", str(data), "--text-column", "sentence"],
-        "label count mismatch": ["report", "--model", str(model), "--dataset", str(big)],
-        "cannot load": ["report", "--model", str(tmp_path / "nothing"), "--dataset", str(data)],
-        "go together": ["report", "--model", str(model)],
-        "--split": ["report", "--model", str(model), "--dataset", str(data), "--split", "dev"],
+        "no column 'sentence'": ["compare", "--model", str(model), "--dataset", str(data), "--text-column", "sentence"],
+        "label count mismatch": ["compare", "--model", str(model), "--dataset", str(big)],
+        "cannot load": ["compare", "--model", str(tmp_path / "nothing"), "--dataset", str(data)],
+        "--split": ["compare", "--model", str(model), "--dataset", str(data), "--split", "dev"],
     }
     capsys.readouterr()
     for expected, args in cases.items():
@@ -172,7 +171,7 @@ def test_bad_input_exits_with_one_line(tmp_path, capsys):
         assert err.startswith("calibkit: error:") and err.count("\n") == 1 and expected in err, err
     # The console script's exit code, in a fresh process.
     proc = subprocess.run(
-        [sys.executable, "-m", "calibkit.cli", "report", "--model", str(model), "--dataset", str(big)],
+        [sys.executable, "-m", "calibkit.cli", "compare", "--model", str(model), "--dataset", str(big)],
         capture_output=True,
         text=True,
         check=False,

@@ -83,7 +83,7 @@ def test_the_harness_cli_runs_smollm2_from_its_gguf_file(tmp_path, capsys):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     done = subprocess.run([sys.executable, "-m", "lm_eval", *command[1:]], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    argv = ["report", "--generations", str(tmp_path / "out"), "--model", model_dir, "--gguf-file", SMOLLM2_FILE]
+    argv = ["generations", "--answers", str(tmp_path / "out"), "--model", model_dir, "--gguf-file", SMOLLM2_FILE]
     assert main([*argv, "--confidence", "sequence,ptrue", "--json", "--resplits", "0"]) == 0
     pooled = json.loads(capsys.readouterr().out)["pooled"]
     assert pooled["questions"] == 8 and set(pooled["sources"]) == {"sequence", "ptrue"}

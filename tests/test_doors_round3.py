@@ -113,14 +113,14 @@ def test_the_evaluate_module_names_the_multilabel_configuration():
         ece.compute(predictions=p, references=y)
 
 
-# ---- 6. the command line names --multilabel for a multi-hot .npz ---------------------------
+# ---- 6. the command line names `calibkit multilabel` for a multi-hot .npz ---------------------------
 
 
 def test_the_cli_names_its_own_option_for_multi_hot_labels(tmp_path, capsys):
     np.savez(tmp_path / "ml.npz", probs=np.array([[0.9, 0.2], [0.3, 0.8]]), labels=np.array([[1, 0], [0, 1]]))
     assert main(["report", "--predictions", str(tmp_path / "ml.npz")]) == 2
     err = capsys.readouterr().err
-    assert "pass --multilabel" in err and "multilabel=True" not in err
+    assert "use `calibkit multilabel`" in err and "multilabel=True" not in err
 
 
 # ---- 7. the guide's claims about where multilabel and the settings are taken ----------------

@@ -105,7 +105,7 @@ def test_the_harness_samples_read_as_written(harness_run):
 
 def test_the_cli_scores_the_run_with_the_models_own_probabilities(harness_run, capsys):
     out, model, _ = harness_run
-    argv = ["report", "--generations", str(out), "--model", str(model), "--confidence", "sequence,ptrue"]
+    argv = ["generations", "--answers", str(out), "--model", str(model), "--confidence", "sequence,ptrue"]
     assert main([*argv, "--json", "--resplits", "0"]) == 0
     report = json.loads(capsys.readouterr().out)
     pooled = report["pooled"]

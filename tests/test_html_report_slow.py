@@ -15,7 +15,7 @@ def test_model_report_page_renders_in_chromium(tmp_path, capsys, task):
         pytest.fail("no chromium: .ci/run installs Debian's chromium before the slow tests")
     model, data = save_tiny(tmp_path, task)
     out = tmp_path / "out"
-    argv = ["report", "--model", model, "--dataset", data, "--task", task, "--theta", "5", "--resplits", "5"]
+    argv = ["compare", "--model", model, "--dataset", data, "--task", task, "--theta", "5", "--resplits", "5"]
     assert main([*map(str, argv), "--output", str(out)]) == 0
     dom = rendered_dom(out / "index.html")
     total, loaded = figures_loaded(dom)

@@ -118,10 +118,10 @@ def test_the_harness_run_reads_with_its_accuracies_and_the_loops_numbers(harness
 
 
 def test_the_cli_reads_the_harness_folder(harness_run, capsys):
-    assert main(["report", "--predictions", str(harness_run), "--score", "chars", "--json", "--theta", "0"]) == 0
+    assert main(["choices", "--predictions", str(harness_run), "--score", "chars", "--json", "--theta", "0"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["score"] == "chars" and "acc_norm" in out["source"]
-    assert main(["report", "--predictions", str(harness_run)]) == 0
+    assert main(["choices", "--predictions", str(harness_run)]) == 0
     table = capsys.readouterr().out
     assert "| tiny_mc | 3-5 | 30 |" in table and "(pooled)" in table
 
@@ -201,7 +201,7 @@ def test_a_bad_sample_is_refused_naming_the_file_and_doc_id(tmp_path, capsys, ba
     file = write_samples(tmp_path, "t", [good, bad])
     with pytest.raises(ValueError, match=message):
         read_choices(file)
-    assert main(["report", "--predictions", str(file)]) == 2
+    assert main(["choices", "--predictions", str(file)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and file.name in err
 
@@ -287,7 +287,7 @@ def test_the_cli_table_names_the_score(tmp_path, capsys, score, named):
         r["choice_chars"] = r["choice_bytes"] = r["choice_tokens"]
     file = tmp_path / "preds.jsonl"
     file.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["report", "--predictions", str(file), "--score", score, "--theta", "0"]) == 0
+    assert main(["choices", "--predictions", str(file), "--score", score, "--theta", "0"]) == 0
     assert named in capsys.readouterr().out  # the tokens score was titled "per UTF-8 byte"
 
 
@@ -398,7 +398,7 @@ def test_the_cli_calibrates_per_task(tmp_path, capsys):
     file = tmp_path / "preds.jsonl"
     file.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert (
-        main(["report", "--predictions", str(file), "--calibrate", "--resplits", "4", "--output", str(tmp_path / "o")])
+        main(["choices", "--predictions", str(file), "--calibrate", "--resplits", "4", "--output", str(tmp_path / "o")])
         == 0
     )
     out = capsys.readouterr().out
@@ -578,7 +578,7 @@ def test_a_task_at_chance_is_said_to_be_so(tmp_path, capsys):
         rows.append({"task": "known", "choice_logprobs": informed, "gold": gold})
     path = tmp_path / "choices.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["report", "--predictions", str(path), "--calibrate", "--resplits", "3"]) == 0
+    assert main(["choices", "--predictions", str(path), "--calibrate", "--resplits", "3"]) == 0
     text = capsys.readouterr().out
     assert "at chance: noise's accuracy" in text and "(250 questions)" not in text
     assert "noise's accuracy 0.260 is within two standard errors of chance (0.250, 300 questions)" in text

@@ -1,10 +1,16 @@
 """The ``calibkit`` command: one module a sub-command, the parser in :mod:`calibkit.cli.parser`.
 
+A command per input kind, each with only the options its input takes (the metric settings and
+the outputs come from the parent parsers of :mod:`calibkit.cli.options`):
+
 - ``calibkit report`` (:mod:`~calibkit.cli.report`): every calibration metric of saved
-  predictions (``--predictions`` a file), of shards (a folder or glob: :mod:`~calibkit.cli.report_shards`),
-  of multiple-choice logs (:mod:`~calibkit.cli.report_choices`), of multi-label predictions
-  (``--multilabel``: :mod:`~calibkit.cli.report_multilabel`), or the calibrators' comparison for a
-  model on a dataset (``--model`` and ``--dataset``: :mod:`~calibkit.cli.report_model`);
+  predictions (``--predictions`` a file), or of shards (a folder or glob:
+  :mod:`~calibkit.cli.report_shards`);
+- ``calibkit choices`` (:mod:`~calibkit.cli.report_choices`): multiple-choice logs;
+- ``calibkit generations`` (:mod:`~calibkit.cli.report_generations`): generated answers;
+- ``calibkit multilabel`` (:mod:`~calibkit.cli.report_multilabel`): multi-label predictions;
+- ``calibkit compare`` (:mod:`~calibkit.cli.report_model`): the calibrators' comparison for a
+  model on a dataset;
 - ``calibkit demo`` (:mod:`~calibkit.cli.demo`): fine-tune a real MiniLM offline and compare every
   calibrator (the tasks are in :mod:`calibkit.demos`);
 - ``calibkit install-modules`` (:mod:`~calibkit.cli.install_modules`): makes ``evaluate.load("cece")``
@@ -12,7 +18,10 @@
 - ``calibkit warmup`` (:mod:`~calibkit.cli.warmup`): compiles and caches the metric kernels now
   (first calls are fast anyway: they run on torch while the kernels compile).
 
-:mod:`calibkit.cli.common` holds what they share (option checks, the ``--output`` folder, the table).
+The old forms of ``calibkit report`` (``--generations``, ``--model``, ``--multilabel``,
+multiple-choice logs) still work for one release (:mod:`~calibkit.cli.legacy`).
+:mod:`calibkit.cli.common` holds what the commands share (option checks, the ``--output``
+folder, the flags named in errors, the table).
 """
 
 from __future__ import annotations
@@ -33,18 +42,38 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit status: 0, or 2 on bad input.
     """
-    from calibkit.cli import demo, install_modules, report, warmup
+    from calibkit.cli import (
+        demo,
+        install_modules,
+        report,
+        report_choices,
+        report_generations,
+        report_model,
+        report_multilabel,
+        warmup,
+    )
+    from calibkit.cli.common import name_flags
+    from calibkit.cli.legacy import rewrite
     from calibkit.cli.parser import build_parser
 
-    commands = {"demo": demo.run, "report": report.run, "install-modules": install_modules.run, "warmup": warmup.run}
-    args = build_parser(commands).parse_args(argv)
+    commands = {
+        "demo": demo.run,
+        "report": report.run,
+        "choices": report_choices.run,
+        "generations": report_generations.run,
+        "multilabel": report_multilabel.run,
+        "compare": report_model.run,
+        "install-modules": install_modules.run,
+        "warmup": warmup.run,
+    }
+    args = build_parser(commands).parse_args(rewrite(list(sys.argv[1:] if argv is None else argv)))
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:  # bad input, files that cannot be read or written
         from calibkit.io.prediction_files import for_option
 
         message = for_option(str(exc), "--predictions")  # the readers name their Python argument
-        print(f"calibkit: error: {message}".splitlines()[0], file=sys.stderr)
+        print(f"calibkit: error: {name_flags(message)}".splitlines()[0], file=sys.stderr)
         return 2
     except MemoryError as exc:
         detail = f" ({str(exc).splitlines()[0]})" if str(exc) else ""

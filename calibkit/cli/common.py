@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,84 @@ def writable_folder(location: str) -> Path:
     except OSError as exc:
         raise ValueError(f"--output: cannot write to {location}: {exc.strerror or exc}") from None
     return folder
+
+
+FLAGS = {"n_boot": "--bootstrap", "resplits": "--resplits", "seed": "--seed", "threshold": "--threshold"}
+"""The library's argument names that the command line spells otherwise; a setting ``x_y`` is ``--x-y``."""
+
+
+def name_flags(message: str) -> str:
+    """Name the flags the user typed where a library error names its Python arguments.
+
+    A message naming ``n_bins`` in backticks ("must be an integer >= 1") names ``--n-bins``
+    instead; file columns (``labels``) are left as they are.
+
+    Parameters
+    ----------
+    message : str
+        A ``ValueError``'s message.
+
+    Returns
+    -------
+    str
+    """
+    from calibkit.cli.options import flag
+    from calibkit.metrics.settings import names
+
+    flags = {**{name: flag(name) for name in names()}, "predictions": "--predictions", **FLAGS}
+    return re.sub(r"`([a-z_]+)`", lambda m: flags.get(m.group(1), m.group(0)), message)
+
+
+def check_options(args: Any) -> dict[str, Any]:
+    """Check a command's counts, settings and ``--output`` before any file or model is read.
+
+    A bad ``--bootstrap`` should not wait for a model's logits to be collected.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options; only those the command declares are checked.
+
+    Returns
+    -------
+    dict of str to object
+        The settings the command was given (:func:`calibkit.cli.options.settings_of`).
+    """
+    from calibkit.cli.options import settings_of
+    from calibkit.metrics.bootstrap import MAX_REPLICATES
+    from calibkit.metrics.validation import check_positive_int
+
+    limits = {"bootstrap": MAX_REPLICATES, "resplits": 10_000, "seed": None}  # numpy's seeds are >= 0
+    for option, maximum in limits.items():
+        if hasattr(args, option):
+            check_count(getattr(args, option), "--" + option, maximum)
+    for option in ("max_length", "batch_size"):
+        if hasattr(args, option):
+            check_positive_int(getattr(args, option), "--" + option.replace("_", "-"))
+    settings = settings_of(args)
+    if getattr(args, "output", None):
+        writable_folder(args.output)
+    return settings
+
+
+def with_absent_metrics(report: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Give the metrics a report leaves out (ACE of next-token input, over a vocabulary) as NaN for the table.
+
+    Parameters
+    ----------
+    report : dict
+        From :func:`calibkit.calibration_report` or :func:`calibkit.io.shards.stream_report`.
+
+    Returns
+    -------
+    tuple of (dict, str)
+        The report with a NaN for each metric it leaves out, and a line saying which (``""`` when
+        none), for below the table.
+    """
+    from calibkit.metrics.registry import METRICS
+
+    absent = [name for name in METRICS if name not in report]
+    if not absent:
+        return report, ""
+    note = f"not computed (the default report of next-token input leaves them out): {', '.join(absent)}"
+    return {**report, **dict.fromkeys(absent, float("nan"))}, note

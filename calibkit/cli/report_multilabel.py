@@ -1,4 +1,4 @@
-"""``calibkit report --multilabel``: a multi-label head's saved predictions, as a table per label and averaged."""
+"""``calibkit multilabel``: a multi-label head's saved predictions, as a table per label and averaged."""
 
 from __future__ import annotations
 
@@ -63,12 +63,12 @@ def _cell(value: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``calibkit report --predictions PATH --multilabel``.
+    """Run ``calibkit multilabel --predictions PATH``.
 
     Parameters
     ----------
     args : argparse.Namespace
-        The report command's options.
+        The command's options.
 
     Returns
     -------
@@ -78,17 +78,19 @@ def run(args: argparse.Namespace) -> int:
     Raises
     ------
     ValueError
-        On options that do not apply to multi-label predictions, or bad input (one line).
+        On bad input (one line).
     """
+    from calibkit.cli.common import check_options
     from calibkit.io.prediction_files import load_predictions
     from calibkit.io.shards import is_shard_location, stream_report
+    from calibkit.lm.multiple_choice import is_choice_location
 
-    if not args.predictions:
-        raise ValueError("--multilabel needs --predictions (saved logits or probabilities and multi-hot labels)")
-    if args.output:
-        raise ValueError("--output is not available with --multilabel yet: use --json")
-    settings = {"ignore_index": args.ignore_index, "n_bins": args.n_bins, "theta": args.theta}
-    settings["fce_variant"] = args.fce_variant
+    settings = check_options(args)
+    if is_choice_location(args.predictions):
+        raise ValueError(
+            f"--predictions: {args.predictions} holds multiple-choice logs (one answer per question), "
+            "not multi-label predictions; use `calibkit choices`"
+        )
     intervals = None
     if is_shard_location(args.predictions):
         if args.bootstrap:

@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
-from calibkit.cli.common import format_table, writable_folder
+from calibkit.cli.common import format_table, with_absent_metrics, writable_folder
 from calibkit.io.jsonable import json_ready
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     """``--predictions`` is a folder or a glob: stream the shards (bounded memory, exact ACE).
 
     Parameters
     ----------
     args : argparse.Namespace
         The parsed options of ``calibkit report``.
+    settings : dict of str to object
+        The metric settings it was given (:func:`calibkit.cli.options.settings_of`).
 
     Returns
     -------
@@ -30,10 +33,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             "--bootstrap resamples predictions held in memory; with shards (a folder or glob) it is not available"
         )
-    report = stream_report(
-        args.predictions, ignore_index=args.ignore_index, n_bins=args.n_bins, theta=args.theta,
-        fce_variant=args.fce_variant, exact_ace=not args.approximate_ace, progress=not args.quiet,
-    )  # fmt: skip
+    report = stream_report(args.predictions, exact_ace=not args.approximate_ace, progress=not args.quiet, **settings)
     passes, shards, skipped = report.pop("passes"), report.pop("shards"), report.pop("skipped")
     left_out = skipped_note(skipped)
     source = f"{args.predictions} ({shards} shards, {report['n']} labelled predictions, read {passes} times"
@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         source += f"; fce as the fuzzy-binning authors' code computes it (--fce-variant {args.fce_variant})"
     out = {"source": source, "fce_variant": args.fce_variant, "passes": passes, "shards": shards, "skipped": skipped}
     out.update(json_ready(report))
-    table = f"calibkit report: {source}\n{format_table(report)}"
+    shown, note = with_absent_metrics(report)
+    table = f"calibkit report: {source}\n{format_table(shown)}" + (f"\n\n{note}" if note else "")
     if args.output:
         folder = writable_folder(args.output)
         (folder / "report.json").write_text(json.dumps(out, indent=2) + "\n")

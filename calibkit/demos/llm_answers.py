@@ -11,7 +11,7 @@ BIG-bench's ``general_knowledge`` task (pip ``bigbench``: 70 questions with 2 to
 2. **free text**: lm-evaluation-harness generates the model's greedy answer
    (:mod:`calibkit.demos.llm_harness`, a ``generate_until`` task, at most 8 tokens), right when
    it holds the gold choice as a whole word (case-insensitive); its samples file is read as
-   ``calibkit report --generations`` reads any, and the confidence comes from the white-box
+   ``calibkit generations`` reads any, and the confidence comes from the white-box
    sources (sequence probability, its geometric mean, P(True); :mod:`calibkit.lm.generations`),
    each judged and recalibrated over re-splits.
 

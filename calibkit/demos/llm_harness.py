@@ -4,7 +4,7 @@ The demo writes a local ``generate_until`` task over its questions (:func:`write
 worked examples as the task's description, ``Q: ... A:``, greedy, at most 8 tokens, until a
 blank line) and runs the harness in this process on the model already loaded
 (:func:`run_generate_until`), with ``log_samples``: the samples file it writes is what
-``calibkit report --generations`` reads from any harness run. The same task runs from the
+``calibkit generations`` reads from any harness run. The same task runs from the
 command line on SmolLM2's GGUF file (:func:`harness_command`).
 
 An answer is right when it holds the gold answer as a whole word, ignoring case: the task's

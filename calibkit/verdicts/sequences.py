@@ -2,7 +2,7 @@
 
 The calibrators fit on labelled rows ``(R, K)``; the bootstrap, the halves and the re-splits must
 move whole sentences, since the tokens of one sentence are not independent. The comparison, the
-re-splits and ``calibkit report --model --task token`` all go through these functions.
+re-splits and ``calibkit compare --task token`` all go through these functions.
 """
 
 from __future__ import annotations

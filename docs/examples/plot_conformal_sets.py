@@ -97,6 +97,6 @@ plt.show()
 # %%
 # Calibrating first shrinks APS's sets a little (by about 5% here) and leaves LAC's mean size as
 # it was; it costs a split of the held-out rows. Measure both on your own rows before choosing.
-# ``calibkit demo`` and ``calibkit report --model`` print the same measurement after every
+# ``calibkit demo`` and ``calibkit compare`` print the same measurement after every
 # calibrator, in their table of conformal sets (LAC and APS at 90%, the calibrator fitted on one
 # half of the validation rows and the sets on the other).
