@@ -113,6 +113,14 @@ def test_a_streamed_fit_names_the_bad_batch():
         TemperatureScaling().fit_batches(lambda: iter([(z, np.full_like(y, IGNORE))]), next_token=True)
 
 
+@pytest.mark.parametrize("cls", [TemperatureScaling, WeightedTemperatureScaling])
+def test_batches_given_as_a_list_is_refused_naming_the_argument(cls):
+    z = np.zeros((2, 5, 6))
+    y = np.ones((2, 5), dtype=np.int64)
+    with pytest.raises(ValueError, match=r"`batches` must be a callable .*got list"):
+        cls().fit_batches([(z, y)], next_token=True)
+
+
 # -- the calibrated causal LM ------------------------------------------------------------------------
 
 
