@@ -158,6 +158,14 @@ def test_generate_samples_from_the_calibrated_distribution():
     assert sampled.shape == (1, 7)
 
 
+def test_calibrates_docstring_names_the_causal_lm_it_wraps():
+    # the docstring said sequence or token classifiers only, while calibrate wraps causal LMs too
+    model = calibrate(tiny_lm(), TemperatureScaling().fit(3 * np.eye(4, VOCAB), np.array([0, 1, 2, 0])))
+    doc = " ".join(calibrate.__doc__.split())
+    assert type(model).__name__ in doc
+    assert "*ForCausalLM" in doc
+
+
 def test_calibrate_fits_on_next_token_logits_and_reports_before_and_after():
     base = tiny_lm()
     torch.manual_seed(4)  # text the model itself wrote at temperature 0.5: its logits favour it
