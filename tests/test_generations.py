@@ -141,6 +141,9 @@ def test_a_score_correctness_is_thresholded(tmp_path):
         ("The answer is 0.5", None),
         ("It grew by 40% last year", None),  # a percentage in a sentence is no confidence
         ("Paris", None),
+        ("Paris\n0.8", None),  # a bare number on its own line may be the answer: never read
+        ("Paris\n80", None),
+        ("What is 6 x 7?\n42", None),
     ],
 )
 def test_verbalized_forms(text, expected):
