@@ -259,9 +259,8 @@ def calibrate(
 
     Give either a fitted ``calibrator``, or a ``method`` and validation data: ``logits`` and
     ``labels``, or a tokenised ``dataset`` the model is run on (batched, with a progress bar). A
-    causal LM is calibrated by one temperature on its next-token distribution, fitted on
-    ``logits`` and ``labels`` (for a large evaluation set, fit
-    ``TemperatureScaling().fit_batches(..., next_token=True)`` and pass it as ``calibrator``).
+    causal LM gets one temperature on its next-token logits (for a large evaluation set, pass
+    ``TemperatureScaling().fit_batches(..., next_token=True)`` as ``calibrator``).
 
     Parameters
     ----------
@@ -272,8 +271,7 @@ def calibrate(
         Fitted, or fitted here on the data given.
     method : str, optional
         Instead of ``calibrator``: ``"ts"``, ``"wts"``, ``"rd-ts"``, ``"vs"``, ``"ms"``, ``"ir"``
-        or ``"hb"`` (a causal LM: ``"ts"`` or ``"wts"``; a multi-label model: the
-        multi-label calibrators' methods).
+        or ``"hb"`` (a causal LM: ``"ts"`` or ``"wts"``).
     logits : array-like of shape (N, K) or (N, L, K), optional
         Validation logits (-100 labels skipped), with ``labels``; a causal LM's ``(N, T, V)``,
         position ``t`` scored against the label at ``t + 1``.
