@@ -118,3 +118,15 @@ def test_a_near_tie_at_the_largest_probability_reads_the_fitted_value():
     for key in ("miscalibration", "discrimination"):
         assert got[key] == pytest.approx(pooled[key], abs=1e-15)
         assert np.isfinite(got[key])
+
+
+def test_a_run_of_near_ties_is_cut_where_it_passes_the_resolution_from_its_first_value():
+    # scikit-learn's rule: a group takes values less than 1e-15 above its *first* value, so a run
+    # of values one ulp apart (each close to its neighbour) splits after about nine ulps
+    p = np.concatenate([[0.2], 0.5 + np.arange(14) * np.spacing(0.5), [0.8]])
+    y = np.array([0.0] * 6 + [1.0] * 10)
+    got, want = binary_decomposition(p, y), reference(p, y, "brier")
+    for key in want:
+        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-15), key
+    merged = binary_decomposition(np.where(np.abs(p - 0.5) < 1e-14, 0.5, p), y)  # the whole run as one group
+    assert abs(merged["miscalibration"] - got["miscalibration"]) > 0.05
