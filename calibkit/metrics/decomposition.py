@@ -7,7 +7,8 @@ Gneiting and Jordan 2021; model-diagnostics' ``decompose``) is
     S(p) = MCB - DSC + UNC,   MCB = S(p) - S(r),   DSC = S(ybar) - S(r),   UNC = S(ybar),
 
 where ``r`` is the isotonic recalibration of ``p`` (pool adjacent violators of ``y`` on ``p``, tied
-``p`` pooled) and ``ybar`` the mean outcome, each ``S`` a mean over the samples. MCB is what
+``p`` pooled, ``p`` closer than the float64 resolution tied as scikit-learn's isotonic fit, the
+reference's, ties them) and ``ybar`` the mean outcome, each ``S`` a mean over the samples. MCB is what
 recalibrating would remove, DSC what the forecasts know beyond the base rate.
 
 For class probabilities ``(N, K)`` the binary problem is the top label's: its confidence against

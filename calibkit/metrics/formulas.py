@@ -430,7 +430,9 @@ def ace_from_points(
     return float(gaps.mean()), float(bound.mean())
 
 
-def isotonic_points(scores: np.ndarray, outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def isotonic_points(
+    scores: np.ndarray, outcomes: np.ndarray, *, resolution: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Fit a non-decreasing map of ``scores`` onto 0/1 ``outcomes`` (pool adjacent violators).
 
     Equal scores share one fitted value; the map is given by its interpolation points, each
@@ -440,6 +442,11 @@ def isotonic_points(scores: np.ndarray, outcomes: np.ndarray) -> tuple[np.ndarra
     ----------
     scores : ndarray of shape (n,)
     outcomes : ndarray of float64, shape (n,)
+    resolution : float, default 0.0
+        Scores less than this above the first of a run of close scores count as equal to it and
+        share its interpolation point, scikit-learn's ``IsotonicRegression`` grouping with
+        ``np.finfo(np.float64).resolution`` (what the score decomposition uses); 0: only equal
+        scores.
 
     Returns
     -------
@@ -447,6 +454,10 @@ def isotonic_points(scores: np.ndarray, outcomes: np.ndarray) -> tuple[np.ndarra
         Sorted interpolation points and the fitted values there.
     """
     x, inverse = np.unique(scores, return_inverse=True)
+    if resolution > 0 and x.size > 1 and (np.diff(x) < resolution).any():
+        group = kernels.near_tie_groups(x, resolution)
+        first = np.concatenate([[True], group[1:] != group[:-1]])
+        x, inverse = x[first], group[inverse.ravel()]
     weight = np.bincount(inverse, minlength=x.size).astype(np.float64)
     mean = np.bincount(inverse, weights=outcomes, minlength=x.size) / weight
     values, ends = kernels.pool_adjacent_violators(mean, weight)

@@ -113,6 +113,14 @@ def test_a_streamed_fit_names_the_bad_batch():
         TemperatureScaling().fit_batches(lambda: iter([(z, np.full_like(y, IGNORE))]), next_token=True)
 
 
+@pytest.mark.parametrize("cls", [TemperatureScaling, WeightedTemperatureScaling])
+def test_batches_given_as_a_list_is_refused_naming_the_argument(cls):
+    z = np.zeros((2, 5, 6))
+    y = np.ones((2, 5), dtype=np.int64)
+    with pytest.raises(ValueError, match=r"`batches` must be a callable .*got list"):
+        cls().fit_batches([(z, y)], next_token=True)
+
+
 # -- the calibrated causal LM ------------------------------------------------------------------------
 
 
@@ -148,6 +156,14 @@ def test_generate_samples_from_the_calibrated_distribution():
     torch.manual_seed(0)
     sampled = model.generate(prompt, max_new_tokens=4, do_sample=True, top_k=0)
     assert sampled.shape == (1, 7)
+
+
+def test_calibrates_docstring_names_the_causal_lm_it_wraps():
+    # the docstring said sequence or token classifiers only, while calibrate wraps causal LMs too
+    model = calibrate(tiny_lm(), TemperatureScaling().fit(3 * np.eye(4, VOCAB), np.array([0, 1, 2, 0])))
+    doc = " ".join(calibrate.__doc__.split())
+    assert type(model).__name__ in doc
+    assert "*ForCausalLM" in doc
 
 
 def test_calibrate_fits_on_next_token_logits_and_reports_before_and_after():

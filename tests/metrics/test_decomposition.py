@@ -71,3 +71,62 @@ def test_bad_input_is_named():
         score_decomposition(np.array([0.5]), np.array([1]), score="spherical")
     with pytest.raises(ValueError, match="probs"):
         score_decomposition(np.array([[0.5, 0.7]]), np.array([1]))  # a row that does not sum to 1
+
+
+def test_probabilities_one_ulp_apart_are_pooled_as_the_reference_pools_them():
+    # scikit-learn's isotonic fit (the reference's) merges values closer than the float64 resolution
+    p = np.array([0.3, 0.6, np.nextafter(0.6, 1), 0.9])
+    y = np.array([0.0, 0.0, 1.0, 1.0])
+    got = binary_decomposition(p, y)
+    assert got["miscalibration"] == pytest.approx(0.03, abs=1e-15)
+    assert got["discrimination"] == pytest.approx(0.125, abs=1e-15)
+    for key, want in reference(p, y, "brier").items():
+        assert got[key] == pytest.approx(want, rel=1e-12, abs=1e-15), key
+
+
+def softmax_of_rounded_logits(n, k, seed):
+    """Softmaxes of small integer logits: equal logits in another order give probabilities one ulp apart."""
+    rng = np.random.default_rng(seed)
+    logits = np.vstack([rng.integers(-2, 3, size=(n, k)), np.diag(6.0 + np.arange(k))])  # a lone top value per class
+    labels = np.concatenate([rng.integers(0, k, n), np.arange(k)])
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return logits.astype(float), labels, e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("score", ["brier", "log"])
+@pytest.mark.parametrize(("n", "k", "seed"), [(300, 6, 307), (3000, 5, 3000)])  # seeds where pooling matters
+def test_softmaxes_of_rounded_logits_equal_the_reference_top_label_and_per_class(n, k, seed, score):
+    logits, labels, probs = softmax_of_rounded_logits(n, k, seed)
+    top = probs.argmax(axis=1)
+    conf = probs[np.arange(len(labels)), top]
+    distinct = np.unique(conf)
+    assert (np.diff(distinct) < 1e-15).any()  # the near ties this test is about are there
+    out = score_decomposition(logits, labels, from_logits=True, per_class=True, score=score)
+    for key, want in reference(conf, (top == labels).astype(float), score).items():
+        assert out["top_label"][key] == pytest.approx(want, rel=1e-12, abs=1e-15), key
+    for c in range(k):
+        for key, want in reference(probs[:, c], (labels == c).astype(float), score).items():
+            assert out["per_class"][key][c] == pytest.approx(want, rel=1e-12, abs=1e-15), (c, key)
+
+
+def test_a_near_tie_at_the_largest_probability_reads_the_fitted_value():
+    # the reference reads its fit as NaN above the group's first value; calibkit the group's value
+    p = np.array([0.3, np.nextafter(0.9, 0), 0.9])
+    y = np.array([0.0, 0.0, 1.0])
+    got = binary_decomposition(p, y)
+    pooled = binary_decomposition(np.array([0.3, np.nextafter(0.9, 0), np.nextafter(0.9, 0)]), y)
+    for key in ("miscalibration", "discrimination"):
+        assert got[key] == pytest.approx(pooled[key], abs=1e-15)
+        assert np.isfinite(got[key])
+
+
+def test_a_run_of_near_ties_is_cut_where_it_passes_the_resolution_from_its_first_value():
+    # scikit-learn's rule: a group takes values less than 1e-15 above its *first* value, so a run
+    # of values one ulp apart (each close to its neighbour) splits after about nine ulps
+    p = np.concatenate([[0.2], 0.5 + np.arange(14) * np.spacing(0.5), [0.8]])
+    y = np.array([0.0] * 6 + [1.0] * 10)
+    got, want = binary_decomposition(p, y), reference(p, y, "brier")
+    for key in want:
+        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-15), key
+    merged = binary_decomposition(np.where(np.abs(p - 0.5) < 1e-14, 0.5, p), y)  # the whole run as one group
+    assert abs(merged["miscalibration"] - got["miscalibration"]) > 0.05

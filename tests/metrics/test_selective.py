@@ -78,6 +78,25 @@ def test_binary_logits_and_padding_read_as_every_metric_reads_them():
     assert calibkit.aurc(logit, yb, from_logits=True) == pytest.approx(calibkit.aurc(p1, yb), rel=1e-9)
 
 
+@pytest.mark.parametrize("kind", ["probs", "logits", "torch"])
+def test_a_binary_probability_of_one_half_predicts_class_0_in_the_top_label_rows(kind):
+    # 1-D binary input: class 1 only when p > 0.5, as every metric reads it; p >= 0.5 would count
+    # the two rows at 0.5 right, selective accuracy at coverage 1 would be 1 and AURC 0
+    p, y = np.array([0.5, 0.5, 0.9, 0.2]), np.array([1, 1, 1, 0])
+    values = np.log(p / (1 - p)) if kind == "logits" else p  # logit 0 gives p = 0.5 exactly
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        values, y = torch.tensor(values), torch.tensor(y)
+    from_logits = kind == "logits"
+    risk, area, accuracy = brute_force(p, np.asarray(y), coverage=1.0)
+    assert accuracy == 0.5 and area == pytest.approx(5 / 24)
+    report = calibkit.calibration_report(values, y, from_logits=from_logits, metrics=["accuracy"])
+    assert report["accuracy"] == accuracy  # at coverage 1 the selective accuracy is the accuracy
+    assert calibkit.selective_accuracy(values, y, coverage=1.0, from_logits=from_logits) == pytest.approx(accuracy)
+    assert calibkit.aurc(values, y, from_logits=from_logits) == pytest.approx(area, rel=1e-12)
+    np.testing.assert_allclose(calibkit.risk_coverage(values, y, from_logits=from_logits)[1], risk, rtol=1e-12)
+
+
 def test_a_perfect_ranking_reaches_the_floor_and_the_order_of_rows_does_not_matter():
     rng = np.random.default_rng(2)
     conf = np.sort(rng.uniform(0.5, 1.0, 200))[::-1]

@@ -211,12 +211,18 @@ def _first_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+_WORDS = {"true": 1.0, "false": 0.0}
+"""Correctness written as a word (JSON Lines strings; CSV's pyarrow reads the column as booleans)."""
+
+
 def _number(value: Any) -> float:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
         text = value.strip().lower()
-        return {"true": 1.0, "false": 0.0}.get(text, float(text) if text else math.nan)
+        if text in _WORDS:  # looked up first: float("true") would raise before .get read its default
+            return _WORDS[text]
+        return float(text) if text else math.nan
     return math.nan if value is None else float(value)
 
 

@@ -67,7 +67,7 @@ from calibkit.metrics._kernels.constants import (
     S_WRONG_CONF,
     UNROLLED_ROW,
 )
-from calibkit.metrics._kernels.isotonic import pool_adjacent_violators
+from calibkit.metrics._kernels.isotonic import near_tie_groups, pool_adjacent_violators
 from calibkit.metrics._kernels.rows import FIXED_POINT_ONE_WORD
 from calibkit.metrics._kernels.short import SHORT_KERNELS
 from calibkit.metrics._kernels.top import SHORT_TOP_KERNELS, TOP_BLOCK
@@ -115,5 +115,6 @@ __all__ = [
     "_prefix_of_sorted",
     "classwise_of_samples",
     "resolve_points",
+    "near_tie_groups",
     "pool_adjacent_violators",
 ]

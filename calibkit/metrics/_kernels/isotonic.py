@@ -32,3 +32,22 @@ def pool_adjacent_violators(y, w):
             ends[top - 1] = ends[top]
             top -= 1
     return values[: top + 1].copy(), ends[: top + 1].copy()
+
+
+@nb.njit(cache=CACHE)
+def near_tie_groups(x, resolution):
+    """Group index of each of the sorted distinct values ``x``, values closer than ``resolution`` merged.
+
+    scikit-learn's ``_make_unique`` rule, which the score decomposition's reference fits with: a
+    group starts at its first value and takes every later value less than ``resolution`` above it,
+    so the groups follow from the order and cannot be found by looking at neighbours alone.
+    """
+    group = np.empty(x.shape[0], dtype=np.int64)
+    g = 0
+    anchor = x[0]
+    for i in range(x.shape[0]):
+        if x[i] - anchor >= resolution:
+            g += 1
+            anchor = x[i]
+        group[i] = g
+    return group
