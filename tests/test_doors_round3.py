@@ -94,9 +94,13 @@ def test_a_repeated_doc_id_is_refused_naming_the_file_and_the_id(tmp_path, capsy
 
 def test_multilabel_on_choice_logs_is_refused_before_reading_shards(tmp_path, capsys):
     write_samples(tmp_path / "run", "t", [sample(0, [-1.0, -2.0], 0, acc=1.0)])
-    assert main(["report", "--predictions", str(tmp_path / "run"), "--multilabel"]) == 2
+    assert main(["multilabel", "--predictions", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
-    assert "--multilabel" in err and "multiple-choice logs" in err and len(err.strip().splitlines()) == 1
+    assert "multiple-choice logs" in err and "calibkit choices" in err and len(err.strip().splitlines()) == 1
+    # The old form says first, in one more line, which command replaces it; then the same refusal.
+    assert main(["report", "--predictions", str(tmp_path / "run"), "--multilabel"]) == 2
+    old = capsys.readouterr().err.strip().splitlines()
+    assert len(old) == 2 and "calibkit multilabel" in old[0] and old[1] == err.strip()
 
 
 # ---- 5. the evaluate module names the multilabel configuration for multi-hot references ----
