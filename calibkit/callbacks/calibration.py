@@ -232,6 +232,11 @@ class CalibrationCallback(TrainerCallback):
         """The methods fitted at the end of training."""
         return self.fitting.fit_methods
 
+    @fit_methods.setter
+    def fit_methods(self, value: Iterable[str]) -> None:
+        self.fitting.set_fits(value)
+        self.evaluation.keep_fit_rows = bool(self.fitting.fit_methods)
+
     @property
     def metric_names(self) -> tuple[str, ...]:
         """The metrics logged at each evaluation."""

@@ -104,23 +104,30 @@ class EndFitter:
     def __init__(
         self, fit: Iterable[str] | str | None = None, *, evaluation: Any, settings: CalibrationSettings | None = None
     ) -> None:
-        from calibkit.calibrators.calibrated import multilabel_mode
-
-        fit = DEFAULT_FITS if fit is None else (fit,) if isinstance(fit, str) else fit
-        self.fit_methods = tuple(fit_method(m) for m in fit)  # validates the names
-        self._multilabel_fits = {m: multilabel_mode(m) for m in self.fit_methods}
+        self.set_fits(DEFAULT_FITS if fit is None else fit)
         self.evaluation = evaluation
         self.settings = DEFAULTS if settings is None else settings
         self.trainer = None
         self.fitted: dict[str, Any] = {}
         self.calibrated_dirs: dict[str, str] = {}
 
-    def use_causal_lm_fits(self) -> None:
-        """Fit a causal LM's default methods (:data:`CAUSAL_LM_FITS`) instead."""
+    def set_fits(self, fit: Iterable[str] | str) -> None:
+        """Set the methods to fit (checked, each by its one name).
+
+        Parameters
+        ----------
+        fit : iterable of str, or str
+            Method names; ``()`` fits nothing.
+        """
         from calibkit.calibrators.calibrated import multilabel_mode
 
-        self.fit_methods = CAUSAL_LM_FITS
+        fit = (fit,) if isinstance(fit, str) else fit
+        self.fit_methods = tuple(fit_method(m) for m in fit)  # validates the names
         self._multilabel_fits = {m: multilabel_mode(m) for m in self.fit_methods}
+
+    def use_causal_lm_fits(self) -> None:
+        """Fit a causal LM's default methods (:data:`CAUSAL_LM_FITS`) instead."""
+        self.set_fits(CAUSAL_LM_FITS)
 
     def on_train_end(self, args, state, control=None, **kwargs) -> None:
         """Fit the calibrators on the last evaluation's logits, save (and push) each calibrated model, log the results.
