@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_ignore_index, prepare_labels, to_numpy
 
 
@@ -215,7 +216,7 @@ class Calibrator:
     #: True when the calibrator outputs logits (TS, WTS, RD-TS, VS, MS); IR and HB output probabilities.
     logit_based: bool = True
 
-    def __init__(self, *, ignore_index: int = -100) -> None:
+    def __init__(self, *, ignore_index: int = DEFAULTS.ignore_index) -> None:
         # Settings are checked here and by set_params, not at first use (and again at fit, in case
         # an attribute was assigned directly).
         self.ignore_index = check_ignore_index(ignore_index)

@@ -17,6 +17,7 @@ import numpy as np
 
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, softmax_rows
 from calibkit.metrics.formulas import isotonic_points
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_bins, check_positive_int
 
 
@@ -37,7 +38,7 @@ def _unit_scale(z: np.ndarray) -> float:
 class _AffineScaling(Calibrator):
     affine = True
 
-    def __init__(self, *, max_iter: int = 500, ignore_index: int = -100) -> None:
+    def __init__(self, *, max_iter: int = 500, ignore_index: int = DEFAULTS.ignore_index) -> None:
         super().__init__(ignore_index=ignore_index)
         self.max_iter = check_positive_int(max_iter, "max_iter")
 
@@ -253,7 +254,7 @@ class HistogramBinning(Calibrator):
     method = "hb"
     logit_based = False
 
-    def __init__(self, *, n_bins: int = 15, ignore_index: int = -100) -> None:
+    def __init__(self, *, n_bins: int = DEFAULTS.n_bins, ignore_index: int = DEFAULTS.ignore_index) -> None:
         super().__init__(ignore_index=ignore_index)
         self.n_bins = check_bins(n_bins, "n_bins")
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from calibkit.calibrators._kernels import venn_abers_tables
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, logits_rows
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_positive_int
 
 _TINY = np.finfo(np.float64).tiny  # dirichletcal's floor of a probability before its log
@@ -115,7 +116,12 @@ class DirichletCalibration(Calibrator):
     method = "dirichlet"
 
     def __init__(
-        self, *, reg_lambda: float = 1e-3, reg_mu: float | None = 1e-3, max_iter: int = 200, ignore_index: int = -100
+        self,
+        *,
+        reg_lambda: float = 1e-3,
+        reg_mu: float | None = 1e-3,
+        max_iter: int = 200,
+        ignore_index: int = DEFAULTS.ignore_index,
     ) -> None:
         super().__init__(ignore_index=ignore_index)
         self.reg_lambda = _check_penalty(reg_lambda, "reg_lambda")
@@ -307,7 +313,7 @@ class BetaCalibration(Calibrator):
 
     method = "beta"
 
-    def __init__(self, *, max_iter: int = 100, ignore_index: int = -100) -> None:
+    def __init__(self, *, max_iter: int = 100, ignore_index: int = DEFAULTS.ignore_index) -> None:
         super().__init__(ignore_index=ignore_index)
         self.max_iter = check_positive_int(max_iter, "max_iter")
 

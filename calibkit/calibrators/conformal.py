@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.calibrators.base import check_finite, logits_rows, softmax_rows
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import (
     check_bool,
     check_choice,
@@ -236,7 +237,7 @@ class SplitConformal:
         inputs: str = "logits",
         k_reg: int | None = None,
         lambda_reg: float | None = None,
-        ignore_index: int = -100,
+        ignore_index: int = DEFAULTS.ignore_index,
     ) -> None:
         self.score = check_choice(score, "score", SCORES)
         alpha_of(confidence_level)

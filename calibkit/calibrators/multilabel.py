@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_choice, check_ignore_index, to_numpy
 
 MULTILABEL_METHODS = ("temperature", "label_temperature", "platt", "weighted_temperature")
@@ -110,7 +111,7 @@ class MultiLabelScaling:
     2.94
     """
 
-    def __init__(self, method: str = "temperature", *, ignore_index: int = -100) -> None:
+    def __init__(self, method: str = "temperature", *, ignore_index: int = DEFAULTS.ignore_index) -> None:
         self.method = check_choice(method, "method", MULTILABEL_METHODS)
         self.ignore_index = check_ignore_index(ignore_index)
 
@@ -268,7 +269,7 @@ class MultiLabelIsotonic:
 
     method = "isotonic"
 
-    def __init__(self, *, ignore_index: int = -100) -> None:
+    def __init__(self, *, ignore_index: int = DEFAULTS.ignore_index) -> None:
         self.ignore_index = check_ignore_index(ignore_index)
 
     def fit(self, logits: Any, labels: Any) -> MultiLabelIsotonic:

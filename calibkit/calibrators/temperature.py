@@ -23,6 +23,7 @@ from calibkit.calibrators import _kernels as kernels
 from calibkit.calibrators.base import Calibrator, FitInput, check_finite, check_num_classes
 from calibkit.calibrators.streamed import nll_sums, streamed_derivatives
 from calibkit.metrics.engines.threads import parallel_map, row_ranges
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_num_threads
 
 # Inverse temperatures beyond this mean T < 1e-6: the data is separable and the NLL keeps
@@ -248,7 +249,7 @@ class TemperatureScaling(Calibrator):
     affine = True
     weighs_by_class = False  # WTS weighs a row by its label's count: a streamed fit counts them first
 
-    def __init__(self, *, ignore_index: int = -100, num_threads: int | None = None) -> None:
+    def __init__(self, *, ignore_index: int = DEFAULTS.ignore_index, num_threads: int | None = None) -> None:
         super().__init__(ignore_index=ignore_index)
         self.num_threads = check_num_threads(num_threads)
 
@@ -272,7 +273,7 @@ class TemperatureScaling(Calibrator):
         self,
         batches: Callable[[], Any],
         *,
-        next_token: bool = False,
+        next_token: bool = DEFAULTS.next_token,
         class_counts: Any = None,
     ) -> TemperatureScaling:
         """Fit on data read batch by batch and never held: a fit on 10M tokens x 32,000 classes.
@@ -517,7 +518,9 @@ class RegionDependentTemperatureScaling(Calibrator):
 
     method = "rd-ts"
 
-    def __init__(self, *, rule: str = "paper", ignore_index: int = -100, num_threads: int | None = None) -> None:
+    def __init__(
+        self, *, rule: str = "paper", ignore_index: int = DEFAULTS.ignore_index, num_threads: int | None = None
+    ) -> None:
         super().__init__(ignore_index=ignore_index)
         if rule not in RD_TS_RULES:
             raise ValueError(f"`rule` must be one of {RD_TS_RULES}, got {rule!r}")

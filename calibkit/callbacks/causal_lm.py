@@ -1,6 +1,7 @@
-"""The callback's causal-LM half: evaluations streamed to sums, temperatures fitted through the model.
+"""The callback's causal-LM evaluations: streamed to sums where the logits are, never concatenated.
 
-:class:`~calibkit.callbacks.CalibrationCallback` inherits it; the module docstring of
+:class:`~calibkit.callbacks.evaluation_logging.EvaluationLogger` inherits it (the temperatures
+fitted through the model at the end are :class:`~calibkit.callbacks.end_fitting.EndFitter`'s); the module docstring of
 :mod:`calibkit.callbacks.calibration` says why a causal LM's evaluation is streamed through
 ``preprocess_logits_for_metrics`` and never concatenated.
 """
@@ -28,7 +29,7 @@ def label_key(name: Any) -> str:
 
 
 class CausalLMStreaming:
-    """The causal-LM methods of :class:`~calibkit.callbacks.CalibrationCallback` (a mixin of its state)."""
+    """The causal-LM methods of :class:`~calibkit.callbacks.evaluation_logging.EvaluationLogger` (a mixin)."""
 
     def _stream_lm_batch(self, logits, labels):
         """Add a causal LM's batch to the sums where its logits are; return an ``(N, 1)`` placeholder for them."""
@@ -64,7 +65,7 @@ class CausalLMStreaming:
                 f"calibkit: calibration metrics set to NaN for this evaluation: {error}", RuntimeWarning, stacklevel=3
             )
             return self._nan_metrics()
-        self._class_counts = accumulator.statistics.to_numpy().label_counts()  # labels per token: WTS's
+        self.class_counts = accumulator.statistics.to_numpy().label_counts()  # labels per token: WTS's
         return self._safely(lambda: self._flatten_lm(accumulator.compute()), None)
 
     def _flatten_lm(self, report: dict[str, Any]) -> dict[str, float]:
@@ -72,7 +73,7 @@ class CausalLMStreaming:
         out = {name: float(report[name]) for name in self.metric_names if name != "subset_ece"}
         if "ace" in out and report.get("ace_error_bound") is not None:
             out["ace_error_bound"] = float(report["ace_error_bound"])
-        counts = self._class_counts
+        counts = self.class_counts
         out["next_tokens_seen"] = float(np.count_nonzero(counts))
         if (self.per_class or "subset_ece" in self.metric_names) and "subset_ece" in report:
             top = [k for k in np.argsort(-counts, kind="stable")[:TOP_TOKENS] if counts[k] > 0]
@@ -95,64 +96,3 @@ class CausalLMStreaming:
             key = label_key(text) if text else ""
             names.append(f"{token}_{key}" if key else str(token))
         return names
-
-    def _fit_causal_lm(self, args, state) -> None:
-        """Fit TS/WTS on the evaluation set's next tokens, streamed through the model (never holding its logits)."""
-        from calibkit.calibrators.calibrated import calibrate, make_calibrator
-        from calibkit.calibrators.modeling_calibkit import CAUSAL_LM_METHODS
-
-        dataset = self.trainer.eval_dataset
-        if isinstance(dataset, dict):
-            dataset = list(dataset.values())[-1]
-        if dataset is None:
-            warnings.warn(
-                "calibkit: no calibrator fitted: the Trainer has no evaluation set", RuntimeWarning, stacklevel=2
-            )
-            return
-        model = self.trainer.model
-        logs: dict[str, float] = {}
-        for method in self.fit_methods:
-            if method not in CAUSAL_LM_METHODS:
-                warnings.warn(
-                    f"calibkit: {method} is not fitted on a causal LM: a vocabulary is calibrated by a temperature "
-                    f"({', '.join(CAUSAL_LM_METHODS)}); RD-TS's slope comes from classifiers' top-label confidence",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                continue
-            calibrator = make_calibrator(method, ignore_index=self.ignore_index)
-            try:
-                calibrator.fit_batches(
-                    lambda: self._lm_batches(dataset), next_token=True, class_counts=self._class_counts
-                )
-            except ValueError as exc:
-                warnings.warn(f"calibkit: {method} could not be fitted: {exc}", RuntimeWarning, stacklevel=2)
-                continue
-            self.fitted[method] = calibrator
-            calibrated = calibrate(model, calibrator, report=False)
-            logs[f"calibration/{method}/temperature"] = float(calibrator.temperature_)
-            logs[f"calibration/{method}/passes"] = float(calibrator.n_iter_)
-            if state.is_world_process_zero:
-                self._save(method, calibrated, args)
-        if logs:
-            self.trainer.log(logs)
-
-    def _lm_batches(self, dataset):
-        """Yield ``(logits, labels)`` of every evaluation batch, the model run on its device (one pass)."""
-        import torch
-
-        trainer = self.trainer
-        model = trainer.model
-        was_training = model.training
-        model.eval()
-        try:
-            for inputs in trainer.get_eval_dataloader(dataset):
-                inputs = trainer._prepare_inputs(inputs)
-                labels = inputs.get("labels")
-                if labels is None:
-                    continue
-                with torch.no_grad():
-                    logits = model(**{k: v for k, v in inputs.items() if k != "labels"}).logits
-                yield logits, labels
-        finally:
-            model.train(was_training)

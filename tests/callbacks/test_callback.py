@@ -257,7 +257,7 @@ def test_batch_eval_metrics_streams_with_user_metrics_intact(tmp_path):
     # streamed, ACE is an estimate: logged with its bound, which holds the exact value
     exact = calibkit.ace(logits, labels, from_logits=True)
     assert abs(logs[-1]["eval_ace"] - exact) <= logs[-1]["eval_ace_error_bound"] + 1e-12
-    assert cb._accumulator is None  # reset after every evaluation
+    assert cb.evaluation._accumulator is None  # reset after every evaluation
     assert len(cb.last_predictions[1]) == 45
 
 
@@ -361,7 +361,7 @@ def test_push_to_hub_uploads_the_calibrated_folder(tmp_path, monkeypatch):
     assert calls == []
     trainer.args.push_to_hub = True
     trainer.args.hub_model_id = "someone/tiny"
-    cb._save("wts", cb._fit_one("wts", trainer.model, *cb.last_predictions), trainer.args)
+    cb.fitting._save("wts", cb.fitting._fit_one("wts", trainer.model, *cb.last_predictions), trainer.args)
     assert calls and calls[0]["repo_id"] == "someone/tiny" and calls[0]["path_in_repo"] == "calibrated-wts"
 
 
