@@ -38,9 +38,8 @@ MOVED = {
 ``calibkit.verdicts.plots``, where 0.2 had put them, leads there."""
 
 MOVED_NAMES = {
-    "calibkit.verdicts.reporting": (
-        "calibkit.plots.figures",
-        (
+    "calibkit.verdicts.reporting": {
+        "calibkit.plots.figures": (
             "MIN_PANEL_SUPPORT",
             "class_ece_figure",
             "new_figure",
@@ -50,9 +49,10 @@ MOVED_NAMES = {
             "small_classes_line",
             "write_figures",
         ),
-    ),
+        "calibkit.plots.pages": ("embedded_figure", "html_page", "markdown_to_html", "markdown_to_html_table"),
+    },
 }
-"""Module -> (the module its names moved to, the names): names that left a module which stays."""
+"""Module -> {the module some of its names moved to: those names}: names that left a module which stays."""
 
 
 def new_path(name: str) -> str | None:
@@ -85,8 +85,8 @@ def moved_name(module: str, name: str) -> object:
     AttributeError
         When ``name`` is not one that moved (the module has no such attribute).
     """
-    new, names = MOVED_NAMES.get(module, ("", ()))
-    if name not in names:
+    new = next((new for new, names in MOVED_NAMES.get(module, {}).items() if name in names), None)
+    if new is None:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     warnings.warn(
         f"`{module}.{name}` moved to `{new}.{name}` in calibkit 0.2; import it from there "

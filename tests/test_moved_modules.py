@@ -46,12 +46,13 @@ def test_documented_names_import_from_the_old_paths():
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
-MOVED_NAME_PAIRS = [(module, name) for module, (_, names) in MOVED_NAMES.items() for name in names]
+MOVED_NAME_PAIRS = [
+    (module, new, name) for module, moves in MOVED_NAMES.items() for new, names in moves.items() for name in names
+]
 
 
-@pytest.mark.parametrize(("module", "name"), MOVED_NAME_PAIRS)
-def test_a_name_that_left_a_module_still_imports_from_it_with_a_warning(module, name):
-    new = MOVED_NAMES[module][0]
+@pytest.mark.parametrize(("module", "new", "name"), MOVED_NAME_PAIRS)
+def test_a_name_that_left_a_module_still_imports_from_it_with_a_warning(module, new, name):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         value = getattr(importlib.import_module(module), name)

@@ -240,12 +240,6 @@ def test_the_callback_takes_settings():
 # No literal copy of a default: the dataclass holds them
 
 
-NOT_YET = {  # file -> why its literal defaults stay (outside the settings work of issue 54)
-    "calibkit/metrics/validation.py": "below the settings module (which imports its checks)",
-    "calibkit/lm/generations/report.py": "the generations' work (issue 55)",
-}
-
-
 def literal_setting_defaults(path: Path, root: Path = REPO) -> list[str]:
     """``name=<literal>`` defaults of parameters named as a setting, in the functions of ``path``."""
     found = []
@@ -267,10 +261,9 @@ def literal_setting_defaults(path: Path, root: Path = REPO) -> list[str]:
 def test_no_literal_default_of_a_setting_outside_the_settings_module():
     files = [*sorted((REPO / "calibkit").rglob("*.py")), *sorted((REPO / "metrics").glob("*/*.py"))]
     assert len(files) > 100
-    skipped = {"calibkit/metrics/settings.py", *NOT_YET}
+    skipped = {"calibkit/metrics/settings.py"}
     found = [hit for f in files if f.relative_to(REPO).as_posix() not in skipped for hit in literal_setting_defaults(f)]
     assert found == []
-    assert all((REPO / f).is_file() for f in NOT_YET)  # a stale excuse is seen
 
 
 def test_the_literal_scan_sees_a_literal_default(tmp_path):

@@ -196,7 +196,7 @@ def _html(folder: Path, source: str, table: str, data: Any, names: list[str], ar
     """Write ``report.html``: the tables and one reliability diagram per source (pooled)."""
     from calibkit.plots import ReliabilityDiagram
     from calibkit.plots.figures import new_figure
-    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html
+    from calibkit.plots.pages import embedded_figure, html_page, markdown_to_html
 
     right = (data.correct >= args.threshold).astype(np.int64)
     fig = new_figure(figsize=(4.2 * len(names), 4.4))

@@ -118,10 +118,9 @@ def run_demo(
     dict
         ``comparison``, ``resplits``, ``paths`` (the files written) and ``history`` (the callback's log).
     """
-    from transformers import AutoTokenizer, set_seed
+    from transformers import set_seed
 
     from calibkit.calibrators import calibrate
-    from calibkit.callbacks import CalibrationCallback
     from calibkit.verdicts.comparison import compare_calibrators
     from calibkit.verdicts.reporting import write_report
 
@@ -135,31 +134,10 @@ def run_demo(
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     set_seed(seed)
-    path = model_path()
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    spec = TASKS[task]
-    (train, val, test), names = spec.datasets(tokenizer, seed)
-    auto, collator_class = spec.model_class()
-    collator, recipe, title = collator_class(tokenizer), spec.RECIPE, spec.TITLE
-    epochs = recipe["epochs"] if epochs is None else epochs
-    learning_rate = recipe["learning_rate"] if learning_rate is None else learning_rate
-    power = recipe["class_weight_power"]
-    if max_train is not None:
-        train = train.select(range(min(max_train, len(train))))
-    print(f"{title}\ntrain {len(train)}, validation {len(val)}, test {len(test)}; {len(names)} classes", flush=True)
-    model = auto.from_pretrained(
-        path, num_labels=len(names), id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)}
+    recipe = {"epochs": epochs, "learning_rate": learning_rate, "class_weight_power": class_weight_power}
+    trainer, tokenizer, callback, (val, test), names = _fine_tuned(
+        TASKS[task], output, recipe, seed, max_train, progress
     )
-    # The word embeddings (half of MiniLM's weights) stay frozen: on a 2-core CPU their
-    # gradient and Adam update cost a fifth of every step, and a few thousand examples would
-    # barely move them anyway.
-    for parameter in model.base_model.embeddings.parameters():
-        parameter.requires_grad = False
-    power = power if class_weight_power is None else class_weight_power
-    weights = class_weights(train["labels"], len(names), power) if power else None
-    trainer = _trainer(model, tokenizer, (train, val), collator, output, epochs, learning_rate, seed, progress, weights)
-    callback = CalibrationCallback(fit=("wts", "rd-ts")).attach(trainer)
-    trainer.train()
     val_out = trainer.predict(val, metric_key_prefix="validation")
     test_out = trainer.predict(test, metric_key_prefix="test")
     comparison = compare_calibrators(
@@ -179,7 +157,7 @@ def run_demo(
             val_out.predictions, val_out.label_ids, test_out.predictions, test_out.label_ids,
             resplits=resplits, class_names=names, seed=seed,
         )  # fmt: skip
-    paths = write_report(comparison, output, title, resplits=resplit)
+    paths = write_report(comparison, output, TASKS[task].TITLE, resplits=resplit)
     best = comparison.best
     if best in comparison.calibrators:
         folder = output / f"calibrated-{best}"
@@ -192,6 +170,48 @@ def run_demo(
     history = _print_summary(trainer, callback, comparison, resplit, paths, len(names))
     print(f"calibkit demo finished in {time.perf_counter() - start:.0f} s")
     return {"comparison": comparison, "resplits": resplit, "paths": paths, "history": history}
+
+
+def _fine_tuned(
+    spec: Any, output: Path, overrides: dict[str, Any], seed: int, max_train: int | None, progress: bool
+) -> tuple[Any, Any, Any, tuple[Any, Any], list[str]]:
+    """Fine-tune MiniLM on a task with the calibration callback attached.
+
+    ``overrides`` holds ``epochs``, ``learning_rate`` and ``class_weight_power`` (None: the
+    task's recipe). Returns the trained Trainer, the tokenizer, the callback, the validation and
+    test splits, and the class names.
+    """
+    from transformers import AutoTokenizer
+
+    from calibkit.callbacks import CalibrationCallback
+
+    path = model_path()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    (train, val, test), names = spec.datasets(tokenizer, seed)
+    auto, collator_class = spec.model_class()
+    recipe = {k: spec.RECIPE[k] if v is None else v for k, v in overrides.items()}
+    if max_train is not None:
+        train = train.select(range(min(max_train, len(train))))
+    print(
+        f"{spec.TITLE}\ntrain {len(train)}, validation {len(val)}, test {len(test)}; {len(names)} classes", flush=True
+    )
+    model = auto.from_pretrained(
+        path, num_labels=len(names), id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)}
+    )
+    # The word embeddings (half of MiniLM's weights) stay frozen: on a 2-core CPU their
+    # gradient and Adam update cost a fifth of every step, and a few thousand examples would
+    # barely move them anyway.
+    for parameter in model.base_model.embeddings.parameters():
+        parameter.requires_grad = False
+    power = recipe["class_weight_power"]
+    weights = class_weights(train["labels"], len(names), power) if power else None
+    trainer = _trainer(
+        model, tokenizer, (train, val), collator_class(tokenizer), output,
+        recipe["epochs"], recipe["learning_rate"], seed, progress, weights,
+    )  # fmt: skip
+    callback = CalibrationCallback(fit=("wts", "rd-ts")).attach(trainer)
+    trainer.train()
+    return trainer, tokenizer, callback, (val, test), names
 
 
 def _trainer(

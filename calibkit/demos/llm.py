@@ -309,7 +309,7 @@ def _figure(split: dict[str, Any], path: Path) -> Path:
 
 def _write_pages(folder: Path, about: str, table: str, verdicts: list[tuple[str, str]], figure: Path) -> None:
     """Write ``table.md`` and ``report.html``: what was read, the table, the verdicts and the figure."""
-    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html
+    from calibkit.plots.pages import embedded_figure, html_page, markdown_to_html
 
     (folder / "table.md").write_text(f"{about}\n\n{table}\n\n" + "\n".join(f"- {s}" for _, s in verdicts) + "\n")
     items = "".join(f'<li class="{v.replace(" ", "-")}"><b>{v}</b>: {html.escape(s)}</li>' for v, s in verdicts)

@@ -408,7 +408,7 @@ def _page(title: str, one_split: dict, resplit: Any, verdicts: list[dict[str, An
     """Render the report as one self-contained page: verdicts first, then the tables and the figures."""
     import html
 
-    from calibkit.verdicts.reporting import embedded_figure, html_page, markdown_to_html_table
+    from calibkit.plots.pages import embedded_figure, html_page, markdown_to_html_table
 
     items = "".join(
         f'<li class="{c["verdict"].replace(" ", "-")}"><b>{html.escape(c["verdict"])}</b>: {html.escape(c["claim"])} '

@@ -37,7 +37,7 @@ from calibkit.metrics.registry import metric, metric_names, plan, report_from_st
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings, settings_keywords
 from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics, SumsPlan, top_slots
-from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare, prepare_for
+from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare_for
 
 __all__ = ["bootstrap_intervals"]
 
@@ -263,9 +263,7 @@ def _multilabel_intervals(
     stacked = []
     for j in range(k):  # a loop over labels: each label's block sums in one pass
         with at_label(j):  # a bad value is placed at (row, label)
-            prep = prepare(
-                values[:, j], targets[:, j], from_logits=single.from_logits, ignore_index=single.ignore_index
-            )
+            prep = prepare_for(values[:, j], targets[:, j], single)
             parts = fill_statistics(prep, sums, ignore_index=single.ignore_index, ranges=ranges, keep_parts=True).parts
         stacked.append({name: np.stack([getattr(p, name) for p in parts]) for name in ADDITIVE_FIELDS})
     if sum(s["scalars"][:, 0].sum() for s in stacked) == 0:

@@ -32,7 +32,7 @@ from calibkit.metrics.registry import (
 from calibkit.metrics.report import exact_report
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics, sum_statistics
-from calibkit.metrics.validation import InputError, prepare
+from calibkit.metrics.validation import InputError, prepare_for
 
 NO_DECISION = "`labels`: no decision to evaluate (every label equals ignore_index={})"
 """The error when masking leaves no label decision (``.format(ignore_index)``)."""
@@ -163,9 +163,7 @@ def label_statistics(
     out = []
     for j in range(probs.shape[1]):  # one pass per label: a loop over labels, never over samples
         with at_label(j):
-            prep = prepare(
-                probs[:, j], labels[:, j], from_logits=settings.from_logits, ignore_index=settings.ignore_index
-            )
+            prep = prepare_for(probs[:, j], labels[:, j], settings)  # multi-label: never next-token
             filled = fill_statistics(prep, sums, ignore_index=settings.ignore_index, num_threads=num_threads)
         out.append(filled.statistics)
     return out
@@ -279,7 +277,7 @@ def exact_label_report(
     binary = tuple(dict.fromkeys(names + ("ece",)))  # the per-label ECEs feed CECE over labels
 
     def one(values: Any, targets: Any) -> dict[str, Any]:
-        prep = prepare(values, targets, from_logits=single.from_logits, ignore_index=single.ignore_index)
+        prep = prepare_for(values, targets, single)
         return exact_report(prep, single, binary, num_threads=num_threads)[0]
 
     per_label = {m: np.full(k, np.nan) for m in binary}

@@ -431,9 +431,7 @@ def prepare_labels(labels: Any) -> np.ndarray:
     return np.ascontiguousarray(y).reshape(-1)
 
 
-def prepare(
-    probs: Any, labels: Any, *, from_logits: bool, ignore_index: int, next_token: bool = False
-) -> PreparedInput:
+def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int, next_token: bool) -> PreparedInput:
     """Check shapes and dtypes and return the rows the kernels read.
 
     Value checks (NaN, range, row sums, labels) run in the kernel, during the pass. With
@@ -451,9 +449,11 @@ def prepare(
         ``probs`` holds logits.
     ignore_index : int
         Label of the positions to skip.
-    next_token : bool, default False
+    next_token : bool
         Causal-LM input: ``probs`` of shape ``(N, T, V)`` at position ``t`` is scored against
-        ``labels[:, t + 1]`` (the shift of the model's own loss).
+        ``labels[:, t + 1]`` (the shift of the model's own loss). No default, as the other input
+        conventions: this module sits below the settings, which hold the defaults
+        (:func:`prepare_for` reads all three from a settings object).
 
     Returns
     -------

@@ -4,7 +4,9 @@
   diagram, in scikit-learn's Display style (exported here);
 - :mod:`~calibkit.plots.figures`: the figures of a comparison of calibrators
   (:func:`~calibkit.plots.figures.write_figures`), drawn on backend-free matplotlib figures;
-- :mod:`~calibkit.plots.tables`: the Markdown table and its cells, which every report renders with.
+- :mod:`~calibkit.plots.tables`: the Markdown table and its cells, which every report renders with;
+- :mod:`~calibkit.plots.pages`: one self-contained HTML page (its sections from Markdown, its
+  figures embedded), which every report's page is built with.
 
 The room knows nothing of comparisons, re-splits or claims (:mod:`calibkit.verdicts` does): it
 reads a comparison's fields and draws them. It stands below every report that uses it.

@@ -20,7 +20,7 @@ import numpy as np
 
 from calibkit._moved import moved_name
 from calibkit.metrics.statistics import largest_classes
-from calibkit.plots import figures, tables
+from calibkit.plots import figures, pages, tables
 from calibkit.verdicts import resplits as rs
 from calibkit.verdicts.claims import what_this_means
 from calibkit.verdicts.comparison import (
@@ -272,60 +272,6 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
     return paths
 
 
-def markdown_to_html_table(markdown: str) -> str:
-    """Convert a pipe table (as this module writes them) to an HTML table; ``**x**`` becomes bold.
-
-    Parameters
-    ----------
-    markdown : str
-        A Markdown pipe table.
-
-    Returns
-    -------
-    str
-    """
-    import html
-    import re
-
-    rows = [line.strip().strip("|").split(" | ") for line in markdown.splitlines() if line.startswith("|")]
-    if len(rows) < 2:
-        return ""
-
-    def cell(text: str, tag: str) -> str:
-        text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text.strip()))
-        return f"<{tag}>{text}</{tag}>"
-
-    head = "".join(cell(c, "th") for c in rows[0])
-    body = "".join("<tr>" + "".join(cell(c, "td") for c in row) + "</tr>" for row in rows[2:])
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def markdown_to_html(text: str) -> list[str]:
-    """Convert Markdown as the reports write it (paragraphs, ``- `` items, pipe tables) to HTML sections.
-
-    Parameters
-    ----------
-    text : str
-        Blocks separated by blank lines; in a block, the lines starting with ``|`` are a table
-        and the other non-blank lines one paragraph (``- `` and ``**`` dropped), before it.
-
-    Returns
-    -------
-    list of str
-        The sections, in order.
-    """
-    import html
-
-    sections = []
-    for block in text.split("\n\n"):
-        rows = [line for line in block.splitlines() if line.startswith("|")]
-        lines = [line for line in block.splitlines() if line.strip() and line not in rows]
-        words = [html.escape(line.lstrip("- ").replace("**", "")) for line in lines]
-        sections += [f"<p>{'<br>'.join(words)}</p>"] if words else []
-        sections += [markdown_to_html_table("\n".join(rows))] if rows else []
-    return sections
-
-
 def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resplits: Any = None) -> str:
     """Render one self-contained page (figures embedded as data URIs, no network): table, verdicts, figures.
 
@@ -360,77 +306,23 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
         sections.append(f"<h2>Verdicts on the papers' claims</h2><ul id='verdicts'>{items}</ul>")
         sections.append(
             f"<h2>Over {resplits.resplits} re-splits</h2><p>{html.escape(resplit_note(resplits))}</p>"
-            f"<div id='resplit-table'>{markdown_to_html_table(rs.markdown_table(resplits))}</div>"
+            f"<div id='resplit-table'>{pages.markdown_to_html_table(rs.markdown_table(resplits))}</div>"
         )
     sections.append(
         f"<h2>One split</h2><p>Calibrators fitted on {comparison.n_val} validation predictions, evaluated on "
         f"{comparison.n_test} test predictions. Best calibrator by {html.escape(comparison.select)}: "
         f"<b>{html.escape(METHOD_LABELS[comparison.best])}</b>.</p>"
-        f"<div id='table'>{markdown_to_html_table(markdown_table(comparison))}</div>"
-        f"<h2>ECE of each class</h2>{markdown_to_html_table(per_class_table(comparison))}"
+        f"<div id='table'>{pages.markdown_to_html_table(markdown_table(comparison))}</div>"
+        f"<h2>ECE of each class</h2>{pages.markdown_to_html_table(per_class_table(comparison))}"
         f"<h2>Conformal prediction sets</h2><p>{html.escape(conformal_note(comparison))}</p>"
-        f"<div id='conformal'>{markdown_to_html_table(conformal_table(comparison))}</div>"
+        f"<div id='conformal'>{pages.markdown_to_html_table(conformal_table(comparison))}</div>"
     )
-    images = [embedded_figure(path) for path in paths.values() if Path(path).suffix == ".png"]
+    images = [pages.embedded_figure(path) for path in paths.values() if Path(path).suffix == ".png"]
     sections.append("<h2>Figures</h2>" + "".join(images))
-    return html_page(title, sections)
-
-
-def html_page(title: str, sections: list[str]) -> str:
-    """Wrap HTML sections in one self-contained page (no network), with its style and figure check.
-
-    Parameters
-    ----------
-    title : str
-    sections : list of str
-        HTML fragments, in order.
-
-    Returns
-    -------
-    str
-    """
-    import html
-
-    style = (
-        "body{font-family:sans-serif;margin:2em;max-width:110em}table{border-collapse:collapse;font-size:0.8em}"
-        "td,th{border:1px solid #ccc;padding:0.2em 0.5em;text-align:right}td:first-child,th:first-child"
-        "{text-align:left}img{max-width:100%}li.holds b{color:#1a7f37}li.does-not-hold b{color:#b42318}"
-        "li.inconclusive b{color:#8a6d00}figure{margin:1em 0}"
-    )
-    # The page states on <body> how many of its figures decoded, so a headless browser's DOM dump
-    # (the test of this page) can tell a broken image from a loaded one without any network.
-    check = (
-        "<script>window.addEventListener('load',function(){var i=Array.from(document.images);"
-        "document.body.dataset.figures=i.length;document.body.dataset.figuresLoaded="
-        "i.filter(function(x){return x.complete&&x.naturalWidth>0}).length;});</script>"
-    )
-    return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{style}</style>{check}</head><body><h1>{html.escape(title)}</h1>{''.join(sections)}</body></html>\n"
-    )
-
-
-def embedded_figure(path: Path) -> str:
-    """Return a ``<figure>`` holding the PNG at ``path`` as a data URI, captioned with its file name.
-
-    Parameters
-    ----------
-    path : Path
-
-    Returns
-    -------
-    str
-    """
-    import base64
-    import html
-
-    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    return (
-        f'<figure><img alt="{html.escape(Path(path).stem)}" src="data:image/png;base64,{data}">'
-        f"<figcaption>{html.escape(Path(path).name)}</figcaption></figure>"
-    )
+    return pages.html_page(title, sections)
 
 
 def __getattr__(name: str) -> Any:
-    # the figures moved to calibkit.plots.figures: their old names here still work, with a warning
+    # the figures moved to calibkit.plots.figures, the page's helpers to calibkit.plots.pages: their
+    # old names here still work, with a warning
     return moved_name(__name__, name)

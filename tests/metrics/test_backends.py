@@ -169,6 +169,7 @@ def test_device_resident_accumulator_state_adds_and_merges():
             torch.from_numpy(labels[i : i + 200]),
             from_logits=True,
             ignore_index=-100,
+            next_token=False,
         )
         sums = plan(names, settings)
         device_acc.add_statistics(
@@ -212,7 +213,7 @@ def test_backend_choice_is_validated_and_scoped():
 def test_auto_answers_on_torch_then_switches_to_the_compiled_kernels(tmp_path, monkeypatch):
     """A kind's first call runs on torch while a warm-up compiles in the background; then numba."""
     monkeypatch.setattr("calibkit._numba.cache.cache_folder", lambda: tmp_path)
-    prep = prepare(np.array([[0.3, 0.7]]), [1], from_logits=False, ignore_index=-100)
+    prep = prepare(np.array([[0.3, 0.7]]), [1], from_logits=False, ignore_index=-100, next_token=False)
     key = ("test-only", os.getpid(), id(tmp_path))
     ran = []
     with use_backend("auto"):
@@ -246,7 +247,9 @@ def test_auto_waits_for_a_compile_in_flight_when_that_is_quicker_than_torch(tmp_
     """Ski rental: a call waits for the running compile when the compile ends before this call
     would on torch, or when its kind has already spent on torch what the compile still needs."""
     monkeypatch.setattr("calibkit._numba.cache.cache_folder", lambda: tmp_path)
-    prep = prepare(np.full((1000, 2), 0.5), np.zeros(1000, dtype=np.int64), from_logits=False, ignore_index=-100)
+    prep = prepare(
+        np.full((1000, 2), 0.5), np.zeros(1000, dtype=np.int64), from_logits=False, ignore_index=-100, next_token=False
+    )
     monkeypatch.setattr(auto, "_COMPILED_IN", [60.0])  # compiles seen so far took a minute
     with use_backend("auto"):
         for name, rate, spent, expected in [

@@ -32,7 +32,7 @@ def data(n=400, k=4, seed=0, masked=0):
 def test_integer_probabilities_become_the_float_of_their_width(dtype, expected):
     """0/1 probabilities stored as integers: up to 4 bytes as float32, 8 bytes as float64."""
     p = np.array([[0, 1], [1, 0]], dtype=dtype)
-    assert prepare(p, [1, 0], from_logits=False, ignore_index=-100).values.dtype == expected
+    assert prepare(p, [1, 0], from_logits=False, ignore_index=-100, next_token=False).values.dtype == expected
 
 
 @pytest.mark.parametrize("bad", [2.0**63, -(2.0**64), float("nan"), 1.5])
@@ -59,7 +59,7 @@ def test_torch_fuzzy_sums_equal_the_kernels(fce_bins):
     """Every fuzzy bin with a membership is among the torch engine's candidate bins."""
     p, y = data(n=600, k=3, seed=fce_bins)
     sums = plan(["fce"], CalibrationSettings(fce_bins=fce_bins))
-    prep = prepare(p, y, from_logits=False, ignore_index=-100)
+    prep = prepare(p, y, from_logits=False, ignore_index=-100, next_token=False)
     kernel = fill_statistics(prep, sums, ignore_index=-100, engine="numba").statistics.fuzzy
     torch_sums = fill_statistics(prep, sums, ignore_index=-100, engine="torch").statistics.fuzzy
     np.testing.assert_allclose(torch_sums, kernel, rtol=1e-12, atol=1e-12)
@@ -79,7 +79,7 @@ def test_torch_sums_of_row_ranges_equal_the_kernels():
     """The torch engine's sums over each given range (the bootstrap's blocks), not over all rows."""
     p, y = data(n=500, k=3, seed=4)
     sums = plan(["ece", "sce", "nll"], CalibrationSettings())
-    prep = prepare(p, y, from_logits=False, ignore_index=-100)
+    prep = prepare(p, y, from_logits=False, ignore_index=-100, next_token=False)
     ranges = [(0, 120), (120, 333), (333, 500)]
     kernel = fill_statistics(prep, sums, ignore_index=-100, engine="numba", ranges=ranges, keep_parts=True)
     torch_ = fill_statistics(prep, sums, ignore_index=-100, engine="torch", ranges=ranges, keep_parts=True)
@@ -94,7 +94,7 @@ def test_class_wise_bin_counts_of_long_rows_add_up_to_the_rows(engine):
     loop: every column's bin counts must still add up to the rows counted."""
     p, y = data(n=200, k=20, seed=5, masked=17)
     sums = plan(["sce"], CalibrationSettings())
-    prep = prepare(p, y, from_logits=False, ignore_index=-100)
+    prep = prepare(p, y, from_logits=False, ignore_index=-100, next_token=False)
     stats = fill_statistics(prep, sums, ignore_index=-100, engine=engine).statistics
     np.testing.assert_array_equal(stats.classwise[:, :, 0].sum(axis=1), np.full(20, 183.0))
     first_bin = ((p[y != -100] * 15) * (1 - 2.0**-40) <= 1.0).sum(axis=0)  # the kernels' bin-1 test

@@ -18,12 +18,14 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics.formulas import isotonic_points
+from calibkit.metrics.settings import DEFAULTS
 
 SCORE_MAPS = ("platt", "isotonic", "histogram")
 """The recalibration maps of a 1-D score, in the order of every output."""
 
 CLIP = 1e-6
-BINS = 15
+BINS = DEFAULTS.n_bins
+"""Bins of the histogram map: the metrics' ``n_bins``, so that a bin of the map is a bin of ECE."""
 
 
 def fit_score_map(method: str, scores: np.ndarray, outcomes: np.ndarray) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from calibkit.metrics.decomposition import binary_decomposition
 from calibkit.metrics.functional.core import calibration_report
 from calibkit.metrics.ranking import selective_from_rows
 from calibkit.metrics.registry import CONFIDENCE_METRICS, ON_REQUEST
+from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_positive_int
 from calibkit.verdicts.claims import verdict_from_shares
 
@@ -32,7 +33,8 @@ SOURCE_METRICS = CONFIDENCE_METRICS
 RANKING = ON_REQUEST
 """How well each source ranks answers (AURC, selective accuracy; from the rows: exact)."""
 
-COVERAGE = 0.8
+COVERAGE = DEFAULTS.coverage
+"""The share of answers, the most confident, of the selective accuracy (the settings' ``coverage``)."""
 
 DECOMPOSED = ("miscalibration", "discrimination")
 """The Brier score's CORP parts reported per source (``calibkit.score_decomposition``): what
@@ -40,7 +42,7 @@ recalibrating would remove, and what the confidence knows beyond the base rate."
 
 
 def source_metrics(
-    confidence: np.ndarray, right: np.ndarray, *, n_bins: int = 15, bootstrap: int = 0, seed: int = 0
+    confidence: np.ndarray, right: np.ndarray, *, n_bins: int = DEFAULTS.n_bins, bootstrap: int = 0, seed: int = 0
 ) -> dict[str, Any]:
     """Judge one confidence source on some answers.
 
@@ -91,7 +93,7 @@ def generations_report(
     *,
     sources: list[str] | None = None,
     threshold: float = 0.5,
-    n_bins: int = 15,
+    n_bins: int = DEFAULTS.n_bins,
     bootstrap: int = 0,
     seed: int = 0,
 ) -> dict[str, Any]:
@@ -161,7 +163,7 @@ def recalibration_resplits(
     methods: tuple[str, ...] = SCORE_MAPS,
     resplits: int = 20,
     threshold: float = 0.5,
-    n_bins: int = 15,
+    n_bins: int = DEFAULTS.n_bins,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Fit each recalibration of each source on half of the questions and judge it on the other half.

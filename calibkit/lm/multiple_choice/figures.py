@@ -71,7 +71,7 @@ def write_choice_report(
     dict of str to Path
         ``"figure"`` and ``"html"``.
     """
-    from calibkit.verdicts.reporting import markdown_to_html
+    from calibkit.plots.pages import markdown_to_html
 
     figure = folder / "reliability.png"
     reliability_grid(data, report["score"], n_bins, report.get("skipped", {})).savefig(figure, dpi=110)

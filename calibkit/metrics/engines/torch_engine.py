@@ -362,7 +362,6 @@ def statistics_torch(
         On the first bad row of the range, as the kernels report it.
     """
     groups, top_bins, eps = sums.groups, sums.top_bins, sums.eps
-    fuzzy_bins, classwise_bins = sums.fuzzy_bins, sums.classwise_bins
     torch = _torch()
     x = as_tensor(prep.values)
     labels = as_tensor(prep.labels).to(x.device)
@@ -372,16 +371,17 @@ def statistics_torch(
     binary = prep.mode >= kernels.MODE_BINARY_PROBS
     classes = None if binary else _label_classes(torch, labels[start:stop], ignore_index, num_classes)
     rows = None if classes is None else classes.cpu().numpy()
-    shape = CalibrationStatistics.zeros(num_classes, binary, top_bins, fuzzy_bins, classwise_bins, groups, rows)
-    table_rows = shape.top.shape[1]
+    shape = CalibrationStatistics.zeros(
+        num_classes, binary, top_bins, sums.fuzzy_bins, sums.classwise_bins, groups, rows
+    )
     f64 = {"dtype": torch.float64, "device": device}
-    top = torch.zeros(shape.top.shape, **f64)
-    fuzzy = torch.zeros(shape.fuzzy.shape, **f64)
-    classwise = torch.zeros((num_classes if "classwise" in groups else 0, classwise_bins, 3), **f64)
-    ace = torch.zeros(shape.ace.shape, **f64)
-    scalars = torch.zeros(kernels.N_SCALARS, **f64)
-    specs = shape.top_bins
-    m_max = top.shape[2]
+    tables = {
+        "top": torch.zeros(shape.top.shape, **f64),
+        "fuzzy": torch.zeros(shape.fuzzy.shape, **f64),
+        "classwise": torch.zeros((num_classes if "classwise" in groups else 0, sums.classwise_bins, 3), **f64),
+        "ace": torch.zeros(shape.ace.shape, **f64),
+        "scalars": torch.zeros(kernels.N_SCALARS, **f64),
+    }
     first_bad = None
     want_logs = "rows" in groups
     # Top-label sums from probabilities need no float64 copy of the rows (as the kernels' lean
@@ -400,46 +400,68 @@ def statistics_torch(
                 r = int(bad[0, 0])
                 first_bad = (a + int(block["rows"][r]), int(block["error"][r]))
                 break
-        P, y, pred, conf = block["P"], block["y"], block["pred"], block["conf"]
-        correct = (pred == y).double()
-        if binary:
-            c_top, a_top = P[:, 1], (y == 1).double()
-        else:
-            c_top, a_top = conf, correct
-        if want_logs:
-            L = block["L"]
-            py = P.gather(1, y[:, None]).squeeze(1)
-            ly = L.gather(1, y[:, None]).squeeze(1)
-            brier = (P * P).sum(dim=1) + (1.0 - 2.0 * py)
-            if binary:
-                brier = brier * 0.5  # SPEC: binary 1-D Brier is mean (p - y)^2
-            ecd = (P * L).sum(dim=1) - ly
-            scalars[kernels.S_BRIER] += brier.sum()
-            scalars[kernels.S_NLL] -= ly.sum()
-            scalars[kernels.S_ECD] += ecd.sum()
-        scalars[kernels.S_N] += float(y.shape[0])
-        scalars[kernels.S_CORRECT] += correct.sum()
-        scalars[kernels.S_WRONG_CONF] += ((1.0 - correct) * conf).sum()
-        scalars[kernels.S_WRONG] += (1.0 - correct).sum()
-        row = y if classes is None else torch.searchsorted(classes, y.to(torch.int64))
-        for s, n_bins in enumerate(specs):
-            flat = (s * table_rows + row) * m_max + _bin_index(torch, c_top, n_bins)
-            _add_cells(torch, top.view(-1, 4), flat, (c_top, a_top, ecd if want_logs else None))
-            if binary:  # and the top label's tables, after those of the class-1 probability
-                flat = ((len(specs) + s) * table_rows + row) * m_max + _bin_index(torch, conf, n_bins)
-                _add_cells(torch, top.view(-1, 4), flat, (conf, correct, ecd if want_logs else None))
-        if "fuzzy" in groups:
-            _fuzzy_sums(torch, c_top, a_top, fuzzy.shape[0], fuzzy)
-        if "classwise" in groups:
-            _column_sums(torch, P, y, _bin_index(torch, P, classwise_bins), classwise_bins, classwise)
-        if "ace" in groups:
-            _column_sums(torch, P, y, _ace_bucket(torch, P), kernels.ACE_BUCKETS, ace)
+        _add_block(torch, block, tables, sums, shape.top_bins, binary=binary, classes=classes)
     if first_bad is not None:
         errors = np.full(kernels.N_ERRORS, -1, dtype=np.int64)
         errors[first_bad[1]] = first_bad[0]
         raise_input_error(prep, errors, ignore_index)
-    tables = {"top": top, "fuzzy": fuzzy, "classwise": classwise, "ace": ace, "scalars": scalars}
     return _finished(shape, tables, classes is not None, keep_on_device)
+
+
+def _add_block(
+    torch: Any,
+    block: dict[str, Any],
+    tables: dict[str, Any],
+    sums: SumsPlan,
+    specs: tuple[int, ...],
+    *,
+    binary: bool,
+    classes: Any,
+) -> None:
+    """Add one block's sums into the device ``tables`` (top, fuzzy, classwise, ace, scalars), in place.
+
+    ``specs`` are the top-label tables' bin counts, ``classes`` the labels a vocabulary's table
+    rows hold (None: a row per class).
+    """
+    groups = sums.groups
+    top, scalars = tables["top"], tables["scalars"]
+    table_rows, m_max = top.shape[1], top.shape[2]
+    want_logs = "rows" in groups
+    P, y, pred, conf = block["P"], block["y"], block["pred"], block["conf"]
+    correct = (pred == y).double()
+    if binary:
+        c_top, a_top = P[:, 1], (y == 1).double()
+    else:
+        c_top, a_top = conf, correct
+    if want_logs:
+        L = block["L"]
+        py = P.gather(1, y[:, None]).squeeze(1)
+        ly = L.gather(1, y[:, None]).squeeze(1)
+        brier = (P * P).sum(dim=1) + (1.0 - 2.0 * py)
+        if binary:
+            brier = brier * 0.5  # SPEC: binary 1-D Brier is mean (p - y)^2
+        ecd = (P * L).sum(dim=1) - ly
+        scalars[kernels.S_BRIER] += brier.sum()
+        scalars[kernels.S_NLL] -= ly.sum()
+        scalars[kernels.S_ECD] += ecd.sum()
+    scalars[kernels.S_N] += float(y.shape[0])
+    scalars[kernels.S_CORRECT] += correct.sum()
+    scalars[kernels.S_WRONG_CONF] += ((1.0 - correct) * conf).sum()
+    scalars[kernels.S_WRONG] += (1.0 - correct).sum()
+    row = y if classes is None else torch.searchsorted(classes, y.to(torch.int64))
+    for s, n_bins in enumerate(specs):
+        flat = (s * table_rows + row) * m_max + _bin_index(torch, c_top, n_bins)
+        _add_cells(torch, top.view(-1, 4), flat, (c_top, a_top, ecd if want_logs else None))
+        if binary:  # and the top label's tables, after those of the class-1 probability
+            flat = ((len(specs) + s) * table_rows + row) * m_max + _bin_index(torch, conf, n_bins)
+            _add_cells(torch, top.view(-1, 4), flat, (conf, correct, ecd if want_logs else None))
+    if "fuzzy" in groups:
+        _fuzzy_sums(torch, c_top, a_top, tables["fuzzy"].shape[0], tables["fuzzy"])
+    if "classwise" in groups:
+        classwise_bins = sums.classwise_bins
+        _column_sums(torch, P, y, _bin_index(torch, P, classwise_bins), classwise_bins, tables["classwise"])
+    if "ace" in groups:
+        _column_sums(torch, P, y, _ace_bucket(torch, P), kernels.ACE_BUCKETS, tables["ace"])
 
 
 def _finished(
