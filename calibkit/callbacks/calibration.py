@@ -288,7 +288,7 @@ class CalibrationCallback(TrainerCallback):
 
     # -- each evaluation, then the end -------------------------------------------------------
     def compute_metrics(self, eval_pred, compute_result: bool | None = None) -> dict[str, float]:
-        """Return the user's metrics (keys unchanged) plus calibkit's (:meth:`EvaluationLogger.compute_metrics`).
+        """Return the user's metrics (keys unchanged) plus calibkit's (``EvaluationLogger.compute_metrics``).
 
         Parameters
         ----------
@@ -304,7 +304,7 @@ class CalibrationCallback(TrainerCallback):
         return self.evaluation.compute_metrics(eval_pred, compute_result)
 
     def preprocess_logits_for_metrics(self, logits, labels):
-        """Run the user's preprocessing and keep the raw logits beside it (:class:`EvaluationLogger`).
+        """Run the user's preprocessing and keep the raw logits beside it (``EvaluationLogger``).
 
         Parameters
         ----------
@@ -318,7 +318,7 @@ class CalibrationCallback(TrainerCallback):
         return self.evaluation.preprocess_logits_for_metrics(logits, labels)
 
     def on_train_end(self, args, state, control, **kwargs):
-        """Fit the calibrators, save (and push) each calibrated model, log the results (:class:`EndFitter`).
+        """Fit the calibrators, save (and push) each calibrated model, log the results (``EndFitter``).
 
         Parameters
         ----------

@@ -5,8 +5,8 @@ calls it): the reliability diagrams of the uncalibrated model and of the best ca
 per class, each class's ECE against its support, the RBECE regions and, where the comparison has
 them, the smooth reliability curves. Each figure is drawn from a comparison's per-bin statistics
 (:func:`calibkit.verdicts.comparison.compare_calibrators`; no metric is recomputed) with the
-displays of :mod:`calibkit.plots.diagrams`. This module reads the comparison's fields and imports
-nothing of :mod:`calibkit.verdicts`, which stands above it.
+displays of ``calibkit.plots.diagrams``. This module reads the comparison's fields and imports
+nothing of ``calibkit.verdicts``, which stands above it.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 :func:`markdown_table` renders a header and rows as a pipe table; :func:`cell` formats a number
 (four decimals, a count as it is, a chosen mark for a missing value, an interval after it),
 :func:`interval_cell` an interval alone and :func:`summary_cell` a value summarised over re-splits
-(``mean ± std [2.5%, 97.5%]``). The command line's tables (:mod:`calibkit.cli`), the language-model
-reports (:mod:`calibkit.lm`) and the comparison's and re-splits' tables (:mod:`calibkit.verdicts`)
+(``mean ± std [2.5%, 97.5%]``). The command line's tables (``calibkit.cli``), the language-model
+reports (``calibkit.lm``) and the comparison's and re-splits' tables (``calibkit.verdicts``)
 are all written with them, so a number reads the same in each.
 """
 
