@@ -26,7 +26,7 @@ rng = np.random.default_rng(0)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # random input: empty regions and the like say nothing here
     # Read-only arrays are another signature: what datasets, Arrow and parquet files hand over.
-    for k in (3, 4):
+    for k in (3, 4, 20):
         for dtype in ("float32", "float64"):
             for from_logits in (False, True):
                 z = rng.normal(size=(64, k)).astype(dtype)
