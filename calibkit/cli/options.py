@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from calibkit.metrics.registry import METRICS, metric
-from calibkit.metrics.settings import FCE_VARIANTS, CalibrationSettings, names
+from calibkit.metrics.settings import FCE_VARIANTS, CalibrationSettings, names, resolve_settings
 
 CHOICES = {"fce_variant": FCE_VARIANTS}
 """The settings that take one of a few words."""
@@ -169,9 +169,9 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     Raises
     ------
     ValueError
-        From :class:`CalibrationSettings`, naming the setting (:func:`calibkit.cli.common.name_flags`
+        From ``resolve_settings``, naming the setting (``name_flags``
         turns it into the flag).
     """
     given = {name: getattr(args, name) for name in names() if hasattr(args, name)}
-    CalibrationSettings(**given)  # checked before any file or model is read
+    resolve_settings(**given)  # checked before any file or model is read, by the one function every door uses
     return given
