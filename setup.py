@@ -58,6 +58,15 @@ setup(
             "netcal==1.4.0",
             "betacal==1.1.0",
             "venn-abers==1.5.4",
+            # The evaluation tools calibkit plugs into (calibkit.plugins), run offline in the tests:
+            # Inspect AI, lighteval's metric classes (xxhash<4: lighteval 0.13 breaks on xxhash 4),
+            # Lightning's Trainer for the torchmetrics Metric under DDP, and the openai package's own
+            # response types, through which the tests write served models' log-probabilities.
+            "inspect-ai==0.3.285",
+            "lighteval==0.13.0",
+            "xxhash<4",
+            "lightning==2.6.6",
+            "openai==3.57.0",
         ],
         # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],

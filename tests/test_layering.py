@@ -271,6 +271,7 @@ PACKAGE_FLOORS = (
     ("the Trainer callback; figures and tables", ("calibkit.callbacks", "calibkit.plots")),
     ("verdicts", ("calibkit.verdicts",)),
     ("language models", ("calibkit.lm",)),
+    ("calibkit inside other tools", ("calibkit.plugins",)),
     ("demos", ("calibkit.demos",)),
     ("the command line", ("calibkit.cli",)),
 )
