@@ -32,7 +32,7 @@ extensions = [
 ]
 html_math_renderer = "mathml"
 nitpicky = True
-exclude_patterns = ["_build", "**/GALLERY_HEADER.rst", "guide/harness/*"]
+exclude_patterns = ["_build", "**/GALLERY_HEADER.rst", "guide/harness/*", "guide/generations/*"]
 templates_path = ["_templates"]
 
 # Docstrings are numpydoc: their Parameters sections state the types, so signatures carry none
