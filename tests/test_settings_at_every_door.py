@@ -22,6 +22,11 @@ from calibkit.metrics.bootstrap import bootstrap_intervals
 from calibkit.metrics.decomposition import score_decomposition
 from calibkit.metrics.settings import DEFAULTS, CalibrationSettings, is_unset, names, resolve_settings
 
+try:  # torchmetrics is a test extra
+    from calibkit.plugins.torchmetrics import CalibrationMetrics
+except ImportError:  # pragma: no cover
+    CalibrationMetrics = None
+
 REPO = Path(calibkit.__file__).resolve().parent.parent
 
 # door -> the settings it leaves out on purpose, with the reason
@@ -33,6 +38,8 @@ DOORS = {
     "stream_report": (stream_report, {"from_logits": "each shard says it by its column name"}),
     "dask.calibration_report": (dask_report, {}),
 }
+if CalibrationMetrics is not None:
+    DOORS["torchmetrics.CalibrationMetrics"] = (CalibrationMetrics, {})
 
 FUNCTIONAL = {name: getattr(functional, name) for name in functional.__all__ if callable(getattr(functional, name))}
 """The functional API: each function takes the settings it reads, and ``settings=``."""
@@ -182,6 +189,7 @@ def test_a_keyword_given_with_settings_is_refused_naming_both(door, tmp_path):
     args = {
         "CalibrationAccumulator": (),
         "CalibrationCallback": (),
+        "torchmetrics.CalibrationMetrics": (),
         "stream_report": (str(tmp_path),),
         "dask.calibration_report": (str(tmp_path),),
     }.get(door, (P, Y))

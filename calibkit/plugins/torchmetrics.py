@@ -118,8 +118,8 @@ class CalibrationMetrics(Metric):
     --------
     >>> import torch
     >>> metric = CalibrationMetrics(metrics=["ece", "brier"], n_bins=10)
-    >>> metric.update(torch.tensor([[0.9, 0.1], [0.2, 0.8]]), torch.tensor([0, 1]))
-    >>> metric.update(torch.tensor([[0.6, 0.4], [0.3, 0.7]]), torch.tensor([1, 1]))
+    >>> metric.update(torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64), torch.tensor([0, 1]))
+    >>> metric.update(torch.tensor([[0.6, 0.4], [0.3, 0.7]], dtype=torch.float64), torch.tensor([1, 1]))
     >>> round(float(metric.compute()["ece"]), 4)
     0.3
 
