@@ -47,6 +47,14 @@ def _zeros_like(stats: CalibrationStatistics) -> CalibrationStatistics:
     return dataclasses.replace(stats, **zeros)
 
 
+def _as_tensors(report: dict[str, Any]) -> dict[str, Any]:
+    """Return ``report`` with every number and array a float64 tensor (nested dicts: multi-label averages)."""
+    return {
+        key: _as_tensors(value) if isinstance(value, dict) else torch.as_tensor(np.asarray(value, dtype=np.float64))
+        for key, value in report.items()
+    }
+
+
 class CalibrationMetrics(Metric):
     """calibkit's calibration metrics as a ``torchmetrics.Metric``, synced as per-bin sums.
 
@@ -213,7 +221,9 @@ class CalibrationMetrics(Metric):
         dict of str to torch.Tensor
             The report's keys (with ``accuracy``, ``n``, ``num_classes`` and, with ACE,
             ``ace_error_bound``), each a float64 tensor on the CPU: 0-d for a scalar, one value per
-            class for ``subset_ece``; with ``multilabel``, :func:`calibkit.multilabel_report`'s keys.
+            class for ``subset_ece``; with ``multilabel``, :func:`calibkit.multilabel_report`'s keys
+            (its ``per_label``, ``macro``, ``weighted`` and ``micro`` dicts of tensors: log one of
+            them, ``self.log_dict(report["macro"])``).
 
         Raises
         ------
@@ -238,7 +248,7 @@ class CalibrationMetrics(Metric):
         acc = CalibrationAccumulator(self.metrics, settings=self.settings, num_threads=self._accumulator.num_threads)
         acc.statistics = parts if self.settings.multilabel else parts[0]
         report = acc.compute()
-        return {key: torch.as_tensor(np.asarray(value, dtype=np.float64)) for key, value in report.items()}
+        return _as_tensors(report)
 
     def _reduce_states(self, incoming_state: dict[str, Any]) -> None:
         """Add another state (``forward``, ``merge_state``): an empty one (no batch yet) adds nothing.

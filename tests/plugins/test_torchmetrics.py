@@ -194,3 +194,20 @@ def test_two_processes_in_a_lightning_trainer_log_the_report_of_all_their_data(t
     assert not np.isnan(list(expected.values())).any()
     close(logged, expected)
     assert logged["n"] == N_VAL
+
+
+def test_multilabel_equals_multilabel_report():
+    rng = np.random.default_rng(5)
+    p = rng.random((400, 3))
+    y = (rng.random((400, 3)) < p**1.5).astype(int)
+    metric = CalibrationMetrics(metrics=["ece", "brier", "nll"], multilabel=True)
+    metric.update(torch.from_numpy(p[:150]), torch.from_numpy(y[:150]))
+    metric.update(torch.from_numpy(p[150:]), torch.from_numpy(y[150:]))
+    report = metric.compute()
+    expected = calibkit.multilabel_report(p, y, metrics=["ece", "brier", "nll"])
+    assert set(report) == set(expected)
+    for key, value in expected.items():  # per_label, macro, weighted, micro: dicts of tensors
+        if isinstance(value, dict):
+            close(report[key], value)
+        else:
+            close(report, {key: value})
