@@ -211,3 +211,17 @@ def test_multilabel_equals_multilabel_report():
             close(report[key], value)
         else:
             close(report, {key: value})
+
+
+def test_next_token_logits_as_the_accumulator_reads_them():
+    rng = np.random.default_rng(6)
+    logits, ids = rng.normal(size=(4, 7, 30)), rng.integers(0, 30, size=(4, 7))
+    ids[0, :3] = -100  # a prompt left out of the loss
+    metric = CalibrationMetrics(metrics=["ece", "nll", "brier"], next_token=True, from_logits=True)
+    metric.update(torch.from_numpy(logits[:2]), torch.from_numpy(ids[:2]))
+    metric.update(torch.from_numpy(logits[2:]), torch.from_numpy(ids[2:]))
+    # position t scored against the label at t + 1, as the model's loss shifts them
+    shifted = logits[:, :-1].reshape(-1, 30), ids[:, 1:].reshape(-1)
+    expected = calibkit.calibration_report(*shifted, metrics=["ece", "nll", "brier"], from_logits=True)
+    assert float(metric.compute()["n"]) == 4 * 6 - 2
+    close(metric.compute(), expected)
