@@ -250,12 +250,25 @@ class CalibrationMetrics(Metric):
         report = acc.compute()
         return _as_tensors(report)
 
+    def merge_state(self, incoming_state: dict[str, Any] | Metric) -> None:
+        """Add another metric's sums (another process's or shard's), as ``torchmetrics.Metric.merge_state``.
+
+        Parameters
+        ----------
+        incoming_state : CalibrationMetrics or dict
+            A metric built with the same metrics and settings, or its ``metric_state``.
+        """
+        if isinstance(incoming_state, CalibrationMetrics) and self._template is None:
+            self._template = incoming_state._template  # the layout of its sums, for a metric with none yet
+        super().merge_state(incoming_state)
+
     def _reduce_states(self, incoming_state: dict[str, Any]) -> None:
         """Add another state (``forward``, ``merge_state``): an empty one (no batch yet) adds nothing.
 
         torchmetrics adds the tensors; the empty default of a state whose shape comes from the data
         would not broadcast against the sums.
         """
+        self._computed = None  # torchmetrics' merge_state keeps a cached compute() of the sums before it
         incoming = incoming_state["sums"]
         if incoming.numel() == 0:
             return
