@@ -93,6 +93,9 @@ setup(
             "latex2mathml>=3.77",
             "matplotlib>=3.5",
             "tqdm>=4",
+            # docs/examples/plot_lightning_metrics.py runs a LightningModule during the build.
+            "lightning==2.6.6",
+            "torchmetrics>=1.0",
         ],
     },
     entry_points={"console_scripts": ["calibkit=calibkit.cli:main"]},
