@@ -246,16 +246,20 @@ class ChoiceCalibration(CorpusLevelComputation):
         asked = [m for m in names if m not in ("aurc", "selective_accuracy")] or ["ece"]
         report = multiple_choice_report(data, score=self.score, n_bins=self.n_bins, metrics=asked)["pooled"]
         suffix = _suffix(self.score)
-        out = {f"{m}{suffix}": float(report[m]) for m in names if report.get(m) is not None}
+        ci: dict[str, Any] = {}
         if self.n_boot:
             probs = choice_probabilities(data, self.score)
             ci = bootstrap_intervals(
                 probs, data.gold, metrics=names, n_boot=self.n_boot, confidence=self.confidence, seed=self.seed,
                 n_bins=self.n_bins,
             )["intervals"]  # fmt: skip
-            for m in names:
-                if f"{m}{suffix}" in out:
-                    out[f"{m}{suffix}_ci_low"], out[f"{m}{suffix}_ci_high"] = ci[m]
+        out: dict[str, float] = {}
+        for m in names:  # each metric, then its interval: adjacent rows in lighteval's table
+            if report.get(m) is None:  # not defined here (a class no question has as its answer, ...)
+                continue
+            out[f"{m}{suffix}"] = float(report[m])
+            if m in ci:
+                out[f"{m}{suffix}_ci_low"], out[f"{m}{suffix}_ci_high"] = ci[m]
         return out
 
 
