@@ -51,9 +51,10 @@ from lighteval.tasks.requests import SamplingMethod
 
 from calibkit.lm.generations import source_metrics
 from calibkit.lm.multiple_choice import ChoiceData, check_score, choice_probabilities, multiple_choice_report
-from calibkit.metrics.bootstrap import bootstrap_intervals
+from calibkit.metrics.bootstrap import MAX_REPLICATES, bootstrap_intervals
 from calibkit.metrics.registry import OVER_CLASSES, metric, metric_names
-from calibkit.metrics.settings import DEFAULTS
+from calibkit.metrics.settings import DEFAULTS, resolve_settings
+from calibkit.metrics.validation import check_positive_int
 
 __all__ = [
     "CHOICE_METRICS",
@@ -63,6 +64,7 @@ __all__ = [
     "ChoiceLogprobs",
     "HLECalibration",
     "choice_calibration",
+    "choice_data",
     "hle_calibration",
     "hle_rms_calibration_error",
     "with_calibration",
@@ -84,6 +86,18 @@ HLE_BIN = 100
 
 def _suffix(score: str) -> str:
     return "" if score == "loglik" else f"_{score}"
+
+
+def _checked(n_bins: Any, n_boot: Any, confidence: Any, seed: Any) -> tuple[int, int, float, int]:
+    """Check the settings of a corpus level, naming the bad one (``n_boot=0``: no interval)."""
+    resolve_settings(n_bins=n_bins)
+    if n_boot != 0:
+        check_positive_int(n_boot, "n_boot", MAX_REPLICATES)
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise ValueError(f"`confidence` must be a number in (0, 1), got {confidence!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"`seed` must be an integer >= 0, got {seed!r}")
+    return n_bins, int(n_boot), float(confidence), int(seed)
 
 
 class ChoiceLogprobs(SampleLevelComputation):
@@ -157,7 +171,7 @@ def choice_data(items: list[dict[str, Any]], task: str = "lighteval") -> ChoiceD
     Parameters
     ----------
     items : list of dict
-        One per question, as :meth:`ChoiceLogprobs.compute` returns them.
+        One per question, as ``ChoiceLogprobs.compute`` returns them.
     task : str, default "lighteval"
         The task name the data carry (for messages).
 
@@ -216,8 +230,12 @@ class ChoiceCalibration(CorpusLevelComputation):
         seed: int = 0,
     ) -> None:
         self.score = check_score(score)
-        self.metrics = None if metrics is None else tuple(metric_names(metrics))
-        self.n_bins, self.n_boot, self.confidence, self.seed = n_bins, n_boot, confidence, seed
+        # checked here, where the task is defined, not after the model has answered every question
+        self.metrics = None if metrics is None else metric_names(metrics, streaming=n_boot != 0)
+        lists = [m for m in self.metrics or () if m != "accuracy" and metric(m).per_class]
+        if lists:
+            raise ValueError(f"`metrics`: {lists} give one number per class; lighteval's table holds one per row")
+        self.n_bins, self.n_boot, self.confidence, self.seed = _checked(n_bins, n_boot, confidence, seed)
 
     def wanted(self, fixed: bool) -> tuple[str, ...]:
         """Return the metrics reported: the chosen ones, those over positions only where ``fixed``."""
@@ -292,7 +310,7 @@ def choice_calibration(
     -------
     lighteval.metrics.utils.metric_utils.CorpusLevelMetric
         Named ``calibkit`` (``calibkit_{score}`` for another score): the name of the value logged
-        per question; the results hold the names :meth:`ChoiceCalibration.compute_corpus` returns.
+        per question; the results hold the names ``ChoiceCalibration.compute_corpus`` returns.
 
     Examples
     --------
@@ -397,7 +415,8 @@ class HLECalibration(CorpusLevelComputation):
     """
 
     def __init__(self, n_bins: int = DEFAULTS.n_bins, n_boot: int = 1000, seed: int = 0, per_bin: int = HLE_BIN):
-        self.n_bins, self.n_boot, self.seed, self.per_bin = n_bins, n_boot, seed, per_bin
+        self.n_bins, self.n_boot, _, self.seed = _checked(n_bins, n_boot, 0.95, seed)
+        self.per_bin = check_positive_int(per_bin, "per_bin")
 
     def compute_corpus(self, items: list[dict[str, Any]]) -> dict[str, float]:
         """Compute lighteval's three HLE numbers, the corrected error and calibkit's metrics.

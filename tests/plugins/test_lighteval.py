@@ -135,6 +135,26 @@ def test_bad_questions_are_refused_naming_the_doc():
     assert pmi["logprobs"] == [-1.0, -2.0, -3.0] and pmi["gold"] == 1 and pmi["chars"] == [2, 2, 2]
 
 
+def test_bad_settings_are_refused_where_the_task_is_defined():
+    """Not after the model has answered every question: choice_calibration checks its settings at once."""
+    from calibkit.plugins.lighteval import choice_calibration, hle_calibration
+
+    for kwargs, message in [
+        ({"score": "words"}, "`score`"),
+        ({"n_boot": -1}, "`n_boot`"),
+        ({"confidence": 1.5}, "`confidence`"),
+        ({"seed": -2}, "`seed`"),
+        ({"n_bins": 0}, "n_bins"),
+        ({"metrics": ["ece", "nonsense"]}, "unknown names"),
+        ({"metrics": ["subset_ece"]}, "one number per class"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            choice_calibration(**kwargs)
+    with pytest.raises(ValueError, match="`n_boot`"):
+        hle_calibration(n_boot=2.5, sample_level_fn=object())
+    assert choice_calibration(n_boot=0, metrics=["ece"]).corpus_level_fn.n_boot == 0
+
+
 def test_the_metric_pickles_and_the_module_loads_as_lightevals_custom_tasks():
     """Blocker 4: lighteval pickles metrics for its bootstrap; a class from a file path cannot be. Ours live in
     calibkit.plugins.lighteval, which --custom-tasks also takes by name (its TASKS_TABLE: ARC with calibkit)."""
