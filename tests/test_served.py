@@ -298,7 +298,7 @@ def test_bad_input_names_the_file_the_line_and_the_field(model_logprobs, tmp_pat
     del few["choices"][0]["logprobs"]["content"][2]["top_logprobs"][1:]
     with pytest.raises(
         ValueError,
-        match=r"line 1, choices\[0\]\.logprobs\.content\[2\]\.top_logprobs: 1 alternatives, fewer than the top_logprobs=4",
+        match=r"line 1, choices\[0\]\.logprobs\.content\[2\]\.top_logprobs: 1 alternatives, fewer than the top_logprobs=4",  # noqa: E501
     ):
         read_served(_one_line(f, few), gold=gold, top_logprobs=K)
     _, _, inputs, outputs = batch_files(model_logprobs[:1], tmp_path)
