@@ -366,3 +366,33 @@ def test_logprob_sources_reads_objects_and_empty_answers():
     assert a.absent_bound[0] == pytest.approx(0.25) and a.outside_mass[0] == pytest.approx(0.25)
     with pytest.raises(ValueError, match="letters must be distinct single characters"):
         logprob_sources([tokens], letters="AAB")
+
+
+def test_the_generations_command_reads_served_responses(model_logprobs, tmp_path, capsys):
+    from calibkit.cli import main
+    from calibkit.lm.generations import generations_report, kind_of, read_generations
+    from calibkit.lm.multiple_choice import multiple_choice_report
+
+    input_file, output_file, _, _ = batch_files(model_logprobs, tmp_path)
+    gold = tmp_path / "gold.jsonl"
+    letters = gold_letters(model_logprobs)
+    gold.write_text("".join(json.dumps({"id": f"q{q}", "gold": letters[str(q)]}) + "\n" for q in range(QUESTIONS)))
+    assert kind_of(output_file) == "served" and kind_of(input_file) is None
+    argv = ["generations", "--answers", str(output_file), "--gold", str(gold), "--letters", LETTERS, "--resplits", "0"]
+    assert main([*argv, "--batch-input", str(input_file), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    served = {"gold": gold, "letters": LETTERS, "batch_input": input_file}
+    want = generations_report(read_generations(output_file, served=served))
+    for source in ("sequence", "sequence_normalized", "least_token", "letter"):
+        assert got["kinds"][source] == "served"
+        assert got["pooled"]["sources"][source]["ece"] == pytest.approx(want["pooled"]["sources"][source]["ece"])
+    read = read_served(output_file, **served)
+    choices = multiple_choice_report(read.choices())
+    assert got["letters"]["report"]["pooled"]["ece"] == pytest.approx(choices["pooled"]["ece"])
+    assert got["letters"]["ece_bound"] == pytest.approx(read.sources.ece_bound)
+    assert got["letters"]["with_letter"] == QUESTIONS - 2
+    assert main(argv) == 0
+    assert "the top-label ECE over the letters could differ by at most" in capsys.readouterr().out
+    assert main(argv[:3]) == 2  # no gold
+    err = capsys.readouterr().err
+    assert "served responses carry no correctness" in err and err.count("\n") == 1
