@@ -396,3 +396,43 @@ def test_the_generations_command_reads_served_responses(model_logprobs, tmp_path
     assert main(argv[:3]) == 2  # no gold
     err = capsys.readouterr().err
     assert "served responses carry no correctness" in err and err.count("\n") == 1
+
+
+def test_the_demos_served_part_writes_the_models_own_log_probabilities(tmp_path):
+    """The demo's server: greedy answers written in OpenAI's schema hold the model's own log-softmax,
+    and the report is read back from those files through read_served."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from calibkit.demos.llm_answers import mmlu_questions
+    from calibkit.demos.llm_served import served_section
+    from tests.test_generations_harness import build_model
+
+    rng = np.random.default_rng(0)
+    words = ["paris", "lyon", "capital", "A", "B", "C", "D"]
+    folder = build_model(tmp_path, [f"capital {i} ?\nA. paris\nB. lyon\nAnswer: B" for i in range(8)], positions=256)
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
+    rows = [
+        {"question": f"capital {i} ?", **{f"answer_{x}": str(rng.choice(words)) for x in "abcd"},
+         "correct_answer": "ABCD"[i % 4], "topic": "geography"}
+        for i in range(6)
+    ]  # fmt: skip
+    part = served_section(model, tokenizer, questions=mmlu_questions(rows), folder=tmp_path / "served", limit=5)
+    out = part["json"]
+    lines = [json.loads(x) for x in open(out["files"]["batch_output"])]
+    assert len(lines) == 5 and out["summary"]["answers"] == 5
+    prompt = json.loads(open(out["files"]["batch_input"]).readline())["body"]["messages"][0]["content"]
+    content = lines[0]["response"]["body"]["choices"][0]["logprobs"]["content"]
+    ids = tokenizer(prompt)["input_ids"]
+    answer = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(t["token"]))[0] for t in content]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.tensor([ids + answer])).logits[0].double(), dim=-1)
+    for j, (t, token) in enumerate(zip(answer, content)):
+        step = logp[len(ids) - 1 + j]
+        assert token["logprob"] == pytest.approx(float(step[t]), abs=1e-5)
+        assert [a["logprob"] for a in token["top_logprobs"]] == pytest.approx(step.topk(20).values.tolist(), abs=1e-5)
+    back = read_served(out["files"]["batch_output"], gold=out["files"]["gold"], letters="ABCD")
+    assert out["report"]["pooled"]["sources"]["sequence"]["answers"] == 5
+    assert out["report"]["pooled"]["sources"]["sequence"]["mean_confidence"] == pytest.approx(
+        back.sources.sequence.mean()
+    )
+    assert "read back by calibkit.lm.served" in part["text"]
