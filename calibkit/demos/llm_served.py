@@ -19,14 +19,15 @@ from typing import Any
 
 import numpy as np
 
-SERVED_QUESTIONS = 100
-"""MMLU questions put to the model as to a server (a greedy pass of a few tokens each)."""
+SERVED_QUESTIONS = 40
+"""MMLU questions put to the model as to a server (a greedy pass of a few tokens each; the 2-core
+budget of the demo allows no more)."""
 
 TOP_LOGPROBS = 20
 """The alternatives per token, OpenAI's most."""
 
-MAX_TOKENS = 3
-"""The tokens generated per answer (the letter comes first after ``Answer:``)."""
+MAX_TOKENS = 6
+"""The tokens generated per answer (enough for "The answer is B")."""
 
 
 def model_responses(
@@ -46,7 +47,9 @@ def model_responses(
     model, tokenizer
         A causal LM and its tokenizer.
     prompts : list of str
-    max_tokens : int, default 3
+        Each the user's message; a tokenizer with a chat template puts it through the template
+        (``add_generation_prompt``), as a chat server does.
+    max_tokens : int, default 6
     top_logprobs : int, default 20
         At most the vocabulary's size.
     batch_size : int, default 8
@@ -61,12 +64,19 @@ def model_responses(
     k = min(top_logprobs, int(model.config.vocab_size))
     eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    if getattr(tokenizer, "chat_template", None):  # a chat model is served through its template, as a server does
+        prompts = [
+            tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+            for p in prompts
+        ]
     side, tokenizer.padding_side = tokenizer.padding_side, "left"  # the prompts end where generation starts
     pad_token, tokenizer.pad_token_id = tokenizer.pad_token_id, pad
     responses = []
     try:
         for start in range(0, len(prompts), batch_size):
-            batch = tokenizer(prompts[start : start + batch_size], return_tensors="pt", padding=True)
+            batch = tokenizer(
+                prompts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False
+            )
             with torch.no_grad():
                 out = model.generate(
                     **batch, max_new_tokens=max_tokens, do_sample=False, output_logits=True,
@@ -158,7 +168,7 @@ def served_section(
         ``limit`` are put.
     folder : Path
         Where the batch files go.
-    limit : int, default 100
+    limit : int, default 40
 
     Returns
     -------
