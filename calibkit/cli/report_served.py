@@ -108,7 +108,8 @@ def letters_section(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     }
     text = (
         f"\n\nMultiple choice over the letters {args.letters} (the distribution read from top_logprobs at each "
-        f"answer's first letter; {with_letter} of {answers} answers give a letter):\n{format_choice_table(report)}\n\n"
+        f"answer's first letter; {with_letter} of {answers} answers give a letter):\n\n"
+        f"{format_choice_table(report)}\n\n"
         f"Mass outside the returned alternatives at the letter: mean {summary['outside_mass_mean']:.3f}, max "
         f"{summary['outside_mass_max']:.3f}; a letter absent from them has at most {summary['absent_bound_max']:.3f}. "
         f"If that mass belonged to the letters, the top-label ECE over the letters could differ by at most "

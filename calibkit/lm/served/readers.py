@@ -70,7 +70,7 @@ def served_kind(file: Path) -> str | None:
             first = json.loads(handle.readline(1 << 22))
     except (OSError, ValueError):
         first = None
-        if suffix == ".json" and file.stat().st_size <= _MAX_JSON:  # a pretty-printed response
+        if suffix == ".json" and file.stat().st_size <= _MAX_JSON and _looks_served(file):  # pretty-printed
             try:
                 first = json.loads(file.read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -78,6 +78,13 @@ def served_kind(file: Path) -> str | None:
     if isinstance(first, list) and first:
         first = first[0]
     return _record_kind(first)
+
+
+def _looks_served(file: Path) -> bool:
+    """Tell from the file's first 64 KiB whether it may hold responses, before parsing it whole."""
+    with open(file, encoding="utf-8", errors="replace") as handle:
+        head = handle.read(1 << 16)
+    return '"custom_id"' in head or any(f'"{kind}"' in head for kind in _RESPONSES)
 
 
 def _record_kind(record: Any) -> str | None:
