@@ -174,6 +174,20 @@ def test_legacy_completions_equal_the_chat_form(model_logprobs, tmp_path):
         np.testing.assert_allclose(a.generations.confidence[name], b.generations.confidence[name], atol=1e-12)
     assert a.generations.answers == b.generations.answers
     np.testing.assert_array_equal(a.generations.correct, b.generations.correct)
+    # and the legacy JSON itself, by the plain loop (its top_logprobs a mapping of token to log-probability)
+    contents = []
+    for line in legacy.read_text().splitlines():
+        lp = json.loads(line)["choices"][0]["logprobs"]
+        contents.append([
+            {"token": t, "logprob": v, "top_logprobs": [{"token": x, "logprob": y} for x, y in top.items()]}
+            for t, v, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"])
+        ])  # fmt: skip
+    expected = loop_sources(contents, LETTERS)
+    for name in ("sequence", "sequence_normalized", "least_token"):
+        np.testing.assert_allclose(getattr(b.sources, name), [r[name] for r in expected], rtol=0, atol=1e-12)
+    found = [i for i, r in enumerate(expected) if "position" in r]
+    np.testing.assert_allclose(b.sources.letters[found], [expected[i]["letters"] for i in found], atol=1e-12)
+    np.testing.assert_allclose(b.sources.outside_mass[found], [expected[i]["outside"] for i in found], atol=1e-12)
 
 
 def test_one_json_and_free_text_gold(model_logprobs, tmp_path):
