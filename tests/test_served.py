@@ -450,3 +450,18 @@ def test_the_demos_served_part_writes_the_models_own_log_probabilities(tmp_path)
         back.sources.sequence.mean()
     )
     assert "read back by calibkit.lm.served" in part["text"]
+
+
+def test_several_choices_are_answers_to_one_question(model_logprobs, tmp_path):
+    first, second = (chat_response(*m) for m in model_logprobs[1:3])
+    two = first.model_copy(update={"choices": [first.choices[0], second.choices[0].model_copy(update={"index": 1})]})
+    file = tmp_path / "n2.json"
+    file.write_text(two.model_dump_json())
+    got = read_served(file, gold={"0": "B"}, letters=LETTERS)
+    assert got.generations.ids.tolist() == ["0#0", "0#1"]
+    given = [VOCAB[model_logprobs[q][1][-1]].strip(LETTER_STRIP) for q in (1, 2)]
+    assert got.generations.correct.tolist() == [float(g == "B") for g in given]
+    files = [_one_line(tmp_path / f"{q}.jsonl", json.loads(r.model_dump_json())) for q, r in ((1, first), (2, second))]
+    alone = [read_served(f, gold={"0": "B"}, letters=LETTERS) for f in files]
+    for name in ("sequence", "least_token", "letter"):
+        assert got.generations.confidence[name].tolist() == [a.generations.confidence[name][0] for a in alone]
