@@ -9,7 +9,9 @@
 - calibkit's generations format, JSON Lines, CSV or Parquet: ``id``, ``answer``, ``correct``
   (0/1, true/false, or a score in [0, 1]), optionally ``task`` (default: the file's name) and
   ``question``, and any number of numeric columns, each a confidence source in [0, 1] (empty
-  where the source gave none) named by its column.
+  where the source gave none) named by its column;
+- a served model's responses in OpenAI's schema (chat or legacy completions, Batch API output):
+  ``calibkit.lm.served.read_served``, with the keywords given as ``served``.
 
 A folder is searched recursively for both (other files, such as the harness's
 ``results_*.json``, are left alone); a quoted glob names the files.
