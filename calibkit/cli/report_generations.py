@@ -150,7 +150,11 @@ def run(args: argparse.Namespace) -> int:
     check_options(args)
     if not (0 < args.threshold <= 1):
         raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
-    data = read_generations(args.answers, metric=args.metric, harness_filter=args.harness_filter)
+    from calibkit.cli.report_served import letters_section, served_options
+
+    data = read_generations(
+        args.answers, metric=args.metric, harness_filter=args.harness_filter, served=served_options(args)
+    )
     names = _sources(args, data)
     report = generations_report(
         data, sources=names, threshold=args.threshold, n_bins=args.n_bins, bootstrap=args.bootstrap, seed=args.seed
@@ -176,6 +180,9 @@ def run(args: argparse.Namespace) -> int:
             },
             "verdicts": resplit["verdicts"],
         }
+    if args.letters:  # served multiple choice: the metrics over the letters, the unreturned mass
+        section, out["letters"] = letters_section(args)
+        table += section
     text = json.dumps(json_ready(out), indent=2)
     print(text if args.json else f"calibkit report: {source}\n{table}")
     if args.output:

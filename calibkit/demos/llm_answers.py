@@ -338,6 +338,10 @@ def answers_section(
         "free_text": {"accuracy": float(data.correct.mean()), "answers": list(data.answers), "report": report,
                       "verdicts": recal["verdicts"], "harness_samples": str(folder / "output")},
     }  # fmt: skip
+    from calibkit.demos.llm_served import served_section  # the same model as an API: its log-probabilities read back
+
+    served = served_section(model, tokenizer, questions=mmlu_questions(mmlu), folder=folder / "served")
+    lines, out["served"], verdicts = [*lines, "", served["text"]], served["json"], verdicts + served["verdicts"]
     return {"text": "\n".join(lines), "json": out, "verdicts": verdicts}
 
 

@@ -9,7 +9,9 @@
 - calibkit's generations format, JSON Lines, CSV or Parquet: ``id``, ``answer``, ``correct``
   (0/1, true/false, or a score in [0, 1]), optionally ``task`` (default: the file's name) and
   ``question``, and any number of numeric columns, each a confidence source in [0, 1] (empty
-  where the source gave none) named by its column.
+  where the source gave none) named by its column;
+- a served model's responses in OpenAI's schema (chat or legacy completions, Batch API output):
+  ``calibkit.lm.served.read_served``, with the keywords given as ``served``.
 
 A folder is searched recursively for both (other files, such as the harness's
 ``results_*.json``, are left alone); a quoted glob names the files.
@@ -41,9 +43,10 @@ def kind_of(file: Path) -> str | None:
 
     Returns
     -------
-    {"harness", "table"} or None
+    {"harness", "table", "served"} or None
         An lm-evaluation-harness samples file of a ``generate_until`` task, a table in
-        calibkit's generations format (``answer`` and ``correct`` columns), or neither.
+        calibkit's generations format (``answer`` and ``correct`` columns), a served model's
+        responses (``calibkit.lm.served.read_served``), or neither.
     """
     suffix = file.suffix.lower()
     if suffix == ".parquet":
@@ -55,6 +58,10 @@ def kind_of(file: Path) -> str | None:
         return "table" if {"answer", "correct"} <= header else None
     if suffix not in (".jsonl", ".json"):
         return None
+    from calibkit.lm.served.readers import served_kind  # a served model's responses (OpenAI's schema)
+
+    if served_kind(file):
+        return "served"
     try:
         with open(file, encoding="utf-8", errors="replace") as handle:
             first = json.loads(handle.readline(1 << 22))
@@ -75,7 +82,11 @@ def _generated(sample: dict) -> bool:
 
 
 def read_generations(
-    location: str | Path, *, metric: str | None = None, harness_filter: str | None = None
+    location: str | Path,
+    *,
+    metric: str | None = None,
+    harness_filter: str | None = None,
+    served: dict[str, Any] | None = None,
 ) -> Generations:
     """Read generated answers: a file, a folder (searched recursively) or a quoted glob.
 
@@ -86,6 +97,9 @@ def read_generations(
         The harness samples' correctness key (default: the first of the sample's ``metrics``).
     harness_filter : str, optional
         The harness filter to read where a task was logged with several.
+    served : dict, optional
+        For a served model's responses: the keywords of ``calibkit.lm.served.read_served``
+        (``gold``, ``letters``, ``top_logprobs``, ``batch_input``).
 
     Returns
     -------
@@ -112,14 +126,25 @@ def read_generations(
     if not found:
         if len(files) == 1:
             raise ValueError(
-                f"{OPTION}: {files[0]} is neither an lm-evaluation-harness generate_until samples file nor a "
-                "generations table (answer and correct columns)"
+                f"{OPTION}: {files[0]} is neither an lm-evaluation-harness generate_until samples file, a "
+                "generations table (answer and correct columns) nor a served model's responses"
             )
         raise ValueError(f"{OPTION}: no generations in {location}")
-    parts = [_read_samples(f, metric, harness_filter) if kinds[f] == "harness" else _read_table_file(f) for f in found]
+    readers = {
+        "harness": lambda f: _read_samples(f, metric, harness_filter),
+        "table": _read_table_file,
+        "served": lambda f: _read_served(f, served or {}),
+    }
+    parts = [readers[kinds[f]](f) for f in found]
     data = concat(parts)
     _check_unique_ids(data)
     return data
+
+
+def _read_served(file: Path, options: dict[str, Any]) -> Generations:
+    from calibkit.lm.served.readers import read_served
+
+    return read_served(file, **options).generations
 
 
 def _read_table_file(file: Path) -> Generations:
