@@ -147,13 +147,13 @@ def run(args: argparse.Namespace) -> int:
     """
     from calibkit.lm.generations import generations_report, read_generations, recalibration_resplits
 
-    check_options(args)
+    settings = check_options(args)
     if not (0 < args.threshold <= 1):
         raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
     data = read_generations(args.answers, metric=args.metric, harness_filter=args.harness_filter)
     names = _sources(args, data)
     report = generations_report(
-        data, sources=names, threshold=args.threshold, n_bins=args.n_bins, bootstrap=args.bootstrap, seed=args.seed
+        data, sources=names, threshold=args.threshold, bootstrap=args.bootstrap, seed=args.seed, **settings
     )
     tasks = len(report["tasks"])
     source = (
@@ -162,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     )
     table = format_generations_table(report)
     out: dict[str, Any] = {"source": source, **report}
+    table += "\n\n" + _abstention(args, data, names, report, out)
     if args.resplits:
         resplit = recalibration_resplits(
             data, sources=names, resplits=args.resplits, threshold=args.threshold, n_bins=args.n_bins, seed=args.seed
@@ -186,6 +187,21 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"report: {page}")
     return 0
+
+
+def _abstention(args: argparse.Namespace, data: Any, names: list[str], report: dict, out: dict) -> str:
+    """Render the abstention thresholds (with ``--resplits``, their held-out check too, added to ``out``)."""
+    from calibkit.lm.generations.abstention import abstention_lines, abstention_resplits
+
+    held = None
+    if args.resplits:
+        held = abstention_resplits(
+            data, sources=names, resplits=args.resplits, threshold=args.threshold, seed=args.seed,
+            abstention_alpha=args.abstention_alpha, abstention_delta=args.abstention_delta,
+        )  # fmt: skip
+        out["abstention_resplits"] = held
+    how = "Learn then Test: answered when the confidence is at least the threshold"
+    return f"Abstention with a guarantee ({how}):\n" + "\n".join(abstention_lines(report, held))
 
 
 def _mean(values: np.ndarray) -> float | None:
