@@ -12,7 +12,9 @@ Learn then Test turns "``R(t) <= alpha``" into a test of the null hypothesis
 calibration inputs of which ``k(t)`` are wrong, the p-value is the binomial tail
 ``P(Binomial(n(t), alpha) <= k(t))`` (valid because ``k(t)`` given ``n(t)`` is binomial with
 parameter ``R(t)``, and the tail grows with it). Fixed-sequence testing walks the grid down from
-the highest threshold that answers any input, rejecting ``H_t`` while ``p(t) <= delta``, and
+the highest threshold that answers enough inputs to pass at all (``(1 - alpha)**n(t) <= delta``,
+no error among them; above it every test fails whatever the answers, so testing there would only
+end the walk), rejecting ``H_t`` while ``p(t) <= delta``, and
 stops at the first failure: every threshold it rejected has ``R(t) <= alpha``, all at once, with
 probability at least ``1 - delta`` over the calibration inputs. The lowest of them answers the
 most; it is reported as the highest threshold that answers the same inputs. MAPIE's
@@ -261,7 +263,7 @@ def fixed_sequence(p_values: np.ndarray, delta: float) -> int:
     return int(np.logical_and.accumulate(np.asarray(p_values) <= delta).sum())
 
 
-def chosen_threshold(answered: np.ndarray, p_values: np.ndarray, delta: float) -> int | None:
+def chosen_threshold(answered: np.ndarray, p_values: np.ndarray, alpha: float, delta: float) -> int | None:
     """Pick the threshold of Learn then Test on a descending grid, from its counts and p-values.
 
     Parameters
@@ -269,16 +271,19 @@ def chosen_threshold(answered: np.ndarray, p_values: np.ndarray, delta: float) -
     answered : ndarray of int, shape (m,)
         The inputs each threshold answers, highest threshold first (so non-decreasing).
     p_values : ndarray, shape (m,)
-    delta : float
+    alpha, delta : float
 
     Returns
     -------
     int or None
         The index of the threshold: fixed-sequence testing from the first threshold that answers
-        any input, then, of the thresholds answering the same inputs as the lowest one rejected,
-        the highest. None when the first test fails.
+        enough inputs to pass at all (``(1 - alpha)**n <= delta``: no error among ``n``), then, of
+        the thresholds answering the same inputs as the lowest one rejected, the highest. None
+        when the first test fails (or no threshold answers enough).
     """
-    start = int(np.count_nonzero(answered == 0))  # thresholds above every confidence answer none: not tested
+    # a threshold answering n < log(delta) / log(1 - alpha) inputs fails whatever their correctness: testing
+    # it would only end the walk, so the walk starts below (the start reads the confidences, never the labels)
+    start = int(np.count_nonzero(answered * math.log1p(-alpha) > math.log(delta)))
     passed = fixed_sequence(p_values[start:], delta)
     if passed == 0:
         return None
@@ -308,8 +313,9 @@ def abstention_threshold(
         \hat t = \min\{t_j : p(t_s), \dots, p(t_j) \le \delta\},
 
     with ``t_1 > t_2 > ...`` the grid, ``n(t)`` the answered inputs, ``k(t)`` the wrong ones
-    among them, and ``t_s`` the highest threshold that answers at least one input (the thresholds
-    above every confidence answer none: they are not tested, the walk starts below them). Then the
+    among them, and ``t_s`` the highest threshold that answers enough inputs to pass at all,
+    ``(1 - alpha)**n(t) <= delta`` (above it a test fails whatever the answers: the walk starts
+    below; the start reads the confidences only, never the correctness). Then the
     selective error at :math:`\hat t` is at most ``alpha`` with probability at least
     ``1 - delta`` over the draw of the calibration inputs (exchangeable with the new ones). Every
     threshold between :math:`\hat t` and the next lower confidence answers the same calibration
@@ -370,7 +376,7 @@ def abstention_threshold(
     grid = _check_grid(thresholds)
     answered, wrong = selective_counts(c, y.astype(np.int64), grid)
     p_values = np.where(answered > 0, binomial_tail(wrong, answered, alpha), 1.0)
-    j = chosen_threshold(answered, p_values, delta)
+    j = chosen_threshold(answered, p_values, alpha, delta)
     out: dict[str, Any] = {"alpha": alpha, "delta": delta, "n": int(c.size), "thresholds": grid, "p_values": p_values}
     if j is None:
         return {**out, "threshold": None, "answered": 0.0, "n_answered": 0, "selective_error": None, "p_value": None}
