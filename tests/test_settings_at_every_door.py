@@ -131,7 +131,7 @@ def test_the_evaluate_scripts_take_settings_and_the_settings_defaults():
 
 def test_a_setting_added_to_the_dataclass_and_not_to_a_door_is_seen():
     planted = (*names(), "smoothing_bandwidth")
-    assert missing_settings(calibkit.calibration_report, planted, {}) == ["smoothing_bandwidth"]
+    assert missing_settings(calibkit.calibration_report, planted, ABSTENTION) == ["smoothing_bandwidth"]
 
 
 # ------------------------------------------------------------------------------------------
