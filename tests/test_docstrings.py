@@ -379,6 +379,8 @@ def test_a_class_documents_the_parameters_it_adds_to_a_library_base():
         ----------
         n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, fce_variant, esce_bins, eps, coverage
             As the base.
+        abstention_alpha, abstention_delta
+            As the base.
         """
 
     assert problems(Local) == []  # a builtin base: no signature to document
