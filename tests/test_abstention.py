@@ -107,7 +107,7 @@ def mapie_controller(c, y, alpha, delta, grid):
 
 
 def against_mapie(c, y, alpha, delta, grid):
-    """Run both on one problem: "same" threshold ("neither" when none), or "count" where MAPIE's float count explains it.
+    """Run both on one problem: "same" threshold ("neither": none), or "count" where MAPIE's float count explains it.
 
     MAPIE counts the errors as ceil(n * (1 - precision)) in floats, one too many for about a fifth of
     the (n, k) pairs (n=10, k=3: 3.0000000000000004): a larger p-value. Its p-values are this module's
@@ -205,7 +205,10 @@ def test_no_threshold_passes_says_so():
     assert got["threshold"] is None and got["answered"] == 0.0 and got["selective_error"] is None
     summary = abstention_summary(c, y.astype(float))
     assert summary["threshold"] is None
-    assert summary["sentence"] == "no threshold: no confidence threshold shows error <= 10% with 90% confidence on these 30 answers"
+    assert (
+        summary["sentence"]
+        == "no threshold: no confidence threshold shows error <= 10% with 90% confidence on these 30 answers"
+    )
 
 
 def test_ties_and_all_right_and_all_wrong():
@@ -328,7 +331,11 @@ def test_the_threshold_holds_out_of_sample_over_resplits(tmp_path):
     train, test = fit & ~np.isnan(p), ~fit & ~np.isnan(p)
     t = abstention_threshold(p[train], right[train], alpha=0.2, delta=0.1)["threshold"]
     assert judge["thresholds"][r] == t
-    assert judge["held_error"][r] == pytest.approx(1 - right[test][p[test] >= t].mean(), abs=1e-15)
+    answered = right[test][p[test] >= t]
+    assert judge["held_error"][r] == pytest.approx(1 - answered.mean(), abs=1e-15)
+    wrong = int((1 - answered).sum())  # significantly above alpha on the held half: a one-sided binomial test
+    assert judge["above"][r] == (scipy_stats.binom.sf(wrong - 1, answered.size, 0.2) <= 0.1)
+    assert judge["significantly_above"] == np.mean(judge["above"]) <= 0.1
     # a source that carries no information: no threshold on any half, said so
     coin = data.with_source("coin", np.full(len(data), 0.5), "given")
     none = abstention_resplits(coin, sources=["coin"], resplits=3, abstention_alpha=0.05)

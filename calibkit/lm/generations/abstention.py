@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.lm.generations.data import Generations
-from calibkit.metrics.abstention import abstention_threshold, selective_error_at
+from calibkit.metrics.abstention import abstention_threshold, binomial_tail, selective_error_at
 from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_open_unit, check_positive_int
 
@@ -119,9 +119,14 @@ def abstention_resplits(
         error on the held half; NaN where no threshold, or where the threshold answers no held
         question), ``held_answered`` (the share of the held half answered), ``fitted`` (re-splits
         with a threshold), ``holds`` (the share of those whose held error is at most ``alpha``;
-        a threshold that answers no held question makes no error), and ``verdict``: ``holds``
+        a threshold that answers no held question makes no error), ``verdict``: ``holds``
         when that share is at least ``1 - delta``, ``does not hold`` below it, ``no threshold``
-        when no re-split found one.
+        when no re-split found one; and ``significantly_above``, the share of those re-splits
+        whose held error is significantly above ``alpha`` (one-sided binomial test at level
+        ``delta``), with ``above`` per re-split. The held half's own sampling noise makes the
+        first share strict: a threshold whose true error is just under ``alpha`` (which Learn
+        then Test aims at when data are plenty) shows an error above ``alpha`` on about half of
+        the held halves; the second share separates that noise from a guarantee that fails.
 
     Raises
     ------
@@ -140,7 +145,7 @@ def abstention_resplits(
     delta = check_open_unit(abstention_delta, "abstention_delta")
     right = (data.correct >= threshold).astype(np.int64)
     rng = np.random.default_rng(seed)
-    fields = ("thresholds", "held_error", "held_answered")
+    fields = ("thresholds", "held_error", "held_answered", "above")
     values = {s: {f: np.full(resplits, np.nan) for f in fields} for s in names}
     for r in range(resplits):  # a loop over re-splits; the threshold's search inside is vectorised
         fit = np.zeros(len(data), dtype=bool)
@@ -158,13 +163,17 @@ def abstention_resplits(
             values[s]["thresholds"][r] = found["threshold"]
             values[s]["held_error"][r] = np.nan if error is None else error
             values[s]["held_answered"][r] = answered / int(held.sum())
+            if answered:  # the held half's own noise: is its error significantly above alpha?
+                wrong = round(error * answered)
+                values[s]["above"][r] = wrong > 0 and 1 - binomial_tail(wrong - 1, answered, alpha)[()] <= delta
     out = {}
     for s, v in values.items():
         fitted = ~np.isnan(v["thresholds"])
         kept = v["held_error"][fitted]
         holds = float(np.mean(np.isnan(kept) | (kept <= alpha))) if fitted.any() else None
+        above = float(np.nansum(v["above"][fitted]) / fitted.sum()) if fitted.any() else None
         verdict = "no threshold" if holds is None else "holds" if holds >= 1 - delta else "does not hold"
-        out[s] = {**v, "fitted": int(fitted.sum()), "holds": holds, "verdict": verdict}
+        out[s] = {**v, "fitted": int(fitted.sum()), "holds": holds, "significantly_above": above, "verdict": verdict}
     return {"resplits": resplits, "alpha": alpha, "delta": delta, "sources": out}
 
 
@@ -192,9 +201,10 @@ def abstention_lines(report: dict[str, Any], resplit: dict[str, Any] | None = No
             lines.append(f"- {source}, held out: no threshold on any fitting half of {resplit['resplits']} re-splits")
             continue
         share = f"{row['holds']:.0%} of the {row['fitted']} re-splits with a threshold"
-        mean = np.nanmean(row["held_answered"])
+        answered, error = np.nanmean(row["held_answered"]), np.nanmean(row["held_error"])
         lines.append(
             f"- {source}, held out: error <= {_percent(resplit['alpha'])} on the other half in {share} "
-            f"(needs >= {_percent(1 - resplit['delta'])}): {row['verdict']}; {mean:.0%} of it answered on average"
+            f"(needs >= {_percent(1 - resplit['delta'])}): {row['verdict']}; significantly above it in "
+            f"{row['significantly_above']:.0%}; on average {answered:.0%} answered, error {error:.1%}"
         )
     return lines
