@@ -77,6 +77,7 @@ PUBLIC_MODULES = (
     "calibkit.metrics.validation",
     "calibkit.metrics.functional",
     "calibkit.metrics.conformal",
+    "calibkit.metrics.abstention",
     "calibkit.evaluate_modules",
     "calibkit.evaluate_modules.cards",
     "calibkit.evaluate_modules.metric",

@@ -38,6 +38,17 @@ import numpy as np
 from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_open_unit, to_numpy
 
+__all__ = [
+    "GRID",
+    "abstention_threshold",
+    "binomial_pmf",
+    "binomial_tail",
+    "chosen_threshold",
+    "fixed_sequence",
+    "selective_counts",
+    "selective_error_at",
+]
+
 GRID = np.round(np.linspace(1.0, 0.0, 1001), 3)
 """The thresholds tested by default, from 1 down to 0 by 0.001 (fixed before any data is seen, as
 Learn then Test requires)."""
@@ -336,7 +347,7 @@ def abstention_threshold(
     delta : float, default 0.1
         The probability allowed that the guarantee fails, in (0, 1).
     thresholds : array-like of float, optional
-        The grid, in [0, 1] (any order; tested from the highest down). Default :data:`GRID`:
+        The grid, in [0, 1] (any order; tested from the highest down). Default ``GRID``:
         1 to 0 by 0.001.
 
     Returns

@@ -47,7 +47,7 @@ def abstention_summary(
         ``threshold`` (None when none passes), ``answered`` (the share of the answers with a
         confidence that the threshold answers), ``n_answered``, ``selective_error`` (among them,
         on these answers), ``p_value``, ``alpha``, ``delta``, ``answers`` (with a confidence) and
-        ``sentence`` (:func:`abstention_sentence`).
+        ``sentence`` (``abstention_sentence``).
     """
     alpha = check_open_unit(abstention_alpha, "abstention_alpha")
     delta = check_open_unit(abstention_delta, "abstention_delta")
