@@ -351,6 +351,10 @@ def test_the_command_takes_the_levels_and_prints_the_sentence(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "Abstention with a guarantee" in text and "error <= 25% with 90% confidence" in text
     assert "- judge, held out: error <= 25% on the other half in" in text
+    pooled = next(line for line in text.splitlines() if line.startswith("| pooled | judge |"))
+    entry = generations_report(read_generations(file), sources=["judge"], abstention_alpha=0.25)
+    entry = entry["pooled"]["sources"]["judge"]["abstention"]
+    assert pooled.endswith(f"| {entry['threshold']:g} | {entry['answered']:.0%} |")  # beside AURC, in the table
     assert main([*argv, "--resplits", "0", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["pooled"]["sources"]["judge"]["abstention"]["alpha"] == 0.25 and "abstention_resplits" not in got

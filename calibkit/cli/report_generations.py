@@ -88,13 +88,17 @@ def format_generations_table(report: dict[str, Any]) -> str:
     str
     """
     columns = ("answers", "without", "accuracy", "mean_confidence", *CONFIDENCE_METRICS, *DECOMPOSED, "aurc")
-    head = ["task", "source", "kind", *columns, "selective accuracy (80%)"]
+    head = ["task", "source", "kind", *columns, "selective accuracy (80%)", "answer above (LTT)", "answered"]
     rows = []
     groups = [("pooled", report["pooled"])] + ([*report["tasks"].items()] if len(report["tasks"]) > 1 else [])
     for task, group in groups:
         for source, row in group["sources"].items():
             cells = [task, source, report["kinds"][source], str(row["answers"]), f"{row['without']:.1%}"]
             cells += ["" if row[c] is None else format_value(row[c]) for c in (*columns[2:], "selective_accuracy")]
+            held = row["abstention"]  # the Learn-then-Test threshold, beside AURC; "none" when none passes
+            cells += (
+                ["none", ""] if held["threshold"] is None else [f"{held['threshold']:g}", f"{held['answered']:.0%}"]
+            )
             rows.append(cells)
     best = report["best"]
     return markdown_table(head, rows) + (
