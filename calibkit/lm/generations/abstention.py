@@ -201,10 +201,12 @@ def abstention_lines(report: dict[str, Any], resplit: dict[str, Any] | None = No
             lines.append(f"- {source}, held out: no threshold on any fitting half of {resplit['resplits']} re-splits")
             continue
         share = f"{row['holds']:.0%} of the {row['fitted']} re-splits with a threshold"
-        answered, error = np.nanmean(row["held_answered"]), np.nanmean(row["held_error"])
+        answered = np.nanmean(row["held_answered"])
+        given = ~np.isnan(row["held_error"])  # NaN: the threshold answered no held question
+        error = f"error {np.mean(row['held_error'][given]):.1%}" if given.any() else "no held question answered"
         lines.append(
             f"- {source}, held out: error <= {_percent(resplit['alpha'])} on the other half in {share} "
             f"(needs >= {_percent(1 - resplit['delta'])}): {row['verdict']}; significantly above it in "
-            f"{row['significantly_above']:.0%}; on average {answered:.0%} answered, error {error:.1%}"
+            f"{row['significantly_above']:.0%}; on average {answered:.0%} answered, {error}"
         )
     return lines
