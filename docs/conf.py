@@ -87,6 +87,7 @@ API_MODULES = {
     "calibkit.lm.multiple_choice": "Language models on multiple-choice benchmarks",
     "calibkit.lm.generations": "Generated answers: confidence sources, report and recalibration",
     "calibkit.lm.served": "Served models: confidence from API log-probabilities",
+    "calibkit.metrics.abstention": "Abstention with a guarantee (Learn then Test)",
     "calibkit.verdicts.comparison": "Comparing calibrators",
     "calibkit.verdicts.resplits": "Re-splits and verdicts",
     "calibkit.verdicts.claims": "The papers' claims",

@@ -160,6 +160,8 @@ def test_the_answers_part_on_questions_of_bigbench_and_mmlu_form(tmp_path):
     assert samples.correct.tolist() == [float(r) for r in right]  # the task's holds_gold is is_right
     assert out["free_text"]["accuracy"] == pytest.approx(np.mean(right))
     assert set(out["free_text"]["report"]["pooled"]["sources"]) == {"sequence", "sequence_normalized", "ptrue"}
+    for source, row in out["free_text"]["report"]["pooled"]["sources"].items():  # the abstention threshold
+        assert f"- {source}: {row['abstention']['sentence']}" in part["text"]
     assert any("free text:" in sentence for _, sentence in part["verdicts"])
 
 

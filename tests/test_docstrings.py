@@ -77,6 +77,7 @@ PUBLIC_MODULES = (
     "calibkit.metrics.validation",
     "calibkit.metrics.functional",
     "calibkit.metrics.conformal",
+    "calibkit.metrics.abstention",
     "calibkit.evaluate_modules",
     "calibkit.evaluate_modules.cards",
     "calibkit.evaluate_modules.metric",
@@ -378,6 +379,8 @@ def test_a_class_documents_the_parameters_it_adds_to_a_library_base():
         Parameters
         ----------
         n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, fce_variant, esce_bins, eps, coverage
+            As the base.
+        abstention_alpha, abstention_delta
             As the base.
         """
 

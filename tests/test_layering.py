@@ -164,7 +164,10 @@ METRICS_FLOORS = (
     ("the user's engine switch, the compiled kernels", ("calibkit.metrics.backends", "calibkit.metrics._kernels")),
     ("input checks, the papers", ("calibkit.metrics.validation", "calibkit.metrics.papers")),
     ("settings", ("calibkit.metrics.settings",)),
-    ("the statistics type and the selective buckets", ("calibkit.metrics.statistics", "calibkit.metrics.ranking")),
+    (
+        "the statistics type, the selective buckets and the abstention threshold",
+        ("calibkit.metrics.statistics", "calibkit.metrics.ranking", "calibkit.metrics.abstention"),
+    ),
     ("engines", ("calibkit.metrics.engines",)),
     (
         "formulas, smooth ECE and CORP on rows",

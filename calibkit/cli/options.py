@@ -33,7 +33,7 @@ COMPARISON_SETTINGS = ("ignore_index", "n_bins", "rbece_bins", "theta", "fce_var
 """What :func:`calibkit.verdicts.comparison.compare_calibrators` (``--output``'s report) takes."""
 COMPARE_SETTINGS = tuple(name for name in COMPARISON_SETTINGS if name != "ignore_index")
 """``calibkit compare``: the comparison's settings but ``ignore_index`` (the command pads labels itself, at -100)."""
-GENERATION_SETTINGS = ("n_bins",)
+GENERATION_SETTINGS = ("n_bins", "abstention_alpha", "abstention_delta")
 """``calibkit generations``: what :func:`calibkit.lm.generations.generations_report` takes."""
 
 

@@ -88,13 +88,17 @@ def format_generations_table(report: dict[str, Any]) -> str:
     str
     """
     columns = ("answers", "without", "accuracy", "mean_confidence", *CONFIDENCE_METRICS, *DECOMPOSED, "aurc")
-    head = ["task", "source", "kind", *columns, "selective accuracy (80%)"]
+    head = ["task", "source", "kind", *columns, "selective accuracy (80%)", "answer above (LTT)", "answered"]
     rows = []
     groups = [("pooled", report["pooled"])] + ([*report["tasks"].items()] if len(report["tasks"]) > 1 else [])
     for task, group in groups:
         for source, row in group["sources"].items():
             cells = [task, source, report["kinds"][source], str(row["answers"]), f"{row['without']:.1%}"]
             cells += ["" if row[c] is None else format_value(row[c]) for c in (*columns[2:], "selective_accuracy")]
+            held = row["abstention"]  # the Learn-then-Test threshold, beside AURC; "none" when none passes
+            cells += (
+                ["none", ""] if held["threshold"] is None else [f"{held['threshold']:g}", f"{held['answered']:.0%}"]
+            )
             rows.append(cells)
     best = report["best"]
     return markdown_table(head, rows) + (
@@ -147,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from calibkit.lm.generations import generations_report, read_generations, recalibration_resplits
 
-    check_options(args)
+    settings = check_options(args)
     if not (0 < args.threshold <= 1):
         raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
     from calibkit.cli.report_served import letters_section, served_options
@@ -157,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     )
     names = _sources(args, data)
     report = generations_report(
-        data, sources=names, threshold=args.threshold, n_bins=args.n_bins, bootstrap=args.bootstrap, seed=args.seed
+        data, sources=names, threshold=args.threshold, bootstrap=args.bootstrap, seed=args.seed, **settings
     )
     tasks = len(report["tasks"])
     source = (
@@ -166,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     )
     table = format_generations_table(report)
     out: dict[str, Any] = {"source": source, **report}
+    table += "\n\n" + _abstention(args, data, names, report, out)
     if args.resplits:
         resplit = recalibration_resplits(
             data, sources=names, resplits=args.resplits, threshold=args.threshold, n_bins=args.n_bins, seed=args.seed
@@ -193,6 +198,21 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"report: {page}")
     return 0
+
+
+def _abstention(args: argparse.Namespace, data: Any, names: list[str], report: dict, out: dict) -> str:
+    """Render the abstention thresholds (with ``--resplits``, their held-out check too, added to ``out``)."""
+    from calibkit.lm.generations.abstention import abstention_lines, abstention_resplits
+
+    held = None
+    if args.resplits:
+        held = abstention_resplits(
+            data, sources=names, resplits=args.resplits, threshold=args.threshold, seed=args.seed,
+            abstention_alpha=args.abstention_alpha, abstention_delta=args.abstention_delta,
+        )  # fmt: skip
+        out["abstention_resplits"] = held
+    how = "Learn then Test: answered when the confidence is at least the threshold"
+    return f"Abstention with a guarantee ({how}):\n" + "\n".join(abstention_lines(report, held))
 
 
 def _mean(values: np.ndarray) -> float | None:

@@ -333,6 +333,8 @@ def answers_section(
     for name, row in report["pooled"]["sources"].items():
         cells = [row["mean_confidence"], row["ece"], row["brier"], row["nll"], row["aurc"]]
         lines.append(f"| {name} | {row['answers']} | " + " | ".join(_number(c) for c in cells) + " |")
+    lines += ["", "Abstention with a guarantee (Learn then Test; SPEC.md):"]
+    lines += [f"- {name}: {row['abstention']['sentence']}" for name, row in report["pooled"]["sources"].items()]
     out = {
         "questions": n, "multiple_choice": tasks_json, "ts_over_choices": ts,
         "free_text": {"accuracy": float(data.correct.mean()), "answers": list(data.answers), "report": report,

@@ -28,6 +28,7 @@ from calibkit.metrics.validation import (
     check_eps,
     check_ignore_index,
     check_non_negative,
+    check_open_unit,
 )
 
 FCE_VARIANTS = ("paper", "authors")
@@ -76,6 +77,13 @@ class CalibrationSettings:
         model's own loss shifts them. Never guessed from the shapes.
     ignore_index : int, default -100
         Label of the positions to skip (token padding, as ``transformers`` pads).
+    abstention_alpha : float, default 0.1
+        Abstention with a guarantee (Learn then Test): the selective error allowed (the error
+        rate among the answers given, confidence at least the threshold), in (0, 1).
+    abstention_delta : float, default 0.1
+        Abstention with a guarantee: the probability allowed that the selective error exceeds
+        ``abstention_alpha`` (the guarantee holds with probability ``1 - abstention_delta``),
+        in (0, 1).
 
     Raises
     ------
@@ -105,6 +113,8 @@ class CalibrationSettings:
     multilabel: bool = False
     next_token: bool = False
     ignore_index: int = -100
+    abstention_alpha: float = 0.1
+    abstention_delta: float = 0.1
 
     def __post_init__(self) -> None:
         """Check and normalise every setting (numpy integers become int, ...)."""
@@ -123,6 +133,8 @@ class CalibrationSettings:
             "multilabel": check_bool(self.multilabel, "multilabel"),
             "next_token": check_bool(self.next_token, "next_token"),
             "ignore_index": check_ignore_index(self.ignore_index),
+            "abstention_alpha": check_open_unit(self.abstention_alpha, "abstention_alpha"),
+            "abstention_delta": check_open_unit(self.abstention_delta, "abstention_delta"),
         }
         for name, value in checked.items():  # normalised (numpy ints become int, ...)
             object.__setattr__(self, name, value)

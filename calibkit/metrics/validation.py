@@ -230,6 +230,24 @@ def check_coverage(coverage: Any) -> float:
     return float(coverage)
 
 
+def check_open_unit(value: Any, name: str) -> float:
+    """Check that ``value`` (a level: ``abstention_alpha``, ...; not a bool) is a number in (0, 1), naming ``name``.
+
+    Parameters
+    ----------
+    value, name : object, str
+
+    Returns
+    -------
+    float
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"`{name}` must be a number in (0, 1), got {value!r}")
+    if not 0 < value < 1:
+        raise ValueError(f"`{name}` must lie in (0, 1), got {value!r}")
+    return float(value)
+
+
 def check_non_negative(value: Any, name: str) -> float:
     """Check that ``value`` is a finite number >= 0.
 

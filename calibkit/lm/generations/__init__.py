@@ -15,13 +15,17 @@ Each source is judged as a binary classifier of "the answer is right" (calibkit'
 convention, class 1 = right): ECE, ACE, Brier, NLL, AURC and the selective accuracy, per task and
 pooled, with bootstrap intervals by question (:func:`generations_report`); and its recalibration
 (Platt, isotonic, histogram binning on the score) is fitted on half of the questions and judged
-on the other half over re-splits, with verdicts (:func:`recalibration_resplits`).
+on the other half over re-splits, with verdicts (:func:`recalibration_resplits`). Each source
+also gets an abstention threshold with a guarantee (Learn then Test: "answer above 0.62: 71%
+answered, error <= 10% with 90% confidence", :func:`abstention_summary`), checked on held-out
+questions over re-splits (:func:`abstention_resplits`).
 
 Readers (:func:`read_generations`): lm-evaluation-harness ``--log_samples`` of ``generate_until``
 tasks, and calibkit's generations format (JSON Lines, CSV or Parquet: ``id``, ``answer``,
 ``correct``, optionally ``task`` and ``question``, and any number of confidence columns).
 """
 
+from calibkit.lm.generations.abstention import abstention_resplits, abstention_summary
 from calibkit.lm.generations.data import Generations
 from calibkit.lm.generations.readers import kind_of, read_generations
 from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit_score_map
@@ -34,6 +38,8 @@ __all__ = [
     "SCORE_MAPS",
     "WHITEBOX",
     "Generations",
+    "abstention_resplits",
+    "abstention_summary",
     "apply_score_map",
     "fit_score_map",
     "generations_report",

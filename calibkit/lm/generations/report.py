@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.io.jsonable import json_ready
+from calibkit.lm.generations.abstention import abstention_summary
 from calibkit.lm.generations.data import Generations
 from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit_score_map
 from calibkit.metrics.bootstrap import bootstrap_intervals
@@ -24,7 +25,7 @@ from calibkit.metrics.functional.core import calibration_report
 from calibkit.metrics.ranking import selective_from_rows
 from calibkit.metrics.registry import CONFIDENCE_METRICS, ON_REQUEST
 from calibkit.metrics.settings import DEFAULTS
-from calibkit.metrics.validation import check_positive_int
+from calibkit.metrics.validation import check_open_unit, check_positive_int
 from calibkit.verdicts.claims import verdict_from_shares
 
 SOURCE_METRICS = CONFIDENCE_METRICS
@@ -96,6 +97,8 @@ def generations_report(
     n_bins: int = DEFAULTS.n_bins,
     bootstrap: int = 0,
     seed: int = 0,
+    abstention_alpha: float = DEFAULTS.abstention_alpha,
+    abstention_delta: float = DEFAULTS.abstention_delta,
 ) -> dict[str, Any]:
     """Judge every confidence source of some generated answers, per task and pooled.
 
@@ -112,32 +115,42 @@ def generations_report(
     bootstrap : int, default 0
         Replicates of 95% intervals of each source's metrics (pooled).
     seed : int, default 0
+    abstention_alpha, abstention_delta : float, default 0.1
+        Each source's abstention threshold (Learn then Test): the selective error allowed, and the
+        probability allowed that it is exceeded.
 
     Returns
     -------
     dict
         ``pooled`` and ``tasks`` (task -> the same): ``questions``, ``accuracy`` and ``sources``
-        (source -> :func:`source_metrics`); ``kinds`` (source -> kind), ``threshold``, and
+        (source -> :func:`source_metrics`, with ``abstention``: the threshold, from
+        ``calibkit.lm.generations.abstention.abstention_summary``); ``kinds`` (source -> kind), ``threshold``, and
         ``best``: the source of lowest pooled ECE (``calibration``) and of lowest AURC
         (``ranking``).
 
     Raises
     ------
     ValueError
-        On an unknown source, a threshold outside (0, 1], or no source at all.
+        On an unknown source, a threshold outside (0, 1], an abstention level outside (0, 1), or no
+        source at all.
     """
     names = _checked_sources(data, sources)
     _check_threshold(threshold)
+    levels = {"abstention_alpha": abstention_alpha, "abstention_delta": abstention_delta}
+    for name, value in levels.items():
+        check_open_unit(value, name)
     right = (data.correct >= threshold).astype(np.float64)
+
+    def judged(s: str, rows: np.ndarray, intervals: int) -> dict[str, Any]:
+        p, y = data.confidence[s][rows], right[rows]
+        metrics = source_metrics(p, y, n_bins=n_bins, bootstrap=intervals, seed=seed)
+        return {**metrics, "abstention": abstention_summary(p, y, **levels)}
 
     def group(rows: np.ndarray, intervals: int) -> dict[str, Any]:
         return {
             "questions": int(rows.sum()),
             "accuracy": float(right[rows].mean()),
-            "sources": {
-                s: source_metrics(data.confidence[s][rows], right[rows], n_bins=n_bins, bootstrap=intervals, seed=seed)
-                for s in names
-            },
+            "sources": {s: judged(s, rows, intervals) for s in names},
         }
 
     pooled = group(np.ones(len(data), dtype=bool), bootstrap)
