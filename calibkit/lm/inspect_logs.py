@@ -38,6 +38,20 @@ import numpy as np
 from calibkit.lm.generations.data import Generations, concat
 from calibkit.lm.served import letter_of, logprob_sources
 
+__all__ = [
+    "BYTE_LEVEL",
+    "FIX",
+    "SHUFFLED",
+    "LETTERS",
+    "SOURCES",
+    "answer_tokens",
+    "choice_letters",
+    "letter_token",
+    "output_sources",
+    "read_inspect_logs",
+    "score_value",
+]
+
 SOURCES = ("sequence", "sequence_normalized", "least_token")
 """The sources of every answer with logged log-probabilities, in the order of every output."""
 
@@ -49,6 +63,13 @@ FIX = (
     "not the sampled one; rerun with -M do_sample=False (model_args=dict(do_sample=False))"
 )
 """How to get a log whose tokens are the answer's: said by every refusal of a mismatched log."""
+
+SHUFFLED = (
+    "the choices were shuffled, and Inspect's multiple_choice(shuffle=True) replaces the model's completion with "
+    "'ANSWER: <the letter in the original order>', so the logged tokens cannot be checked against the answer; "
+    "run the task without shuffle to read its confidence"
+)
+"""Why a sample of shuffled choices is refused."""
 
 
 def _byte_level_alphabet() -> dict[str, int]:
@@ -317,6 +338,8 @@ def _read_one(file: Path, scorer: str | None) -> tuple[Generations, dict[str, np
                 f"{place}: no log-probabilities were logged; run the task with "
                 "GenerateConfig(logprobs=True, top_logprobs=5)"
             )
+        if (score.explanation or "").startswith("Choices were shuffled"):  # the choice scorer's words
+            raise ValueError(f"{place}: {SHUFFLED}")
         tokens.append(answer_tokens(choice.logprobs.content, sample.output.completion, place))
         choices.append(len(sample.choices or []))
         answers.append(score.answer if choices[-1] else sample.output.completion)
@@ -345,6 +368,8 @@ def _asked_top(log: Any) -> int | None:
 
 def _scorer_name(sample: Any, scorer: str | None, where: str) -> str:
     names = list(sample.scores or {})
+    if not names and sample.error is not None:
+        raise ValueError(f"{where}: no score, the sample failed: {sample.error.message}")
     if scorer is None:
         if len(names) != 1:
             raise ValueError(f"{where}: {'no score' if not names else f'the scores {names}'}: name one (`scorer`)")

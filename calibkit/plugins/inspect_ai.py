@@ -37,11 +37,13 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import registry_info
 
 from calibkit.lm.generations import source_metrics
-from calibkit.lm.inspect_logs import LETTERS, SOURCES, answer_tokens, output_sources, score_value
+from calibkit.lm.inspect_logs import LETTERS, SHUFFLED, SOURCES, answer_tokens, output_sources, score_value
 from calibkit.metrics.settings import DEFAULTS
 
 KEY = "calibkit"
 """The key of ``Score.metadata`` that holds the confidence: ``{"source": str, "confidence": float | None}``."""
+
+__all__ = ["KEY", "aurc", "brier", "calibrated", "confidence_and_right", "ece", "nll", "sample_confidence"]
 
 RIGHT = 0.5
 """A score at least this high (Inspect's ``value_to_float``) is a right answer, as
@@ -70,10 +72,12 @@ def sample_confidence(state: TaskState, answer: str | None, source: str | None =
     Raises
     ------
     ValueError
-        On an unknown source, or tokens that do not spell the output (the ``hf`` provider's
-        sampling).
+        On an unknown source, tokens that do not spell the output (the ``hf`` provider's
+        sampling), or shuffled choices (Inspect rewrites the completion then).
     """
     n_choices = len(state.choices) if state.choices else 0
+    if any(i != c.original_position for i, c in enumerate(state.choices or [])):
+        raise ValueError(f"sample {state.sample_id} epoch {state.epoch}: {SHUFFLED}")
     name = source or (LETTERS if n_choices else SOURCES[0])
     if name not in (*SOURCES, LETTERS):
         raise ValueError(f"`source` must be one of {[*SOURCES, LETTERS]}, got {source!r}")
@@ -92,7 +96,7 @@ def sample_confidence(state: TaskState, answer: str | None, source: str | None =
 
 @metric
 def ece(n_bins: int = DEFAULTS.n_bins) -> Metric:
-    """Expected calibration error of the confidence that :func:`calibrated` records.
+    """Measure the expected calibration error of the confidence that :func:`calibrated` records.
 
     ``sum_b |B_b|/n * |acc(B_b) - conf(B_b)|`` over equal-width bins of the confidence (Naeini et
     al. 2015; Guo et al. 2017), computed by :func:`calibkit.lm.generations.source_metrics`.

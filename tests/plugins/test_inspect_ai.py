@@ -11,6 +11,7 @@ JSON, and the metrics in Inspect's results against ``generations_report`` on the
 
 import json
 import math
+import random
 import zipfile
 from pathlib import Path
 
@@ -102,12 +103,14 @@ def same_text():
     return score
 
 
-def mc_task(scorer_):
+def mc_task(scorer_, shuffle=False):
     data = [
         Sample(input=q, choices=["red", "blue", "cat", "dog"], target=t, id=f"q{i}")
         for i, (q, t) in enumerate(questions())
     ]
-    return inspect_ai.Task(dataset=data, solver=multiple_choice(), scorer=scorer_, config=CONFIG, name="tiny_mc")
+    solver = multiple_choice(shuffle=random.Random(0) if shuffle else False)
+    name = "tiny_mc_shuffled" if shuffle else "tiny_mc"
+    return inspect_ai.Task(dataset=data, solver=solver, scorer=scorer_, config=CONFIG, name=name)
 
 
 def gen_task():
@@ -119,7 +122,8 @@ def gen_task():
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Two real runs: greedy (calibrated MC and generation tasks) and sampled (MC, plain and calibrated)."""
+    """Two real runs: greedy (calibrated MC and generation tasks) and sampled (MC, plain and calibrated, with
+    and without shuffled choices)."""
     import os
 
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
@@ -130,10 +134,12 @@ def runs(tmp_path_factory):
         model_args=dict(model_path=str(model), do_sample=False), log_dir=str(folder / "greedy"), display="none",
     )  # fmt: skip
     sampled = inspect_ai.eval(
-        [mc_task(choice()), mc_task(calibrated(choice()))], model="hf/tiny", model_args=dict(model_path=str(model)),
+        [mc_task(choice()), mc_task(calibrated(choice())), mc_task(choice(), shuffle=True),
+         mc_task(calibrated(choice()), shuffle=True)], model="hf/tiny", model_args=dict(model_path=str(model)),
         log_dir=str(folder / "sampled"), display="none", fail_on_error=False, temperature=20.0,
     )  # fmt: skip
     logs = {"mc": greedy[0], "gen": greedy[1], "sampled": sampled[0], "sampled_calibrated": sampled[1]}
+    logs.update(shuffled=sampled[2], shuffled_calibrated=sampled[3])
     return folder, model, logs
 
 
@@ -245,6 +251,19 @@ def test_a_sampled_hf_run_is_refused_with_the_reason_and_the_fix(runs):
     errored = read_eval_log(logs["sampled_calibrated"].location)
     messages = [s.error.message for s in errored.samples if s.error is not None]
     assert messages and all("do_sample=False" in m for m in messages)
+
+
+def test_shuffled_choices_are_refused_since_inspect_rewrites_the_completion(runs):
+    _, _, logs = runs
+    with pytest.raises(ValueError, match=r"sample q\d+: the choices were shuffled, .* without shuffle"):
+        read_inspect_logs(logs["shuffled"].location)
+    errored = read_eval_log(logs["shuffled_calibrated"].location)
+    messages = [s.error.message for s in errored.samples if s.error is not None]
+    # a question whose shuffle left the choices in place is refused for the run's sampling instead
+    assert len(messages) == N and all("the choices were shuffled" in m or "do_sample=False" in m for m in messages)
+    assert sum("the choices were shuffled" in m for m in messages) > N // 2
+    with pytest.raises(ValueError, match=r"no score, the sample failed: .*the choices were shuffled"):
+        read_inspect_logs(errored.location)
 
 
 def test_the_letters_details_give_the_mass_outside_the_returned_alternatives(runs):
