@@ -349,3 +349,25 @@ def test_a_folder_reads_every_log_and_two_runs_of_one_task_are_refused(runs, tmp
 def test_calibrated_refuses_an_unknown_source():
     with pytest.raises(ValueError, match=r"`source` must be one of"):
         calibrated(choice(), source="entropy")
+
+
+def test_read_generations_and_the_command_line_read_inspect_logs(runs, tmp_path, capsys):
+    from calibkit.cli import main
+    from calibkit.lm.generations import read_generations
+
+    folder, _, logs = runs
+    direct = read_inspect_logs(folder / "greedy")
+    for location in (folder / "greedy", logs["mc"].location):
+        data = read_generations(location)
+        mine = direct.subset(np.isin(direct.task, np.unique(data.task)))
+        assert data.ids.tolist() == mine.ids.tolist() and data.correct.tolist() == mine.correct.tolist()
+        for name, values in mine.confidence.items():
+            assert np.array_equal(data.confidence[name], values, equal_nan=True)
+    as_json = tmp_path / "log.json"
+    write_eval_log(read_eval_log(logs["mc"].location), str(as_json), format="json")
+    assert read_generations(as_json).ids.tolist() == read_inspect_logs(logs["mc"].location).ids.tolist()
+    capsys.readouterr()
+    assert main(["generations", "--answers", logs["mc"].location, "--resplits", "0", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    judged = generations_report(direct.subset(direct.task == "tiny_mc"))["pooled"]["sources"]["letters"]
+    assert shown["pooled"]["sources"]["letters"]["ece"] == pytest.approx(judged["ece"], abs=1e-12)
