@@ -21,9 +21,10 @@ and the score (right when Inspect's ``value_to_float`` gives at least 0.5) and a
 
 An output whose logged tokens do not spell its text is refused with a ``ValueError`` (the sample
 errors, with the reason): Inspect's ``hf`` provider samples by default and logs the most likely
-token at each step, not the sampled one (run it with ``-M do_sample=False``). A sample without a
-confidence (no logged log-probabilities, a multiple-choice answer with no letter) is left out of
-the metrics, as :func:`calibkit.lm.generations.source_metrics` leaves it out.
+token at each step, not the sampled one (run it with ``-M do_sample=False``); so is an output
+without log-probabilities (``logprobs=True`` not asked). A sample without a confidence (no
+output, a multiple-choice answer with no letter among its tokens) is left out of the metrics, as
+:func:`calibkit.lm.generations.source_metrics` leaves it out.
 """
 
 from __future__ import annotations
@@ -66,13 +67,14 @@ def sample_confidence(state: TaskState, answer: str | None, source: str | None =
     Returns
     -------
     tuple of (str, float or None)
-        The source and the confidence; None where the output logged no log-probabilities or
-        the source gives none (a multiple-choice answer without its letter among the tokens).
+        The source and the confidence; None where there is no output or the source gives none
+        (a multiple-choice answer without its letter among the tokens).
 
     Raises
     ------
     ValueError
-        On an unknown source, tokens that do not spell the output (the ``hf`` provider's
+        On an unknown source, an output without log-probabilities (``logprobs=True`` not asked),
+        tokens that do not spell the output (the ``hf`` provider's
         sampling), or shuffled choices (Inspect rewrites the completion then).
     """
     n_choices = len(state.choices) if state.choices else 0
@@ -83,9 +85,13 @@ def sample_confidence(state: TaskState, answer: str | None, source: str | None =
         raise ValueError(f"`source` must be one of {[*SOURCES, LETTERS]}, got {source!r}")
     output = state.output
     choice = output.choices[0] if output.choices else None
-    if choice is None or choice.logprobs is None:
-        return name, None
     where = f"sample {state.sample_id} epoch {state.epoch}"
+    if choice is None:  # no output at all (the model failed): nothing to be confident in
+        return name, None
+    if choice.logprobs is None:
+        raise ValueError(
+            f"{where}: no log-probabilities were logged; give the task GenerateConfig(logprobs=True, top_logprobs=5)"
+        )
     tokens = answer_tokens(choice.logprobs.content, output.completion, where)
     values = output_sources([tokens], [answer], [n_choices], [where])
     if name not in values:  # letters asked of a generation

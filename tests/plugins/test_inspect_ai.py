@@ -371,3 +371,19 @@ def test_read_generations_and_the_command_line_read_inspect_logs(runs, tmp_path,
     shown = json.loads(capsys.readouterr().out)
     judged = generations_report(direct.subset(direct.task == "tiny_mc"))["pooled"]["sources"]["letters"]
     assert shown["pooled"]["sources"]["letters"]["ece"] == pytest.approx(judged["ece"], abs=1e-12)
+
+
+def test_the_scorer_refuses_an_output_without_log_probabilities_and_passes_on_no_output():
+    from inspect_ai.model import ModelOutput
+    from inspect_ai.solver import TaskState
+
+    from calibkit.plugins.inspect_ai import sample_confidence
+
+    state = TaskState(model="m", sample_id="s1", epoch=1, input="x", messages=[])
+    state.output = ModelOutput.from_content(model="m", content="ANSWER: A")
+    with pytest.raises(ValueError, match=r"sample s1 epoch 1: no log-probabilities.*logprobs=True"):
+        sample_confidence(state, "A")
+    state.output = ModelOutput(model="m")  # the model gave nothing
+    assert sample_confidence(state, None) == ("sequence", None)
+    with pytest.raises(ValueError, match=r"`source` must be one of"):
+        sample_confidence(state, None, "entropy")
