@@ -387,3 +387,40 @@ def test_the_scorer_refuses_an_output_without_log_probabilities_and_passes_on_no
     assert sample_confidence(state, None) == ("sequence", None)
     with pytest.raises(ValueError, match=r"`source` must be one of"):
         sample_confidence(state, None, "entropy")
+
+
+def test_tokens_are_read_as_text_bytes_byte_level_or_sentencepiece_whichever_spells_the_answer():
+    from inspect_ai.model import Logprob, TopLogprob
+
+    from calibkit.lm.inspect_logs import answer_tokens
+
+    def content(tokens, byte_lists=None):
+        byte_lists = byte_lists or [None] * len(tokens)
+        return [
+            Logprob(
+                token=t, logprob=-0.1 * (j + 1), bytes=b, top_logprobs=[TopLogprob(token=t, logprob=-0.1 * (j + 1))]
+            )
+            for j, (t, b) in enumerate(zip(tokens, byte_lists))
+        ]
+
+    def spelled(tokens):
+        return [t["token"] for t in tokens]
+
+    # OpenAI: text, an accented character split across two tokens given by its bytes
+    e = list("é".encode())
+    text = answer_tokens(
+        content([" caf", "bytes:\\xc3", "bytes:\\xa9", "<eos>"], [None, e[:1], e[1:], None]), " café", "s"
+    )
+    assert len(text) == 3 and "".join(spelled(text)).startswith(" caf")
+    # hf with GPT-2's byte-level alphabet, and with SentencePiece (its decoder drops the first space)
+    assert spelled(answer_tokens(content(["ĠParis", "Ċ", "<|endoftext|>"]), " Paris\n", "s")) == [" Paris", "\n"]
+    pieces = answer_tokens(content(["▁Paris", "<0x0A>", "▁is", "</s>"]), "Paris\n is", "s")
+    assert spelled(pieces) == [" Paris", "\n", " is"] and [t["logprob"] for t in pieces] == [
+        -0.1,
+        -0.2,
+        -0.30000000000000004,
+    ]
+    # tokens past the answer (the end of text, a batch's padding) are not the answer's; an empty answer has none
+    assert answer_tokens(content(["<|endoftext|>", "ĠA"]), "", "s") == []
+    with pytest.raises(ValueError, match=r"^s: the logged tokens spell ' Paris' but the answer is ' Rome'"):
+        answer_tokens(content(["ĠParis"]), " Rome", "s")
