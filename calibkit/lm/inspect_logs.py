@@ -297,9 +297,9 @@ def score_value(score: Any, where: str) -> float:
 def _log_files(location: str | Path) -> list[Path]:
     path = Path(location)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix in (".eval", ".json") and p.is_file())
+        files = sorted(p for p in path.rglob("*") if p.is_file() and _looks_like_a_log(p))
     elif glob.has_magic(str(location)):
-        files = sorted(Path(p) for p in glob.glob(str(location), recursive=True))
+        files = sorted(Path(p) for p in glob.glob(str(location), recursive=True) if _looks_like_a_log(Path(p)))
     elif path.is_file():
         files = [path]
     else:
@@ -307,6 +307,17 @@ def _log_files(location: str | Path) -> list[Path]:
     if not files:
         raise ValueError(f"`location`: no Inspect log (.eval or .json) in {location}")
     return files
+
+
+def _looks_like_a_log(file: Path) -> bool:
+    """Tell an Inspect log in a folder: a ``.eval`` file, or a ``.json`` one opening with version, status, eval."""
+    if file.suffix == ".eval":
+        return True
+    if file.suffix != ".json":
+        return False
+    with open(file, encoding="utf-8", errors="replace") as handle:
+        head = handle.read(1 << 10)
+    return head.lstrip().startswith("{") and all(f'"{key}"' in head for key in ("version", "status", "eval"))
 
 
 def _input_text(sample: Any) -> str:

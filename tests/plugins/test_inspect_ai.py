@@ -342,8 +342,11 @@ def test_a_folder_reads_every_log_and_two_runs_of_one_task_are_refused(runs, tmp
     copy.mkdir()
     for name in ("a", "b"):
         write_eval_log(read_eval_log(logs["mc"].location), str(copy / f"{name}.json"), format="json")
+    (copy / "notes.json").write_text('{"a": 1}')  # another JSON file in the folder is left alone
     with pytest.raises(ValueError, match=r"two answers to one sample of task 'tiny_mc'"):
         read_inspect_logs(copy)
+    (copy / "b.json").unlink()
+    assert len(read_inspect_logs(copy)) == N
 
 
 def test_calibrated_refuses_an_unknown_source():
