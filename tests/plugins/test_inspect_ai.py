@@ -12,6 +12,7 @@ JSON, and the metrics in Inspect's results against ``generations_report`` on the
 import json
 import math
 import random
+import re
 import zipfile
 from pathlib import Path
 
@@ -427,3 +428,45 @@ def test_tokens_are_read_as_text_bytes_byte_level_or_sentencepiece_whichever_spe
     assert answer_tokens(content(["<|endoftext|>", "ĠA"]), "", "s") == []
     with pytest.raises(ValueError, match=r"^s: the logged tokens spell ' Paris' but the answer is ' Rome'"):
         answer_tokens(content(["ĠParis"]), " Rome", "s")
+
+
+TASK_FILE = """
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import GenerateConfig
+from inspect_ai.scorer import choice
+from inspect_ai.solver import multiple_choice
+
+from calibkit.plugins.inspect_ai import calibrated
+
+QUESTIONS = {questions!r}
+
+
+@task
+def tiny_mc():
+    choices = ["red", "blue", "cat", "dog"]
+    data = [Sample(input=q, choices=choices, target=t, id=f"q{{i}}") for i, (q, t) in enumerate(QUESTIONS)]
+    return Task(dataset=data, solver=multiple_choice(), scorer=calibrated(choice()),
+                config=GenerateConfig(logprobs=True, top_logprobs=5, max_tokens=6))
+"""
+
+
+@pytest.mark.slow  # a second process importing torch, transformers and Inspect: 20 s
+def test_inspect_eval_on_the_command_line_prints_calibkits_metrics(runs, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    _, model, _ = runs
+    (tmp_path / "task.py").write_text(TASK_FILE.format(questions=questions()))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(Path.cwd())}
+    command = [
+        sys.executable, "-m", "inspect_ai", "eval", "task.py", "--model", "hf/tiny", "-M", f"model_path={model}",
+        "-M", "do_sample=False", "--log-dir", "logs", "--display", "plain",
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (log,) = (tmp_path / "logs").glob("*.eval")
+    report = generations_report(read_inspect_logs(log), sources=["letters"])["pooled"]["sources"]["letters"]
+    for name in ("ece", "brier", "nll", "aurc"):
+        assert re.search(rf"^{name}\s+{report[name]:.3f}\s*$", done.stdout, re.M), (name, done.stdout[-2000:])
