@@ -11,9 +11,10 @@
   ``question``, and any number of numeric columns, each a confidence source in [0, 1] (empty
   where the source gave none) named by its column;
 - a served model's responses in OpenAI's schema (chat or legacy completions, Batch API output):
-  ``calibkit.lm.served.read_served``, with the keywords given as ``served``.
+  ``calibkit.lm.served.read_served``, with the keywords given as ``served``;
+- Inspect AI logs (``.eval`` or ``.json``), read by ``calibkit.lm.inspect_logs.read_inspect_logs``.
 
-A folder is searched recursively for both (other files, such as the harness's
+A folder is searched recursively for all (other files, such as the harness's
 ``results_*.json``, are left alone); a quoted glob names the files.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import glob
 import json
 import math
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +45,11 @@ def kind_of(file: Path) -> str | None:
 
     Returns
     -------
-    {"harness", "table", "served"} or None
+    {"harness", "table", "served", "inspect"} or None
         An lm-evaluation-harness samples file of a ``generate_until`` task, a table in
         calibkit's generations format (``answer`` and ``correct`` columns), a served model's
-        responses (``calibkit.lm.served.read_served``), or neither.
+        responses (``calibkit.lm.served.read_served``), an Inspect log (``.eval`` or ``.json``:
+        ``calibkit.lm.inspect_logs``), or neither.
     """
     suffix = file.suffix.lower()
     if suffix == ".parquet":
@@ -56,6 +59,8 @@ def kind_of(file: Path) -> str | None:
         with open(file, encoding="utf-8", errors="replace") as handle:
             header = {c.strip().strip('"') for c in handle.readline(1 << 16).split(",")}
         return "table" if {"answer", "correct"} <= header else None
+    if suffix == ".eval" or suffix == ".json" and _inspect_json(file):  # Inspect's logs: a zip, or one JSON object
+        return "inspect" if suffix == ".json" or zipfile.is_zipfile(file) else None
     if suffix not in (".jsonl", ".json"):
         return None
     from calibkit.lm.served.readers import served_kind  # a served model's responses (OpenAI's schema)
@@ -72,6 +77,13 @@ def kind_of(file: Path) -> str | None:
     if {"doc_id", "arguments", "filtered_resps"} <= first.keys():
         return "harness" if _generated(first) else None
     return "table" if {"answer", "correct"} <= first.keys() else None
+
+
+def _inspect_json(file: Path) -> bool:
+    """Tell an Inspect log written as JSON: one object whose first keys are its version, status and eval."""
+    with open(file, encoding="utf-8", errors="replace") as handle:
+        head = handle.read(1 << 10)
+    return head.lstrip().startswith("{") and all(f'"{key}"' in head for key in ("version", "status", "eval"))
 
 
 def _generated(sample: dict) -> bool:
@@ -127,24 +139,27 @@ def read_generations(
         if len(files) == 1:
             raise ValueError(
                 f"{OPTION}: {files[0]} is neither an lm-evaluation-harness generate_until samples file, a "
-                "generations table (answer and correct columns) nor a served model's responses"
+                "generations table (answer and correct columns), a served model's responses nor an Inspect log"
             )
         raise ValueError(f"{OPTION}: no generations in {location}")
-    readers = {
-        "harness": lambda f: _read_samples(f, metric, harness_filter),
-        "table": _read_table_file,
-        "served": lambda f: _read_served(f, served or {}),
-    }
-    parts = [readers[kinds[f]](f) for f in found]
+    parts = [_read_file(f, kinds[f], metric, harness_filter, served) for f in found]
     data = concat(parts)
     _check_unique_ids(data)
     return data
 
 
-def _read_served(file: Path, options: dict[str, Any]) -> Generations:
-    from calibkit.lm.served.readers import read_served
+def _read_file(
+    file: Path, kind: str | None, metric: str | None, harness_filter: str | None, served: dict[str, Any] | None
+) -> Generations:
+    if kind == "inspect":
+        from calibkit.lm.inspect_logs import read_inspect_logs  # imports inspect_ai: only for its logs
 
-    return read_served(file, **options).generations
+        return read_inspect_logs(file)  # type: ignore[return-value]
+    if kind == "served":
+        from calibkit.lm.served.readers import read_served
+
+        return read_served(file, **(served or {})).generations
+    return _read_samples(file, metric, harness_filter) if kind == "harness" else _read_table_file(file)
 
 
 def _read_table_file(file: Path) -> Generations:

@@ -1,0 +1,240 @@
+"""calibkit's metrics in Inspect AI's own results: a scorer wrapper and four metrics.
+
+Three lines in an Inspect task put calibkit's ECE, Brier, NLL and AURC beside Inspect's accuracy,
+in ``inspect eval``'s output and the eval log's ``results``::
+
+    from calibkit.plugins.inspect_ai import calibrated
+
+    Task(dataset=..., solver=multiple_choice(), scorer=calibrated(choice()),
+         config=GenerateConfig(logprobs=True, top_logprobs=5))
+
+:func:`calibrated` wraps any scorer: its score is kept as it is, and the confidence of the
+sample's answer is recorded in ``Score.metadata["calibkit"]`` (``{"source", "confidence"}``),
+computed from the output's logged token log-probabilities exactly as
+:func:`calibkit.lm.inspect_logs.read_inspect_logs` reads them from the log afterwards (one
+function, :func:`calibkit.lm.inspect_logs.output_sources`): ``letters`` (the chosen letter's
+probability among the choice letters) for a multiple-choice sample, ``sequence`` otherwise, or
+the source named. The metrics :func:`ece`, :func:`brier`, :func:`nll` and :func:`aurc` read it
+and the score (right when Inspect's ``value_to_float`` gives at least 0.5) and are computed by
+:func:`calibkit.lm.generations.source_metrics`, so they equal
+``generations_report(read_inspect_logs(log))`` on the same samples.
+
+An output whose logged tokens do not spell its text is refused with a ``ValueError`` (the sample
+errors, with the reason): Inspect's ``hf`` provider samples by default and logs the most likely
+token at each step, not the sampled one (run it with ``-M do_sample=False``); so is an output
+without log-probabilities (``logprobs=True`` not asked). A sample without a confidence (no
+output, a multiple-choice answer with no letter among its tokens) is left out of the metrics, as
+:func:`calibkit.lm.generations.source_metrics` leaves it out.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, accuracy, metric, scorer, stderr
+from inspect_ai.solver import TaskState
+from inspect_ai.util import registry_info
+
+from calibkit.lm.generations import source_metrics
+from calibkit.lm.inspect_logs import LETTERS, SHUFFLED, SOURCES, answer_tokens, output_sources, score_value
+from calibkit.metrics.settings import DEFAULTS
+
+KEY = "calibkit"
+"""The key of ``Score.metadata`` that holds the confidence: ``{"source": str, "confidence": float | None}``."""
+
+__all__ = ["KEY", "aurc", "brier", "calibrated", "confidence_and_right", "ece", "nll", "sample_confidence"]
+
+RIGHT = 0.5
+"""A score at least this high (Inspect's ``value_to_float``) is a right answer, as
+``generations_report``'s default threshold reads it."""
+
+
+def sample_confidence(state: TaskState, answer: str | None, source: str | None = None) -> tuple[str, float | None]:
+    """Return the confidence source and value of one sample's answer, from its logged tokens.
+
+    Parameters
+    ----------
+    state : inspect_ai.solver.TaskState
+        The sample's state after generation (its ``output`` and ``choices``).
+    answer : str or None
+        The scorer's answer (the letter, for a multiple-choice sample).
+    source : str, optional
+        ``sequence``, ``sequence_normalized``, ``least_token`` or ``letters``; default
+        ``letters`` for a multiple-choice sample and ``sequence`` otherwise.
+
+    Returns
+    -------
+    tuple of (str, float or None)
+        The source and the confidence; None where there is no output or the source gives none
+        (a multiple-choice answer without its letter among the tokens).
+
+    Raises
+    ------
+    ValueError
+        On an unknown source, an output without log-probabilities (``logprobs=True`` not asked),
+        tokens that do not spell the output (the ``hf`` provider's
+        sampling), or shuffled choices (Inspect rewrites the completion then).
+    """
+    n_choices = len(state.choices) if state.choices else 0
+    if any(i != c.original_position for i, c in enumerate(state.choices or [])):
+        raise ValueError(f"sample {state.sample_id} epoch {state.epoch}: {SHUFFLED}")
+    name = source or (LETTERS if n_choices else SOURCES[0])
+    if name not in (*SOURCES, LETTERS):
+        raise ValueError(f"`source` must be one of {[*SOURCES, LETTERS]}, got {source!r}")
+    output = state.output
+    choice = output.choices[0] if output.choices else None
+    where = f"sample {state.sample_id} epoch {state.epoch}"
+    if choice is None:  # no output at all (the model failed): nothing to be confident in
+        return name, None
+    if choice.logprobs is None:
+        raise ValueError(
+            f"{where}: no log-probabilities were logged; give the task GenerateConfig(logprobs=True, top_logprobs=5)"
+        )
+    tokens = answer_tokens(choice.logprobs.content, output.completion, where)
+    values = output_sources([tokens], [answer], [n_choices], [where])
+    if name not in values:  # letters asked of a generation
+        return name, None
+    value = float(values[name][0])
+    return name, None if math.isnan(value) else value
+
+
+@metric
+def ece(n_bins: int = DEFAULTS.n_bins) -> Metric:
+    """Measure the expected calibration error of the confidence that :func:`calibrated` records.
+
+    ``sum_b |B_b|/n * |acc(B_b) - conf(B_b)|`` over equal-width bins of the confidence (Naeini et
+    al. 2015; Guo et al. 2017), computed by :func:`calibkit.lm.generations.source_metrics`.
+
+    Parameters
+    ----------
+    n_bins : int, default 15
+        Bins of the confidence.
+
+    Returns
+    -------
+    inspect_ai.scorer.Metric
+    """
+    return _metric("ece", n_bins)
+
+
+@metric
+def brier() -> Metric:
+    """Brier score of the confidence that :func:`calibrated` records: ``mean (conf - right)^2``.
+
+    Returns
+    -------
+    inspect_ai.scorer.Metric
+    """
+    return _metric("brier", DEFAULTS.n_bins)
+
+
+@metric
+def nll() -> Metric:
+    """Negative log-likelihood of the answers' correctness under the confidence :func:`calibrated` records.
+
+    Returns
+    -------
+    inspect_ai.scorer.Metric
+    """
+    return _metric("nll", DEFAULTS.n_bins)
+
+
+@metric
+def aurc() -> Metric:
+    """Area under the risk-coverage curve of the confidence that :func:`calibrated` records.
+
+    The mean, over coverages ``k/n``, of the error rate of the ``k`` most confident answers
+    (Geifman and El-Yaniv 2017), computed by :func:`calibkit.lm.generations.source_metrics`.
+
+    Returns
+    -------
+    inspect_ai.scorer.Metric
+    """
+    return _metric("aurc", DEFAULTS.n_bins)
+
+
+def _metric(name: str, n_bins: int) -> Metric:
+    def compute(scores: list[SampleScore]) -> float:
+        confidence, right = confidence_and_right(scores)
+        value = source_metrics(confidence, right, n_bins=n_bins)[name] if len(right) else None
+        return math.nan if value is None else float(value)
+
+    return compute
+
+
+def confidence_and_right(scores: list[SampleScore]) -> tuple[np.ndarray, np.ndarray]:
+    """Return the confidences :func:`calibrated` recorded (NaN where none) and whether each answer is right.
+
+    Parameters
+    ----------
+    scores : list of inspect_ai.scorer.SampleScore
+
+    Returns
+    -------
+    tuple of ndarray
+        Confidence and right (1.0 or 0.0), shape (n,), over the scores that carry calibkit's
+        metadata.
+    """
+    kept = [s for s in scores if KEY in (s.score.metadata or {})]
+    confidence = np.array(
+        [np.nan if s.score.metadata[KEY]["confidence"] is None else s.score.metadata[KEY]["confidence"] for s in kept],
+        dtype=np.float64,
+    )
+    values = np.array([score_value(s.score, f"sample {s.sample_id}") for s in kept], dtype=np.float64)
+    return confidence, (values >= RIGHT).astype(np.float64)
+
+
+def calibrated(
+    base: Scorer,
+    *,
+    source: str | None = None,
+    metrics: list[Metric] | None = None,
+    name: str | None = None,
+) -> Scorer:
+    """Wrap a scorer so that each score records calibkit's confidence and the results show calibkit's metrics.
+
+    Parameters
+    ----------
+    base : inspect_ai.scorer.Scorer
+        Any scorer (``choice()``, ``match()``, ``includes()``, a model grader, your own); its
+        scores are kept as they are.
+    source : str, optional
+        The confidence: ``letters`` (default for a multiple-choice sample), ``sequence``
+        (default otherwise), ``sequence_normalized`` or ``least_token``
+        (:mod:`calibkit.lm.inspect_logs`).
+    metrics : list of inspect_ai.scorer.Metric, optional
+        Default ``[accuracy(), stderr(), ece(), brier(), nll(), aurc()]``.
+    name : str, optional
+        The scorer's name in the results (default: the wrapped scorer's).
+
+    Returns
+    -------
+    inspect_ai.scorer.Scorer
+        Each ``Score`` has ``metadata["calibkit"] = {"source", "confidence"}``.
+
+    Raises
+    ------
+    ValueError
+        On an unknown source (here), and in the sample's scoring when its logged tokens do not
+        spell its output (the ``hf`` provider's sampling: run with ``-M do_sample=False``).
+    """
+    if source is not None and source not in (*SOURCES, LETTERS):
+        raise ValueError(f"`source` must be one of {[*SOURCES, LETTERS]}, got {source!r}")
+    if name is None:
+        name = registry_info(base).name.split("/")[-1]
+
+    @scorer(metrics=metrics or [accuracy(), stderr(), ece(), brier(), nll(), aurc()], name=name)
+    def wrapped() -> Scorer:
+        async def score(state: TaskState, target: Target) -> Score | None:
+            result = await base(state, target)
+            if result is None:
+                return None
+            used, value = sample_confidence(state, result.answer, source)
+            record: dict[str, Any] = {KEY: {"source": used, "confidence": value}}
+            return result.model_copy(update={"metadata": {**(result.metadata or {}), **record}})
+
+        return score
+
+    return wrapped()
