@@ -324,7 +324,9 @@ def choices_of(items: list[dict], task: str = "lm_eval") -> ChoiceData:
     )  # fmt: skip
 
 
-def write_task(folder: str | Path, base: str, *, name: str | None = None, include_path: str | None = None) -> Path:
+def write_task(
+    folder: str | Path, base: str, *, name: str | None = None, include_path: str | None = None, defaults: bool = True
+) -> Path:
     """Write the two-line YAML that adds calibkit's rows to a task the harness knows by name.
 
     Parameters
@@ -337,6 +339,8 @@ def write_task(folder: str | Path, base: str, *, name: str | None = None, includ
         The new task's name; default ``{base}_calibkit``.
     include_path : str, optional
         Where the harness finds ``base`` when it is not one of its own tasks.
+    defaults : bool, default True
+        Whether to look among the harness's own tasks too (indexing them takes a while).
 
     Returns
     -------
@@ -350,7 +354,7 @@ def write_task(folder: str | Path, base: str, *, name: str | None = None, includ
     """
     from lm_eval.tasks import TaskManager
 
-    entry = TaskManager(include_path=include_path).task_index.get(base)
+    entry = TaskManager(include_path=include_path, include_defaults=defaults).task_index.get(base)
     if entry is None or entry.yaml_path is None or entry.kind.name != "TASK":
         kind = "unknown" if entry is None else entry.kind.name.lower()
         raise ValueError(f"`base`: {base!r} is no task of lm-evaluation-harness with a YAML file ({kind})")

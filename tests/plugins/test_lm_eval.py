@@ -43,12 +43,12 @@ MC_BODY = (
 
 
 def _run(lm, tasks, folder, names):
+    manager = TaskManager(include_path=str(tasks), include_defaults=False)  # its own tasks only: seconds
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_DATASETS_OFFLINE", "1")
         result = lm_eval.simple_evaluate(
-            model=lm, tasks=names, task_manager=TaskManager(include_path=str(tasks)), log_samples=True,
-            verbosity="ERROR", bootstrap_iters=0,
-        )  # fmt: skip
+            model=lm, tasks=names, task_manager=manager, log_samples=True, verbosity="ERROR", bootstrap_iters=0
+        )
     out = folder / "output"
     tracker = EvaluationTracker(output_path=str(out))
     tracker.save_results_aggregated(results=result, samples=result["samples"])
@@ -191,7 +191,7 @@ def test_the_generation_rows_equal_calibkit_generations_on_the_samples_file(gene
 
 
 def _load(tasks, name):
-    return TaskManager(include_path=str(tasks)).load([name])
+    return TaskManager(include_path=str(tasks), include_defaults=False).load([name])  # its own tasks: seconds
 
 
 @pytest.mark.parametrize(
@@ -243,12 +243,18 @@ def test_metrics_over_positions_need_a_fixed_number_of_choices(tmp_path):
     assert "cece" not in task.aggregation() and "ece" in task.aggregation()  # the default leaves them out
 
 
-def test_write_task_writes_the_two_lines_for_a_task_of_the_harness(tmp_path):
-    from calibkit.plugins.lm_eval import write_task
+def test_write_task_writes_the_two_lines_and_the_task_runs_calibrated(tmp_path):
+    from calibkit.plugins.lm_eval import CalibratedTask, write_task
 
-    path = write_task(tmp_path, "arc_easy")
+    rows = [{"question": "q", "choices": ["a", "b"], "gold": 0}, {"question": "r", "choices": ["a", "b"], "gold": 1}]
+    _json_task(tmp_path, "base_mc", rows, MC_BODY)
+    path = write_task(tmp_path / "calibrated", "base_mc", include_path=str(tmp_path), defaults=False)
     text = path.read_text()
-    assert path.name == "arc_easy_calibkit.yaml" and "class: !function calibkit.plugins.lm_eval.CalibratedTask" in text
-    assert text.startswith("include: /") and text.split("\n")[0].endswith("arc_easy.yaml")
+    assert path.name == "base_mc_calibkit.yaml" and PLUGIN in text
+    assert text.startswith(f"include: {tmp_path / 'base_mc.yaml'}\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_DATASETS_OFFLINE", "1")
+        task = _load(path.parent, "base_mc_calibkit")["tasks"]["base_mc_calibkit"]
+    assert isinstance(task, CalibratedTask) and {"acc", "brier_score", "ece", "cece"} <= set(task.aggregation())
     with pytest.raises(ValueError, match="no task"):
-        write_task(tmp_path, "no_such_task_anywhere")
+        write_task(tmp_path, "no_such_task_anywhere", include_path=str(tmp_path), defaults=False)
