@@ -37,7 +37,8 @@ What the harness would do silently is refused here with a ``ValueError`` naming 
 metric of a multiple-choice task that the harness does not compute by name (a function given
 as ``metric: !function ...`` gives no row and no warning there), a gold answer that is not one
 of the choices or several of them, filters (the logged samples would then not be what
-calibkit reads), a ``generate_until`` correctness outside [0, 1]. The harness's own
+calibkit reads), a ``generate_until`` correctness outside [0, 1], the harness's
+``brier_score`` on questions with different numbers of choices (it fails at the end of the run). The harness's own
 ``brier_score`` is logged per sample as the text of a numpy array; this class logs it as a
 list of numbers.
 """
@@ -139,6 +140,12 @@ class CalibratedTask(ConfigurableTask):
         else:
             self._fixed = False
             default = GENERATION_METRICS
+        if self.OUTPUT_TYPE == "multiple_choice" and not self._fixed and "brier_score" in self._metric_fn_list:
+            raise ValueError(
+                f"calibkit.plugins.lm_eval, task {name!r}: the harness's brier_score stacks every question's "
+                "probabilities into one array and fails at the end of the run when questions have different numbers "
+                "of choices, as here: remove it from metric_list (calibkit's `brier` row is defined for any)"
+            )
         metrics = self._calibkit["metrics"] or default
         if self.OUTPUT_TYPE == "multiple_choice" and not self._fixed:
             dropped = [m for m in metrics if m in POSITION_METRICS]
