@@ -214,9 +214,7 @@ def harness_choice_section(
         "the two lines of calibkit.plugins.lm_eval; Stderr of calibkit's rows: its 95% bootstrap interval's "
         "width / 3.92, the interval beside as _ci95_lower/_upper):",
         "",
-        "```text",
-        table.rstrip(),
-        "```",
+        *("    " + line for line in table.strip().splitlines()),  # a code block: the table as the harness prints it
     ]
     return {"lines": lines, "json": {"table": table, "results": numbers, "samples": str(folder / "output")}}
 

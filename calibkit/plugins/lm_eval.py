@@ -67,6 +67,8 @@ except ImportError as exc:  # pragma: no cover - the plugin is for harness users
     message = f"calibkit.plugins.lm_eval runs inside lm-evaluation-harness: pip install lm-eval ({exc})"
     raise ImportError(message) from exc
 
+__all__ = ["CHOICE_METRICS", "GENERATION_METRICS", "CalibratedTask", "choices_of", "write_task"]
+
 CHOICE_METRICS = ("ece", "brier", "nll", "aurc")
 """The rows added to a multiple-choice task (``cece`` too where the number of choices is fixed)."""
 
