@@ -291,3 +291,33 @@ def test_the_llm_demo_shows_the_harness_table_with_calibkits_rows(choice_run, tm
     assert report["questions"] == 12
     for metric in ("ece", "brier", "nll", "aurc"):
         assert abs(numbers[f"{metric},none"] - report[metric]) <= 1e-12, metric
+
+
+@pytest.mark.parametrize(
+    "answer, metric, message",
+    [
+        ("blue\nConfidence: 150%", "exact_match", "above 100%"),  # a stated confidence is never clipped
+        ("blue\nConfidence: 80%", "!function utils.twice", "neither 0/1 nor a score in"),
+    ],
+)
+def test_a_generated_answer_calibkit_cannot_read_is_refused(tmp_path, answer, metric, message):
+    rows = [{"question": "sky", "answer": "blue"}, {"question": "grass", "answer": "green"}]
+    body = GEN_BODY.replace("metric: exact_match", f"metric: {metric}")
+    _json_task(tmp_path, "base_gen", rows, body)
+    (tmp_path / "utils.py").write_text("def twice(references, predictions):\n    return 2.0\n")
+    (tmp_path / "cal.yaml").write_text(f"include: base_gen.yaml\n{PLUGIN}task: cal\n")
+    lm = ScriptedLM({"sky": answer, "grass": "green\nConfidence: 60%"})
+    with pytest.raises(ValueError, match=message):
+        _run(lm, tmp_path, tmp_path, ["cal"])
+
+
+def test_a_generate_until_task_with_filters_is_refused(tmp_path):
+    rows = [{"question": "sky", "answer": "blue"}]
+    filters = "filter_list:\n  - name: strict\n    filter:\n      - function: regex\n        regex_pattern: (\\w+)\n"
+    _json_task(tmp_path, "base_gen", rows, GEN_BODY + filters)
+    (tmp_path / "cal.yaml").write_text(f"include: base_gen.yaml\n{PLUGIN}task: cal\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_DATASETS_OFFLINE", "1")
+        with pytest.raises(ValueError, match="has filters \\(strict\\)"):
+            _load(tmp_path, "cal")
+        assert "base_gen" in _load(tmp_path, "base_gen")["tasks"]  # the plain task loads: the class refuses
