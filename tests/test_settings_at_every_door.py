@@ -42,7 +42,7 @@ DOORS = {
     "dask.calibration_report": (dask_report, ABSTENTION),
 }
 if CalibrationMetrics is not None:
-    DOORS["torchmetrics.CalibrationMetrics"] = (CalibrationMetrics, {})
+    DOORS["torchmetrics.CalibrationMetrics"] = (CalibrationMetrics, ABSTENTION)
 
 FUNCTIONAL = {name: getattr(functional, name) for name in functional.__all__ if callable(getattr(functional, name))}
 """The functional API: each function takes the settings it reads, and ``settings=``."""

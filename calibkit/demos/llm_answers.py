@@ -291,6 +291,9 @@ def answers_section(
     ts = choice_temperature_scaling(choices, resplits=resplits, seed=seed)
     print(f"  lm-evaluation-harness generates the answers to the {n} {TASK} questions", flush=True)
     data = free_text(model, tokenizer, examples, folder)
+    from calibkit.demos.llm_harness import harness_choice_section  # calibkit's rows in the harness's own table
+
+    in_harness = harness_choice_section(model, tokenizer, examples, SHOTS, folder / "choices")
     report = generations_report(data)
     recal = recalibration_resplits(data, resplits=resplits, seed=seed)
     verdicts = [("inconclusive", f"multiple choice: {note}") for note in chance_notes(mc, choices, ts)]
@@ -335,10 +338,12 @@ def answers_section(
         lines.append(f"| {name} | {row['answers']} | " + " | ".join(_number(c) for c in cells) + " |")
     lines += ["", "Abstention with a guarantee (Learn then Test; SPEC.md):"]
     lines += [f"- {name}: {row['abstention']['sentence']}" for name, row in report["pooled"]["sources"].items()]
+    lines += in_harness["lines"]
     out = {
         "questions": n, "multiple_choice": tasks_json, "ts_over_choices": ts,
         "free_text": {"accuracy": float(data.correct.mean()), "answers": list(data.answers), "report": report,
                       "verdicts": recal["verdicts"], "harness_samples": str(folder / "output")},
+        "harness_table": in_harness["json"],
     }  # fmt: skip
     from calibkit.demos.llm_served import served_section  # the same model as an API: its log-probabilities read back
 
