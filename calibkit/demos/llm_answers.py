@@ -338,6 +338,11 @@ def answers_section(
         "free_text": {"accuracy": float(data.correct.mean()), "answers": list(data.answers), "report": report,
                       "verdicts": recal["verdicts"], "harness_samples": str(folder / "output")},
     }  # fmt: skip
+    from calibkit.demos.llm_agreement import agreement_section  # sampled answers: their agreement as confidence
+
+    agree = agreement_section(model, tokenizer, examples=examples, shots=SHOTS, is_right=is_right,
+                              resplits=resplits, seed=seed, folder=folder / "repeats")  # fmt: skip
+    lines, out["agreement"], verdicts = [*lines, "", agree["text"]], agree["json"], verdicts + agree["verdicts"]
     return {"text": "\n".join(lines), "json": out, "verdicts": verdicts}
 
 
