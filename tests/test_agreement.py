@@ -16,6 +16,7 @@ from calibkit.cli import main
 from calibkit.lm.generations import (
     agreement_scores,
     answer_agreement,
+    generations_report,
     group_answers,
     normalize_answer,
     read_agreement,
@@ -188,27 +189,31 @@ REPEATS = 5
 
 @pytest.fixture(scope="module")
 def repeats_log(tmp_path_factory):
+    """The demo's agreement section on a tiny GPT-2: its harness log, the log's samples and the section."""
     pytest.importorskip("lm_eval")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from calibkit.demos.llm_harness import run_generate_until, write_task
+    from calibkit.demos.llm_agreement import agreement_section
+    from calibkit.demos.llm_answers import is_right
     from tests.test_generations_harness import WORDS as VOCAB
     from tests.test_generations_harness import build_model
 
     folder = tmp_path_factory.mktemp("lm_eval_repeats")
     rng = np.random.default_rng(0)
-    questions = [" ".join(rng.choice(VOCAB, 4)) for _ in range(10)]
-    path = build_model(folder, questions)
+    examples = [{"input": " ".join(rng.choice(VOCAB, 4)), "target_scores": {"alpha": 1, "beta": 0}} for _ in range(10)]
+    path = build_model(folder, [e["input"] for e in examples])
     model, tokenizer = AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
     # a random GPT-2's next-token logits are nearly flat: a low temperature makes its samples agree, but not always
-    tasks = write_task(folder, questions, ["alpha"] * 10, "", repeats=REPEATS, temperature=0.002)
-    out = run_generate_until(model, tokenizer, tasks, folder / "out", batch_size=16)
-    (file,) = out.rglob("samples_*.jsonl")
-    return out, [json.loads(line) for line in file.read_text().splitlines()]
+    part = agreement_section(
+        model, tokenizer, examples=examples, shots="", is_right=is_right, resplits=3, seed=0, folder=folder,
+        repeats=REPEATS, temperature=0.002,
+    )  # fmt: skip
+    (file,) = (folder / "output").rglob("samples_*.jsonl")
+    return folder / "output", [json.loads(line) for line in file.read_text().splitlines()], part
 
 
 def test_a_harness_repeats_log_equals_a_plain_loop(repeats_log):
-    out, samples = repeats_log
+    out, samples, _ = repeats_log
     samples = sorted(samples, key=lambda s: s["doc_id"])
     texts = [s["resps"][0] for s in samples]
     assert all(len(t) == REPEATS for t in texts)
@@ -227,7 +232,7 @@ def test_a_harness_repeats_log_equals_a_plain_loop(repeats_log):
 
 
 def test_the_harness_scored_answer_and_its_agreement(repeats_log):
-    out, samples = repeats_log
+    out, samples, _ = repeats_log
     samples = sorted(samples, key=lambda s: s["doc_id"])
     data = read_agreement(out, key=str, answer="scored")
     data = data.subset(np.argsort(data.ids.astype(int)))
@@ -245,8 +250,28 @@ def test_the_harness_scored_answer_and_its_agreement(repeats_log):
 
 
 def test_the_command_reads_a_repeats_log(repeats_log, capsys):
-    out, _ = repeats_log
+    out, _, _ = repeats_log
     argv = ["generations", "--answers", str(out), "--confidence", "agreement,semantic_entropy"]
     assert main([*argv, "--agreement-answer", "scored", "--json", "--resplits", "0"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["pooled"]["questions"] == 10 and got["kinds"]["semantic_entropy"] == "semantic_entropy"
+
+
+def test_the_demo_section_judges_agreement_beside_the_sequence_probability(repeats_log):
+    from calibkit.demos.llm_answers import is_right
+
+    out, samples, part = repeats_log
+    data = read_agreement(out, score=lambda answer, gold: float(is_right(answer, gold)))
+    data = data.subset(np.argsort(data.ids.astype(int)))
+    got = part["json"]
+    assert got["answers"] == data.answers and got["accuracy"] == pytest.approx(data.correct.mean())
+    assert got["repeats"] == REPEATS and got["unanimous"] == np.mean(data.confidence["agreement"] == 1)
+    sources = got["report"]["pooled"]["sources"]
+    assert set(sources) == {"agreement", "semantic_entropy", "sequence", "sequence_normalized"}
+    assert all(row["answers"] == 10 for row in sources.values())
+    assert sources["agreement"]["ece"] == pytest.approx(
+        generations_report(data)["pooled"]["sources"]["agreement"]["ece"]
+    )
+    assert len(got["claims"]) == 2 * 2 * 2  # each agreement source against each sequence source, on AURC and ECE
+    assert all(sentence.startswith("sampled answers: ") for _, sentence in part["verdicts"])
+    assert "| agreement |" in part["text"] and "| sequence |" in part["text"]
