@@ -11,8 +11,9 @@ metric applied to it), its ``agreement`` and ``semantic_entropy`` confidences; b
 same answers, the sequence probability the model gives the majority answer (white-box), so that
 the two kinds of confidence are judged on the same questions and the same correctness.
 
-:data:`REPEATS` is what the 2-core budget allows: one measured run of SmolLM2-135M on 10
-questions with 5 samples each took the time stated in the guide (docs/guide/generations/agreement.rst).
+:data:`REPEATS` samples of the first :data:`QUESTIONS` questions are what the 2-core budget allows:
+SmolLM2-135M took 450 s for 10 questions x 5 samples, and 1,015 s for 40 x 5, on 2 CPU cores
+shared with other work (docs/guide/generations/agreement.rst has the run's numbers).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ import numpy as np
 
 REPEATS = 5
 """Sampled answers a question (``repeats`` of the harness's task)."""
+
+QUESTIONS = 40
+"""The first questions of the task that are sampled (what the 2-core budget allows with :data:`REPEATS`)."""
 
 TEMPERATURE = 1.0
 """The sampling temperature: the model's own distribution."""
@@ -68,7 +72,8 @@ def sampled_answers(
     -------
     calibkit.lm.generations.Generations
         One row a question (in the questions' order): the majority answer, its correctness, and
-        the sources ``agreement``, ``semantic_entropy``, ``sequence`` and ``sequence_normalized``.
+        the sources ``agreement``, ``semantic_entropy``, ``sequence`` and ``sequence_normalized``
+        (NaN where the majority answer is empty: the model stopped at once).
     """
     from calibkit.demos.llm_harness import run_generate_until, write_task
     from calibkit.lm.generations import read_agreement
@@ -79,8 +84,14 @@ def sampled_answers(
     out = run_generate_until(model, tokenizer, tasks, folder / "output")
     data = read_agreement(out, score=lambda answer, gold: float(is_right(answer, str(gold))))
     data = data.subset(np.argsort(data.ids.astype(int)))  # the questions' order, for the re-splits' seeds
-    for name, values in whitebox_confidence(model, tokenizer, data.questions, data.answers, COMPARED).items():
-        data = data.with_source(name, values, name)
+    said = np.flatnonzero([bool(a.strip()) for a in data.answers])  # an empty majority has no sequence probability
+    computed = whitebox_confidence(
+        model, tokenizer, [data.questions[i] for i in said], [data.answers[i] for i in said], COMPARED
+    )
+    for name, values in computed.items():
+        column = np.full(len(data), np.nan)
+        column[said] = values
+        data = data.with_source(name, column, name)
     return data
 
 
@@ -96,6 +107,7 @@ def agreement_section(
     folder: Path,
     repeats: int = REPEATS,
     temperature: float = TEMPERATURE,
+    questions: int = QUESTIONS,
 ) -> dict[str, Any]:
     """Judge the agreement of sampled answers against the majority answer's sequence probability.
 
@@ -106,6 +118,8 @@ def agreement_section(
     resplits : int
         Halvings of the questions: each source (and its recalibrations) judged on held-out halves.
     seed : int
+    questions : int, default :data:`QUESTIONS`
+        The first questions of ``examples`` that are sampled.
 
     Returns
     -------
@@ -117,6 +131,7 @@ def agreement_section(
     from calibkit.lm.generations import AGREEMENT_SOURCES, generations_report, recalibration_resplits
     from calibkit.verdicts.claims import verdict_from_shares
 
+    total, examples = len(examples), examples[:questions]
     n = len(examples)
     print(f"  lm-evaluation-harness samples {repeats} answers to each of the {n} questions", flush=True)
     start = time.perf_counter()
@@ -146,10 +161,10 @@ def agreement_section(
     unanimous = float(np.mean(data.confidence["agreement"] == 1.0))
     lines = [
         f"Sampled answers (lm-evaluation-harness, repeats {repeats}, do_sample at temperature {temperature:g}; "
-        f"{seconds:.0f} s): the majority answer of {n} questions, grouped by normalisation, right when it holds "
-        f"the gold answer: accuracy {data.correct.mean():.3f}; all {repeats} samples agree on {unanimous:.0%} of "
-        "the questions. Its agreement and exp(-semantic entropy) beside the sequence probability of the same "
-        "answer:",
+        f"{seconds:.0f} s): the majority answer to the first {n} of the {total} questions, grouped by "
+        f"normalisation, right when it holds the gold answer: accuracy {data.correct.mean():.3f}; all {repeats} "
+        f"samples agree on {unanimous:.0%} of the questions. Its agreement and exp(-semantic entropy) beside the "
+        "sequence probability of the same answer:",
         "",
         "| source | mean confidence | ece | brier | nll | aurc |",
         "|---|---|---|---|---|---|",
