@@ -255,6 +255,18 @@ def test_the_command_reads_a_repeats_log(repeats_log, capsys):
     assert main([*argv, "--agreement-answer", "scored", "--json", "--resplits", "0"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["pooled"]["questions"] == 10 and got["kinds"]["semantic_entropy"] == "semantic_entropy"
+    scored = read_agreement(out, answer="scored")
+    assert got["pooled"]["sources"]["agreement"]["mean_confidence"] == pytest.approx(
+        scored.confidence["agreement"].mean()
+    )
+    # the majority (the default): normalised, this log's first samples fall in their majority groups
+    majority = read_agreement(out)
+    assert main([*argv, "--json", "--resplits", "0"]) == 0
+    got = json.loads(capsys.readouterr().out)["pooled"]["sources"]
+    assert got["agreement"]["mean_confidence"] == pytest.approx(majority.confidence["agreement"].mean())
+    with pytest.raises(SystemExit):  # argparse's choices
+        main([*argv, "--agreement-answer", "first"])
+    assert "invalid choice: 'first'" in capsys.readouterr().err
 
 
 def test_the_demo_section_judges_agreement_beside_the_sequence_probability(repeats_log):
