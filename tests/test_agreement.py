@@ -250,7 +250,7 @@ def test_the_harness_scored_answer_and_its_agreement(repeats_log):
 
 
 def test_the_command_reads_a_repeats_log(repeats_log, capsys):
-    out, _, _ = repeats_log
+    out, samples, _ = repeats_log
     argv = ["generations", "--answers", str(out), "--confidence", "agreement,semantic_entropy"]
     assert main([*argv, "--agreement-answer", "scored", "--json", "--resplits", "0"]) == 0
     got = json.loads(capsys.readouterr().out)
@@ -261,6 +261,8 @@ def test_the_command_reads_a_repeats_log(repeats_log, capsys):
     )
     # the majority (the default): normalised, this log's first samples fall in their majority groups
     majority = read_agreement(out)
+    by_id = {str(sample["doc_id"]): sample for sample in samples}
+    assert majority.correct.tolist() == [by_id[i]["holds_gold"] for i in majority.ids]  # the harness's metric, read
     assert main([*argv, "--json", "--resplits", "0"]) == 0
     got = json.loads(capsys.readouterr().out)["pooled"]["sources"]
     assert got["agreement"]["mean_confidence"] == pytest.approx(majority.confidence["agreement"].mean())
