@@ -236,9 +236,14 @@ def _generations(sub: argparse._SubParsersAction) -> None:
     )
     gen.add_argument(
         "--confidence",
-        help="the sources to judge, comma-separated: column names, verbalized, sequence, sequence_normalized, ptrue "
+        help="the sources to judge, comma-separated: column names, verbalized, sequence, sequence_normalized, ptrue, "
+        "agreement, semantic_entropy (several sampled answers a question: harness repeats, repeated ids) "
         "(default: every numeric column, and verbalized where answers state one)",
     )
+    gen.add_argument(
+        "--agreement-answer", choices=("majority", "scored"), default="majority",
+        help="with agreement: a question's answer is its samples' majority, or the one the harness scored",
+    )  # fmt: skip
     gen.add_argument("--threshold", type=float, default=0.5, help="an answer is right when correct >= this")
     gen.add_argument("--metric", help="the harness samples' correctness key (default: their first)")
     gen.add_argument("--harness-filter", help="the harness filter to read (when a task has several)")

@@ -2,7 +2,8 @@
 
 Reads lm-evaluation-harness ``generate_until`` samples or calibkit's generations format
 (:mod:`calibkit.lm.generations`); the sources are the file's numeric columns, the verbalized
-confidence parsed from the answers, and, with ``--model``, the white-box scores of a causal LM.
+confidence parsed from the answers, with ``--model``, the white-box scores of a causal LM, and with
+``--confidence agreement,semantic_entropy`` the agreement of several sampled answers a question.
 """
 
 from __future__ import annotations
@@ -149,16 +150,28 @@ def run(args: argparse.Namespace) -> int:
         The exit status, 0 (bad input raises a one-line ``ValueError``, which :func:`calibkit.cli.main`
         prints as exit status 2).
     """
-    from calibkit.lm.generations import generations_report, read_generations, recalibration_resplits
+    from calibkit.lm.generations import (
+        AGREEMENT_SOURCES,
+        generations_report,
+        read_agreement,
+        read_generations,
+        recalibration_resplits,
+    )
 
     settings = check_options(args)
     if not (0 < args.threshold <= 1):
         raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
     from calibkit.cli.report_served import letters_section, served_options
 
-    data = read_generations(
-        args.answers, metric=args.metric, harness_filter=args.harness_filter, served=served_options(args)
-    )
+    if args.confidence and set(AGREEMENT_SOURCES) & {s.strip() for s in args.confidence.split(",")}:
+        # several sampled answers a question: the majority answer, its agreement as confidence
+        data = read_agreement(
+            args.answers, metric=args.metric, harness_filter=args.harness_filter, answer=args.agreement_answer
+        )
+    else:
+        data = read_generations(
+            args.answers, metric=args.metric, harness_filter=args.harness_filter, served=served_options(args)
+        )
     names = _sources(args, data)
     report = generations_report(
         data, sources=names, threshold=args.threshold, bootstrap=args.bootstrap, seed=args.seed, **settings

@@ -280,7 +280,7 @@ def answers_section(
         ``text`` (Markdown), ``json`` (the numbers) and ``verdicts`` (``(verdict, sentence)``).
     """
     from calibkit.lm.generations import generations_report, recalibration_resplits
-    from calibkit.lm.multiple_choice import chance_notes, choice_temperature_scaling, multiple_choice_report
+    from calibkit.lm.multiple_choice import choice_temperature_scaling, multiple_choice_report
 
     examples = load_questions() if examples is None else examples
     mmlu = load_mmlu(seed=seed) if mmlu is None else mmlu
@@ -296,22 +296,8 @@ def answers_section(
     in_harness = harness_choice_section(model, tokenizer, examples, SHOTS, folder / "choices")
     report = generations_report(data)
     recal = recalibration_resplits(data, resplits=resplits, seed=seed)
-    verdicts = [("inconclusive", f"multiple choice: {note}") for note in chance_notes(mc, choices, ts)]
     tasks_json = _choice_rows(mc, choices, ts)
-    for task, entry in ts["tasks"].items():
-        # at chance, "TS lowers ECE" is true and useless: said beside the verdict, not only in a note above
-        useless = (
-            " - at chance: only by flattening scores that carry no information" if tasks_json[task]["at_chance"] else ""
-        )
-        for metric in ("ece", "nll"):
-            row = entry.get(metric, {})
-            if row.get("verdict"):
-                share = f"lower in {row['paired']['better']:.0%} of {row['paired']['n']} re-splits"
-                verdicts.append((row["verdict"], f"multiple choice, {task}: TS over the choices lowers "
-                                 f"{metric.upper()}: {row['verdict']} ({share}){useless}"))  # fmt: skip
-    for v in recal["verdicts"]:
-        share = "" if math.isnan(v["better"]) else f" (lower in {v['better']:.0%}, higher in {v['worse']:.0%})"
-        verdicts.append((v["verdict"], f"free text: {v['claim']}: {v['verdict']}{share}"))
+    verdicts = _verdicts(mc, choices, ts, tasks_json, recal)
     lines = [
         f"SmolLM2 answered {n} BIG-bench {TASK} questions ({SHOTS.count('Q:')} worked examples before each) and "
         f"{len(mmlu)} MMLU test questions (the harness's MMLU prompt, letters A-D).",
@@ -345,11 +331,47 @@ def answers_section(
                       "verdicts": recal["verdicts"], "harness_samples": str(folder / "output")},
         "harness_table": in_harness["json"],
     }  # fmt: skip
-    from calibkit.demos.llm_served import served_section  # the same model as an API: its log-probabilities read back
+    for name, section in _beyond_the_weights(model, tokenizer, examples, mmlu, resplits, seed, folder).items():
+        lines, out[name], verdicts = [*lines, "", section["text"]], section["json"], verdicts + section["verdicts"]
+    return {"text": "\n".join(lines), "json": out, "verdicts": verdicts}
+
+
+def _verdicts(
+    mc: dict[str, Any], choices: Any, ts: dict[str, Any], tasks_json: dict[str, Any], recal: dict[str, Any]
+) -> list[tuple[str, str]]:
+    """Return the verdicts of TS over the choices and of the free-text recalibrations, with their numbers."""
+    from calibkit.lm.multiple_choice import chance_notes
+
+    verdicts = [("inconclusive", f"multiple choice: {note}") for note in chance_notes(mc, choices, ts)]
+    for task, entry in ts["tasks"].items():
+        # at chance, "TS lowers ECE" is true and useless: said beside the verdict, not only in a note above
+        useless = (
+            " - at chance: only by flattening scores that carry no information" if tasks_json[task]["at_chance"] else ""
+        )
+        for metric in ("ece", "nll"):
+            row = entry.get(metric, {})
+            if row.get("verdict"):
+                share = f"lower in {row['paired']['better']:.0%} of {row['paired']['n']} re-splits"
+                verdicts.append((row["verdict"], f"multiple choice, {task}: TS over the choices lowers "
+                                 f"{metric.upper()}: {row['verdict']} ({share}){useless}"))  # fmt: skip
+    for v in recal["verdicts"]:
+        share = "" if math.isnan(v["better"]) else f" (lower in {v['better']:.0%}, higher in {v['worse']:.0%})"
+        verdicts.append((v["verdict"], f"free text: {v['claim']}: {v['verdict']}{share}"))
+    return verdicts
+
+
+def _beyond_the_weights(
+    model: Any, tokenizer: Any, examples: list[dict[str, Any]], mmlu: list[dict[str, Any]], resplits: int, seed: int,
+    folder: Path,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Put the questions to the model as an API (log-probabilities read back) and as a sampler (agreement)."""
+    from calibkit.demos.llm_agreement import agreement_section
+    from calibkit.demos.llm_served import served_section
 
     served = served_section(model, tokenizer, questions=mmlu_questions(mmlu), folder=folder / "served")
-    lines, out["served"], verdicts = [*lines, "", served["text"]], served["json"], verdicts + served["verdicts"]
-    return {"text": "\n".join(lines), "json": out, "verdicts": verdicts}
+    agree = agreement_section(model, tokenizer, examples=examples, shots=SHOTS, is_right=is_right,
+                              resplits=resplits, seed=seed, folder=folder / "repeats")  # fmt: skip
+    return {"served": served, "agreement": agree}
 
 
 def _choice_rows(mc: dict[str, Any], choices: Any, ts: dict[str, Any]) -> dict[str, dict[str, Any]]:

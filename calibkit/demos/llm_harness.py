@@ -42,7 +42,9 @@ def holds_gold(references, predictions):
 '''
 
 
-def write_task(folder: Path, questions: list[str], golds: list[str], shots: str) -> Path:
+def write_task(
+    folder: Path, questions: list[str], golds: list[str], shots: str, *, repeats: int = 1, temperature: float = 1.0
+) -> Path:
     """Write the ``generate_until`` task: its questions (JSON Lines), its metric and its YAML.
 
     Parameters
@@ -53,6 +55,11 @@ def write_task(folder: Path, questions: list[str], golds: list[str], shots: str)
         Each question and its gold answer.
     shots : str
         The worked examples, the task's description (before each question).
+    repeats : int, default 1
+        Answers a question: above 1, the task samples them (``repeats: k``, ``do_sample`` at
+        ``temperature``) and the samples file's ``resps`` holds the k answers; 1 is greedy.
+    temperature : float, default 1.0
+        The sampling temperature (with ``repeats`` above 1).
 
     Returns
     -------
@@ -70,8 +77,10 @@ def write_task(folder: Path, questions: list[str], golds: list[str], shots: str)
         "test_split: test\noutput_type: generate_until\n"
         f"description: {json.dumps(shots)}\n"
         'doc_to_text: "Q: {{input}}\\nA:"\ndoc_to_target: answer\n'
-        f'generation_kwargs:\n  until: ["\\n\\n"]\n  max_gen_toks: {MAX_NEW_TOKENS}\n  do_sample: false\n'
-        "metric_list:\n  - metric: !function utils.holds_gold\n    aggregation: mean\n    higher_is_better: true\n"
+        + (f"repeats: {repeats}\n" if repeats > 1 else "")
+        + f'generation_kwargs:\n  until: ["\\n\\n"]\n  max_gen_toks: {MAX_NEW_TOKENS}\n'
+        + (f"  do_sample: true\n  temperature: {temperature}\n" if repeats > 1 else "  do_sample: false\n")
+        + "metric_list:\n  - metric: !function utils.holds_gold\n    aggregation: mean\n    higher_is_better: true\n"
     )
     return tasks
 

@@ -9,7 +9,9 @@ When a model answers in its own words, its confidence is not a softmax over choi
   none are counted, never dropped silently);
 - **white-box** scores computed with a causal LM (:func:`whitebox_confidence`): the
   answer's sequence probability, its geometric mean over tokens, and P(True) with LM-Polygraph's
-  prompt.
+  prompt;
+- **agreement** of several sampled answers (:func:`read_agreement`): the majority answer's share
+  of the samples, and ``exp(-SE)`` of the semantic entropy over the groups of answers that agree.
 
 Each source is judged as a binary classifier of "the answer is right" (calibkit's 1-D binary
 convention, class 1 = right): ECE, ACE, Brier, NLL, AURC and the selective accuracy, per task and
@@ -26,6 +28,14 @@ tasks, and calibkit's generations format (JSON Lines, CSV or Parquet: ``id``, ``
 """
 
 from calibkit.lm.generations.abstention import abstention_resplits, abstention_summary
+from calibkit.lm.generations.agreement import (
+    AGREEMENT_SOURCES,
+    agreement_scores,
+    answer_agreement,
+    group_answers,
+    normalize_answer,
+    read_agreement,
+)
 from calibkit.lm.generations.data import Generations
 from calibkit.lm.generations.readers import kind_of, read_generations
 from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit_score_map
@@ -34,17 +44,23 @@ from calibkit.lm.generations.verbalized import parse_confidence, verbalized_conf
 from calibkit.lm.generations.whitebox import PTRUE_PROMPT, WHITEBOX, whitebox_confidence
 
 __all__ = [
+    "AGREEMENT_SOURCES",
     "PTRUE_PROMPT",
     "SCORE_MAPS",
     "WHITEBOX",
     "Generations",
     "abstention_resplits",
     "abstention_summary",
+    "agreement_scores",
+    "answer_agreement",
     "apply_score_map",
     "fit_score_map",
     "generations_report",
+    "group_answers",
     "kind_of",
+    "normalize_answer",
     "parse_confidence",
+    "read_agreement",
     "read_generations",
     "recalibration_resplits",
     "source_metrics",

@@ -124,6 +124,15 @@ def read_generations(
         ``correct`` that is neither 0/1 nor in [0, 1], an empty answer, two rows with one id in
         a task, a samples file of an unknown harness version, or nothing to read.
     """
+    kinds = _located(location)
+    parts = [_read_file(f, k, metric, harness_filter, served) for f, k in kinds.items()]
+    data = concat(parts)
+    _check_unique_ids(data)
+    return data
+
+
+def _located(location: str | Path) -> dict[Path, str]:
+    """Return the generations files of a file, a folder or a glob, each with its kind (:func:`kind_of`)."""
     path = Path(location)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file())
@@ -134,7 +143,7 @@ def read_generations(
     else:
         raise ValueError(f"{OPTION}: no such file or folder: {location}")
     kinds = {f: kind_of(f) for f in files}
-    found = [f for f, kind in kinds.items() if kind]
+    found = {f: kind for f, kind in kinds.items() if kind}
     if not found:
         if len(files) == 1:
             raise ValueError(
@@ -142,10 +151,7 @@ def read_generations(
                 "generations table (answer and correct columns), a served model's responses nor an Inspect log"
             )
         raise ValueError(f"{OPTION}: no generations in {location}")
-    parts = [_read_file(f, kinds[f], metric, harness_filter, served) for f in found]
-    data = concat(parts)
-    _check_unique_ids(data)
-    return data
+    return found
 
 
 def _read_file(
@@ -200,6 +206,29 @@ def _read_table_file(file: Path) -> Generations:
 
 def _read_samples(file: Path, metric: str | None, harness_filter: str | None) -> Generations:
     task = task_of(file)
+    samples, where = _harness_samples(file, harness_filter)
+    answers, raw, questions, scores = [], [], [], []
+    for sample, place in zip(samples, where):
+        try:
+            key = metric or sample["metrics"][0]
+            scores.append(sample[key])
+            answers.append(_first_text(sample["filtered_resps"]))
+            raw.append(_first_text(sample["resps"]))
+            questions.append(str(sample["arguments"]["gen_args_0"]["arg_0"]))
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ValueError(
+                f"{OPTION}: {place}: a samples file of an unknown lm-evaluation-harness version (no {exc})"
+            ) from None
+    data = Generations(
+        np.array([task] * len(samples), dtype=object), np.array([str(s["doc_id"]) for s in samples], dtype=object),
+        answers, _correctness(scores, where, metric or "the sample's metric"), {}, {}, questions, where, raw,
+    )  # fmt: skip
+    _check_answers(data)
+    return data
+
+
+def _harness_samples(file: Path, harness_filter: str | None) -> tuple[list[dict], list[str]]:
+    """Return a samples file's samples of one filter (the named one, or the only one) and where each was read."""
     samples, where = [], []
     with open(file, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
@@ -223,25 +252,7 @@ def _read_samples(file: Path, metric: str | None, harness_filter: str | None) ->
     if chosen not in filters:
         raise ValueError(f"{OPTION}: {file} has no filter {chosen!r} (it has {filters})")
     keep = [i for i, s in enumerate(samples) if s.get("filter", "none") == chosen]
-    samples, where = [samples[i] for i in keep], [where[i] for i in keep]
-    answers, raw, questions, scores = [], [], [], []
-    for sample, place in zip(samples, where):
-        try:
-            key = metric or sample["metrics"][0]
-            scores.append(sample[key])
-            answers.append(_first_text(sample["filtered_resps"]))
-            raw.append(_first_text(sample["resps"]))
-            questions.append(str(sample["arguments"]["gen_args_0"]["arg_0"]))
-        except (KeyError, IndexError, TypeError) as exc:
-            raise ValueError(
-                f"{OPTION}: {place}: a samples file of an unknown lm-evaluation-harness version (no {exc})"
-            ) from None
-    data = Generations(
-        np.array([task] * len(samples), dtype=object), np.array([str(s["doc_id"]) for s in samples], dtype=object),
-        answers, _correctness(scores, where, metric or "the sample's metric"), {}, {}, questions, where, raw,
-    )  # fmt: skip
-    _check_answers(data)
-    return data
+    return [samples[i] for i in keep], [where[i] for i in keep]
 
 
 def _first_text(value: Any) -> str:
@@ -301,5 +312,5 @@ def _check_unique_ids(data: Generations) -> None:
         task, ident = key.split("\x1f")
         raise ValueError(
             f"{OPTION}: {data.origin[rows[0]]} and {data.origin[rows[1]]}: two answers to question id {ident!r} "
-            f"of task {task!r}"
+            f"of task {task!r} (several sampled answers to a question: --confidence agreement reads them)"
         )
