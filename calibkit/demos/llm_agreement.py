@@ -11,9 +11,8 @@ metric applied to it), its ``agreement`` and ``semantic_entropy`` confidences; b
 same answers, the sequence probability the model gives the majority answer (white-box), so that
 the two kinds of confidence are judged on the same questions and the same correctness.
 
-:data:`REPEATS` samples of the first :data:`QUESTIONS` questions are what the 2-core budget allows:
-SmolLM2-135M took 450 s for 10 questions x 5 samples, and 1,015 s for 40 x 5, on 2 CPU cores
-shared with other work (docs/guide/generations/agreement.rst has the run's numbers).
+:data:`REPEATS` samples of the first :data:`QUESTIONS` questions are what the 2-core budget allows
+(docs/guide/generations/agreement.rst states the run's time and numbers).
 """
 
 from __future__ import annotations

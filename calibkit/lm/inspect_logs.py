@@ -180,7 +180,18 @@ def answer_tokens(content: list[Any], completion: str, where: str) -> list[dict[
 
 
 def choice_letters(n: int) -> str:
-    """Return the letters of ``n`` choices as Inspect writes them (``A``, ``B``, ...)."""
+    """Return the letters of ``n`` choices as Inspect writes them (``A``, ``B``, ...).
+
+    Parameters
+    ----------
+    n : int
+        The number of choices, 1 to 26.
+
+    Returns
+    -------
+    str
+        ``"ABCD"`` for 4.
+    """
     if not 1 <= n <= 26:
         raise ValueError(f"a multiple-choice sample has {n} choices; calibkit reads 1 to 26 (letters A-Z)")
     return "".join(chr(ord("A") + i) for i in range(n))

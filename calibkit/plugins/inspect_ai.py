@@ -29,7 +29,9 @@ output, a multiple-choice answer with no letter among its tokens) is left out of
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,6 +51,11 @@ __all__ = ["KEY", "aurc", "brier", "calibrated", "confidence_and_right", "ece", 
 RIGHT = 0.5
 """A score at least this high (Inspect's ``value_to_float``) is a right answer, as
 ``generations_report``'s default threshold reads it."""
+
+
+def _metric(function: Callable[..., Metric]) -> Callable[..., Metric]:
+    """Register ``function`` as Inspect's ``@metric`` does, keeping its docstring and signature (help, docs)."""
+    return functools.update_wrapper(metric(function), function)
 
 
 def sample_confidence(state: TaskState, answer: str | None, source: str | None = None) -> tuple[str, float | None]:
@@ -100,7 +107,7 @@ def sample_confidence(state: TaskState, answer: str | None, source: str | None =
     return name, None if math.isnan(value) else value
 
 
-@metric
+@_metric
 def ece(n_bins: int = DEFAULTS.n_bins) -> Metric:
     """Measure the expected calibration error of the confidence that :func:`calibrated` records.
 
@@ -119,7 +126,7 @@ def ece(n_bins: int = DEFAULTS.n_bins) -> Metric:
     return _metric("ece", n_bins)
 
 
-@metric
+@_metric
 def brier() -> Metric:
     """Brier score of the confidence that :func:`calibrated` records: ``mean (conf - right)^2``.
 
@@ -130,7 +137,7 @@ def brier() -> Metric:
     return _metric("brier", DEFAULTS.n_bins)
 
 
-@metric
+@_metric
 def nll() -> Metric:
     """Negative log-likelihood of the answers' correctness under the confidence :func:`calibrated` records.
 
@@ -141,7 +148,7 @@ def nll() -> Metric:
     return _metric("nll", DEFAULTS.n_bins)
 
 
-@metric
+@_metric
 def aurc() -> Metric:
     """Area under the risk-coverage curve of the confidence that :func:`calibrated` records.
 

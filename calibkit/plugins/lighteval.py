@@ -238,7 +238,17 @@ class ChoiceCalibration(CorpusLevelComputation):
         self.n_bins, self.n_boot, self.confidence, self.seed = _checked(n_bins, n_boot, confidence, seed)
 
     def wanted(self, fixed: bool) -> tuple[str, ...]:
-        """Return the metrics reported: the chosen ones, those over positions only where ``fixed``."""
+        """Return the metrics reported: the chosen ones, those over positions only where ``fixed``.
+
+        Parameters
+        ----------
+        fixed : bool
+            Whether every question of the task has the same number of choices.
+
+        Returns
+        -------
+        tuple of str
+        """
         chosen = self.metrics if self.metrics is not None else (*CHOICE_METRICS, *CLASSWISE)
         return tuple(m for m in chosen if fixed or m not in OVER_CLASSES)
 

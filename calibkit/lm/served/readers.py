@@ -99,7 +99,7 @@ def _record_kind(record: Any) -> str | None:
 class ServedAnswers:
     """A served model's answers read from its responses.
 
-    Attributes
+    Parameters
     ----------
     generations : Generations
         One row per answer (choice), with the sources ``sequence``, ``sequence_normalized``,

@@ -31,7 +31,7 @@ space, SentencePiece's and GPT-2's space markers, brackets and the punctuation a
 class LogprobSources:
     """The confidence sources of N answers read from their token log-probabilities.
 
-    Attributes
+    Parameters
     ----------
     sequence : ndarray of float64, shape (N,)
         ``exp(sum_j log p_j)``, the answer's probability under the model (NaN for an answer
