@@ -346,7 +346,7 @@ def with_calibration(config: Any, *metrics: CorpusLevelMetric, prefix: str = "ca
         A multiple-choice task (one whose metrics use ``SamplingMethod.LOGPROBS``).
     *metrics : CorpusLevelMetric
         The metrics to add (default: ``choice_calibration()``).
-    prefix : str, default "calibkit_"
+    prefix : str, default ``"calibkit_"``
         Put before the task's name: a custom task may not take a built-in task's name.
 
     Returns
