@@ -120,7 +120,7 @@ def reliability_figure(comparison: Any) -> Any:
     matplotlib.figure.Figure
     """
     methods = _drawn_methods(comparison)
-    fig = new_figure(figsize=(4.2 * len(methods), 5))
+    fig = new_figure(figsize=(4.2 * len(methods), 4.6))
     axes = fig.subplots(2, len(methods), squeeze=False, gridspec_kw={"height_ratios": [3, 1]})
     for j, method in enumerate(methods):
         label = METHOD_LABELS[method]

@@ -92,7 +92,7 @@ body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:v
 margin:0 auto;padding:.8rem 1.5rem 2rem;max-width:1260px;overflow-wrap:anywhere}
 a{color:var(--link)}
 h1{font-size:1.3rem;margin:.2rem 0 .5rem;line-height:1.3}
-h2{font-size:1.12rem;margin:1.4rem 0 .4rem;padding-bottom:.15rem;border-bottom:1px solid var(--line)}
+h2{font-size:1.12rem;margin:1.1rem 0 .4rem;padding-bottom:.15rem;border-bottom:1px solid var(--line)}
 h3{font-size:1rem;margin:.8rem 0 .3rem}
 p{margin:.3rem 0 .6rem;max-width:75rem}
 .summary{border:1px solid var(--line);border-radius:8px;background:var(--panel);padding:.55rem 1rem .6rem}

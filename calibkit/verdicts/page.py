@@ -363,19 +363,17 @@ def comparison_page(
                     "reliability",
                     f"Binned reliability diagram of {drawn}: accuracy against confidence in "
                     f"{comparison.n_bins} bins with each bin's 95% bootstrap band, and the samples per bin",
-                    "binned, with bootstrap bands",
+                    "binned; shaded: each bin's 95% bootstrap band; below the diagonal: more confident than accurate",
                 ),
                 _figure(
                     paths,
                     "reliability_smooth",
                     f"Smooth reliability diagram of {drawn}: kernel-smoothed accuracy against confidence, no bins",
-                    "smooth (smECE)",
+                    "smooth: no bins (smECE's kernel)",
                 ),
                 kind="pair",
             )
         ],
-        "Below the diagonal: more confident than accurate. Left, each bin's accuracy with its 95% bootstrap band "
-        "(shaded); right, the same without bins.",
     )
     sections = [reliability]
     if resplits is not None:
