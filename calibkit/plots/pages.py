@@ -38,7 +38,9 @@ __all__ = [
     "METRIC_ANCHORS",
     "Markup",
     "Section",
+    "answer_line",
     "collapsed_table",
+    "direction",
     "embedded_figure",
     "figure",
     "html_page",
@@ -343,6 +345,56 @@ def verdict_table(claims: Sequence[dict[str, Any]]) -> str:
     return html_table(head, rows, classes=["verdict", "text", "text", "text"], table_id="verdicts")
 
 
+def direction(esce: float, interval: Sequence[float] | None = None) -> str:
+    """Name the direction of the miscalibration from ESCE's sign (< 0: over-confident).
+
+    Parameters
+    ----------
+    esce : float
+        The signed ESCE (:func:`calibkit.esce`).
+    interval : (float, float), optional
+        Its interval: a direction is named only when the interval excludes 0.
+
+    Returns
+    -------
+    str
+        "Over-confident", "Under-confident", "Neither over- nor under-confident on average", or
+        "Calibration" when ESCE is not known.
+    """
+    if esce is None or math.isnan(esce):
+        return "Calibration"
+    low, high = interval if interval is not None and not any(math.isnan(e) for e in interval) else (esce, esce)
+    if high < 0:
+        return "Over-confident"
+    if low > 0:
+        return "Under-confident"
+    return "Neither over- nor under-confident on average"
+
+
+def answer_line(
+    esce: float, ece: float, *, esce_interval: Any = None, ece_interval: Any = None, then: str = ""
+) -> Markup:
+    """Write a page's one-sentence answer: the direction (bold), ECE with its interval, then the rest.
+
+    Parameters
+    ----------
+    esce, ece : float
+        The signed ESCE (for the direction) and the ECE.
+    esce_interval, ece_interval : (float, float), optional
+    then : str, default=""
+        What follows the ECE (", worst task 'x' (0.21); ..."), computed by the report from its numbers.
+
+    Returns
+    -------
+    Markup
+    """
+    text = f"ECE {ece:.3f}"
+    if ece_interval is not None and not any(math.isnan(e) for e in ece_interval):
+        text += f" [{ece_interval[0]:.3f}, {ece_interval[1]:.3f}]"
+    head = html.escape(direction(esce, esce_interval))
+    return Markup(f"<b>{head}</b>: {html.escape(text + then, quote=False)}.")
+
+
 def _csv_link(path: Path) -> str:
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     kind = "text/csv" if path.suffix == ".csv" else "application/json"
@@ -531,9 +583,9 @@ def html_page(title: str, sections: list[str]) -> str:
 
 
 def markdown_to_html_table(markdown: str) -> str:
-    """Convert a pipe table to an HTML table; ``**x**`` becomes bold.
+    """Convert a pipe table to an HTML table; ``**x**`` becomes bold, a metric's name a link to its guide entry.
 
-    The table as :func:`calibkit.plots.tables.markdown_table` writes it.
+    The table as :func:`calibkit.plots.tables.markdown_table` writes it; numbers right-aligned.
 
     Parameters
     ----------
@@ -550,11 +602,18 @@ def markdown_to_html_table(markdown: str) -> str:
 
     def cell(text: str, tag: str) -> str:
         text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text.strip()))
-        return f"<{tag}>{text}</{tag}>"
+        numeric = tag == "td" and re.fullmatch(r"(<b>)?[-+]?[\d.,]+%?( \[.*\])?(</b>)?[ ▲▼†]*", text)
+        return f'<{tag} class="n">{text}</{tag}>' if numeric else f"<{tag}>{text}</{tag}>"
 
-    head = "".join(cell(c, "th") for c in rows[0])
+    def title(text: str) -> str:  # a metric's name links to its guide entry; a long name may break at "_"
+        name = html.escape(text.strip())
+        broken = name.replace("_", "_<wbr>")
+        link = metric_link(text.strip())
+        return f"<th>{broken if link == name else link.replace(f'>{name}<', f'>{broken}<')}</th>"
+
+    head = "".join(title(c) for c in rows[0])
     body = "".join("<tr>" + "".join(cell(c, "td") for c in row) + "</tr>" for row in rows[2:])
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="table"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def markdown_to_html(text: str) -> list[str]:
