@@ -75,3 +75,62 @@ def test_model_report_page_renders_in_chromium(tmp_path, capsys, task):
     assert 'id="verdicts"' in dom and "WTS gives a lower CECE than TS" in dom  # the verdicts, as a table
     assert 'id="resplit-table"' in dom and 'id="conformal"' in dom and 'id="classes"' in dom
     seen_as_a_reader(out / "index.html", f"model_{task}")
+
+
+@pytest.mark.slow
+def test_the_page_of_multiple_choice_logs(tmp_path, capsys):
+    import json
+
+    from tests.test_multiple_choice import tempered_questions
+
+    data = tempered_questions(n=300)
+    tasks = np.where(np.arange(300) % 2, "arc", "hellaswag")
+    rows = [
+        {"task": str(t), "choice_logprobs": [v * 2 for v in row if not np.isnan(v)], "gold": int(g)}  # sharpened
+        for t, row, g in zip(tasks, data.loglik.tolist(), data.gold)
+    ]
+    file = tmp_path / "preds.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "o"
+    assert main(["choices", "--predictions", str(file), "--calibrate", "--resplits", "4", "--output", str(out)]) == 0
+    seen_as_a_reader(out / "index.html", "multiple_choice")
+    assert "worst task '" in (out / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_the_page_of_generations(tmp_path, capsys):
+    from tests.test_generations import answers, write_jsonl
+
+    file = write_jsonl(tmp_path / "gen.jsonl", answers(300))
+    out = tmp_path / "o"
+    assert main(["generations", "--answers", str(file), "--resplits", "3", "--output", str(out)]) == 0
+    seen_as_a_reader(out / "report.html", "generations")
+    assert "best calibrated source, '" in (out / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_the_page_of_the_multilabel_demo(tmp_path):
+    from calibkit.demos.multilabel import _page, claims, compare, write_figures
+    from tests.test_demo_multilabel import over_confident
+
+    (z_val, y_val), (z_test, y_test) = over_confident(1500, 0), over_confident(1500, 1)
+    one_split, resplit = compare(z_val, y_val, z_test, y_test, resplits=8, seed=3)
+    names = ["person", "place", "organisation", "product"]
+    paths = write_figures(names, z_val, y_val, z_test, y_test, "ts", tmp_path)
+    page = tmp_path / "index.html"
+    page.write_text(_page("calibkit demo: multi-label", one_split, resplit, claims(resplit), paths, names))
+    seen_as_a_reader(page, "multilabel")
+
+
+@pytest.mark.slow
+def test_the_page_of_the_llm_demo(tmp_path):
+    from calibkit.demos.llm import run_llm_demo
+    from tests.conftest import tiny_tokenizer
+    from tests.test_demo_llm import sentences, tiny_causal_lm
+
+    tokenizer = tiny_tokenizer(tmp_path)
+    model = tiny_causal_lm(tokenizer, sentences(12, seed=1))
+    run_llm_demo(tmp_path / "out", documents=12, tokens=10, resplits=4, model=model, tokenizer=tokenizer,
+                 texts=sentences(12))  # fmt: skip
+    seen = seen_as_a_reader(tmp_path / "out" / "report.html", "llm_demo")
+    assert seen["firstImage"]["bottom"] <= seen["innerHeight"]

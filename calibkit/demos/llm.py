@@ -291,7 +291,7 @@ def _figure(split: dict[str, Any], path: Path) -> Path:
     from calibkit.plots import ReliabilityDiagram
     from calibkit.plots.figures import new_figure
 
-    fig = new_figure(figsize=(5.5, 5.2))
+    fig = new_figure(figsize=(5.5, 4.6))
     grid = fig.add_gridspec(2, 1, height_ratios=[3, 1])
     ax, support_ax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     drawn = [m for m in (("uncalibrated", "as is", "tab:red"), ("ts", "TS", "tab:blue")) if m[0] in split["first"]]

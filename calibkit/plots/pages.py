@@ -91,7 +91,8 @@ _STYLE = """
 --panel:#151b23;--good:#3fb950;--bad:#f85149;--warn:#d29922;--none:#6e7681;--link:#4493f8}}
 *{box-sizing:border-box}
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);
-margin:0 auto;padding:.8rem 1.5rem 2rem;max-width:1260px;overflow-wrap:anywhere}
+margin:0 auto;padding:.8rem 1.5rem 2rem;max-width:1260px}
+p,.facts,figcaption{overflow-wrap:anywhere}
 a{color:var(--link)}
 h1{font-size:1.3rem;margin:.2rem 0 .5rem;line-height:1.3}
 h2{font-size:1.12rem;margin:1.1rem 0 .4rem;padding-bottom:.15rem;border-bottom:1px solid var(--line)}
@@ -118,7 +119,8 @@ figure img{display:block;max-width:100%;height:auto;background:#fff;border-radiu
 figcaption{font-size:.82rem;color:var(--muted)}
 .table{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:.84rem;font-variant-numeric:tabular-nums;margin:.2rem 0 .5rem}
-th,td{border-bottom:1px solid var(--line);padding:.2rem .5rem;text-align:right;vertical-align:top}
+th,td{border-bottom:1px solid var(--line);padding:.2rem .5rem;text-align:left;vertical-align:top}
+th{text-align:right}td.n{text-align:right}
 th{background:var(--panel);font-weight:600}
 td:first-child,th:first-child{text-align:left}
 td.text,th.text{text-align:left}
@@ -227,8 +229,9 @@ def _row(cells: Sequence[Any], classes: Sequence[str] | None) -> str:
         if isinstance(value, tuple):  # (content, class): a cell of its own class (the best of a column)
             value, own = value
             kind = f"{kind} {own}".strip()
-        if not kind and isinstance(value, Markup) and 'class="v"' in value:
-            kind = "n"
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if numeric or (isinstance(value, Markup) and 'class="v"' in value):
+            kind = f"n {kind}".strip()
         out.append(f'<td class="{kind}">{_html(value)}</td>' if kind else f"<td>{_html(value)}</td>")
     return "<tr>" + "".join(out) + "</tr>"
 
