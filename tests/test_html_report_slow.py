@@ -27,6 +27,7 @@ def seen_as_a_reader(page: Path, name: str) -> dict:
     if chromium() is None:
         pytest.fail("no chromium: .ci/run installs Debian's chromium before the slow tests")
     check_page(page.read_text(encoding="utf-8"))
+    assert page.stat().st_size < 2_000_000, f"{name}: too large to mail"
     seen = measure(page, WIDTH, HEIGHT)
     screen = seen["innerHeight"]
     assert seen["scrollWidth"] <= WIDTH, f"{name}: the page scrolls sideways ({seen['scrollWidth']} px)"

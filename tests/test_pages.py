@@ -135,6 +135,7 @@ def test_the_page_of_a_predictions_file_says_nothing_of_calibrators(tmp_path):
     assert "worst class '" in answer
     assert "calibrator" not in sections_of(page)[0][1].lower()  # a predictions file has none
     assert "Conformal" not in page and "Conformal" not in paths["markdown"].read_text()  # no sets measured
+    assert "calibrator" not in paths["markdown"].read_text().lower()
     assert [ident for ident, _ in sections_of(page)][:2] == ["summary", "reliability"]  # the first figure next
     assert len(page.encode()) < 2_000_000
     with open(paths["reliability_data"]) as f:  # the numbers behind the binned diagram

@@ -318,7 +318,7 @@ def collapsed_table(
     return f"{shown}<details><summary>{len(rows) - keep:,} more {html.escape(what)}</summary>{rest}</details>"
 
 
-def verdict_table(claims: Sequence[dict[str, Any]]) -> str:
+def verdict_table(claims: Sequence[dict[str, Any]], *, table_id: str | None = "verdicts") -> str:
     """Render verdicts as a table: a coloured mark and the verdict, the claim, its source, the numbers.
 
     Parameters
@@ -326,6 +326,7 @@ def verdict_table(claims: Sequence[dict[str, Any]]) -> str:
     claims : sequence of dict
         Each with ``verdict`` and ``claim``; optional ``paper`` and ``numbers`` (as
         ``calibkit.verdicts.claims.verdicts`` returns them).
+    table_id : str or None, default="verdicts"
 
     Returns
     -------
@@ -345,7 +346,7 @@ def verdict_table(claims: Sequence[dict[str, Any]]) -> str:
             c.get("numbers") or "",
         ]
         rows.append(row)
-    return html_table(head, rows, classes=["verdict", "text", "text", "text"], table_id="verdicts")
+    return html_table(head, rows, classes=["verdict", "text", "text", "text"], table_id=table_id)
 
 
 def direction(esce: float, interval: Sequence[float] | None = None) -> str:

@@ -325,6 +325,17 @@ def _headline(comparison: Comparison) -> list[tuple[Any, ...]]:
     return out
 
 
+def _verdicts(claims: list[dict[str, Any]]) -> str:
+    """Render the verdicts as a table; fold the claims not tested here (and why) below it."""
+    tested = [c for c in claims if c["verdict"] in ("holds", "does not hold", "inconclusive")]
+    other = [c for c in claims if c not in tested]
+    table = pages.verdict_table(tested) if tested else ""
+    if not other:
+        return table
+    folded = pages.verdict_table(other, table_id=None if tested else "verdicts")
+    return f"{table}<details><summary>{len(other)} claims not tested here, and why</summary>{folded}</details>"
+
+
 def comparison_page(
     comparison: Comparison, title: str, paths: dict[str, Path], resplits: Any = None, source: str = ""
 ) -> str:
@@ -381,7 +392,7 @@ def comparison_page(
         meaning = Markup(f"<p id='what-this-means'>{html.escape(what_this_means(resplits, claims))}</p>")
         counts = {v: sum(c["verdict"] == v for c in claims) for v in ("holds", "does not hold", "inconclusive")}
         tally = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-        sections.append(Section("Verdicts on the papers' claims", [meaning, pages.verdict_table(claims)],
+        sections.append(Section("Verdicts on the papers' claims", [meaning, _verdicts(claims)],
                                 f"{tally}. A verdict holds when the claimed direction is found in at least "
                                 f"{HOLD_SHARE:.0%} of the re-splits.", ident="verdicts-section"))  # fmt: skip
         sections.append(Section(f"Over {resplits.resplits} re-splits", resplit_tables(resplits),

@@ -258,6 +258,8 @@ def write_report(
         f"Calibrators fitted on {comparison.n_val} validation predictions, evaluated on "
         f"{comparison.n_test} test predictions. Bold: best per column (closest to 0 for the signed ECD, ESCE).\n"
         f"Best calibrator by {comparison.select}: **{METHOD_LABELS[comparison.best]}**.{notes}"
+        if len(comparison.rows) > 1 or comparison.errors
+        else f"{comparison.n_test} predictions."  # a predictions file: no calibrator, no sentence about one
     )
     paths["markdown"].write_text(
         f"# {title}\n\n{lead}{single}\n\n{markdown_table(comparison)}\n\n"
