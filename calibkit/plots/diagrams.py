@@ -181,7 +181,7 @@ class ReliabilityDiagram:
             Draw the diagonal of perfect calibration (once per axes when overlaying curves).
         band : int, default 0
             With ``band > 0``, shade each bin's 95% bootstrap band of ``band`` draws
-            (:func:`bin_band`, from the per-bin sums).
+            (``calibkit.plots.diagrams.bin_band``, from the per-bin sums).
         seed : int, default 0
             Seed of the band's draws.
 

@@ -42,7 +42,7 @@ MIN_PANEL_SUPPORT = 30
 15 bins hold one or two samples each and the curve is noise."""
 
 BAND_DRAWS = 1000
-"""Draws of each bin's bootstrap band in the reliability diagrams (:func:`calibkit.plots.diagrams.bin_band`)."""
+"""Draws of each bin's bootstrap band in the reliability diagrams (``calibkit.plots.diagrams.bin_band``)."""
 
 _COLOURS = {"uncalibrated": "tab:red"}
 

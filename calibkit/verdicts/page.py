@@ -336,31 +336,8 @@ def _verdicts(claims: list[dict[str, Any]]) -> str:
     return f"{table}<details><summary>{len(other)} claims not tested here, and why</summary>{folded}</details>"
 
 
-def comparison_page(
-    comparison: Comparison, title: str, paths: dict[str, Path], resplits: Any = None, source: str = ""
-) -> str:
-    """Build the comparison's page: summary, reliability, verdicts, metrics, classes, regions, conformal sets.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
-    title : str
-        The page's title.
-    paths : dict of str to Path
-        The files written (figures, their ``*_data`` CSVs, tables, JSON).
-    resplits : Resplits, optional
-        Adds what this means, the verdicts and the table over the re-splits.
-    source : str, default=""
-        What was evaluated, for the summary.
-
-    Returns
-    -------
-    str
-        The HTML.
-    """
-    from calibkit.verdicts import resplits as rs
-
+def _reliability(comparison: Comparison, paths: dict[str, Path]) -> Section:
+    """Return the reliability section: the binned diagram (with bootstrap bands) beside the smooth one."""
     calibrated = [m for m in comparison.rows if m != "uncalibrated"]
     drawn = "the uncalibrated model" + (
         f" and the best calibrator ({METHOD_LABELS[comparison.best]})" if calibrated else ""
@@ -386,27 +363,12 @@ def comparison_page(
             )
         ],
     )
-    sections = [reliability]
-    if resplits is not None:
-        claims = rs.verdicts(resplits)
-        meaning = Markup(f"<p id='what-this-means'>{html.escape(what_this_means(resplits, claims))}</p>")
-        counts = {v: sum(c["verdict"] == v for c in claims) for v in ("holds", "does not hold", "inconclusive")}
-        tally = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-        sections.append(Section("Verdicts on the papers' claims", [meaning, _verdicts(claims)],
-                                f"{tally}. A verdict holds when the claimed direction is found in at least "
-                                f"{HOLD_SHARE:.0%} of the re-splits.", ident="verdicts-section"))  # fmt: skip
-        sections.append(Section(f"Over {resplits.resplits} re-splits", resplit_tables(resplits),
-                                rs.resplit_note(resplits), ident="resplits"))  # fmt: skip
-    notes = "".join(f" {METHOD_LABELS[m]} not fitted: {e}." for m, e in comparison.errors.items())
-    where = (
-        f"Calibrators fitted on {comparison.n_val:,} validation predictions, evaluated on "
-        f"{comparison.n_test:,} test predictions."
-        if calibrated
-        else f"{comparison.n_test:,} predictions."
-    )
-    metrics_title = "One split: every metric" if resplits is not None else "Every metric"
-    bold = " Bold: the best of each metric (closest to 0 for the signed ECD, ESCE)." if len(comparison.rows) > 1 else ""
-    sections.append(Section(metrics_title, metric_tables(comparison), f"{where}{bold}{notes}", ident="metrics"))
+    return reliability
+
+
+def _class_and_region_sections(comparison: Comparison, paths: dict[str, Path]) -> list[Section]:
+    """Return the classes' section (table beside its figure, then the panels) and the regions' section."""
+    sections = []
     sections.append(
         Section(
             "Classes",
@@ -446,6 +408,57 @@ def comparison_page(
             "RBECE counts every populated region once, not only the crowded top bin.",
         )
     )
+    return sections
+
+
+def comparison_page(
+    comparison: Comparison, title: str, paths: dict[str, Path], resplits: Any = None, source: str = ""
+) -> str:
+    """Build the comparison's page: summary, reliability, verdicts, metrics, classes, regions, conformal sets.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
+    title : str
+        The page's title.
+    paths : dict of str to Path
+        The files written (figures, their ``*_data`` CSVs, tables, JSON).
+    resplits : Resplits, optional
+        Adds what this means, the verdicts and the table over the re-splits.
+    source : str, default=""
+        What was evaluated, for the summary.
+
+    Returns
+    -------
+    str
+        The HTML.
+    """
+    from calibkit.verdicts import resplits as rs
+
+    calibrated = [m for m in comparison.rows if m != "uncalibrated"]
+    sections = [_reliability(comparison, paths)]
+    if resplits is not None:
+        claims = rs.verdicts(resplits)
+        meaning = Markup(f"<p id='what-this-means'>{html.escape(what_this_means(resplits, claims))}</p>")
+        counts = {v: sum(c["verdict"] == v for c in claims) for v in ("holds", "does not hold", "inconclusive")}
+        tally = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+        sections.append(Section("Verdicts on the papers' claims", [meaning, _verdicts(claims)],
+                                f"{tally}. A verdict holds when the claimed direction is found in at least "
+                                f"{HOLD_SHARE:.0%} of the re-splits.", ident="verdicts-section"))  # fmt: skip
+        sections.append(Section(f"Over {resplits.resplits} re-splits", resplit_tables(resplits),
+                                rs.resplit_note(resplits), ident="resplits"))  # fmt: skip
+    notes = "".join(f" {METHOD_LABELS[m]} not fitted: {e}." for m, e in comparison.errors.items())
+    where = (
+        f"Calibrators fitted on {comparison.n_val:,} validation predictions, evaluated on "
+        f"{comparison.n_test:,} test predictions."
+        if calibrated
+        else f"{comparison.n_test:,} predictions."
+    )
+    metrics_title = "One split: every metric" if resplits is not None else "Every metric"
+    bold = " Bold: the best of each metric (closest to 0 for the signed ECD, ESCE)." if len(comparison.rows) > 1 else ""
+    sections.append(Section(metrics_title, metric_tables(comparison), f"{where}{bold}{notes}", ident="metrics"))
+    sections += _class_and_region_sections(comparison, paths)
     if comparison.sets:
         sections.append(Section("Conformal prediction sets", [conformal_html(comparison)], conformal_note(comparison)))
     files = [paths[k] for k in ("markdown", "csv", "json", "verdicts") if k in paths]

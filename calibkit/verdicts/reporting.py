@@ -284,7 +284,7 @@ def html_report(
 ) -> str:
     """Render one self-contained page (figures embedded as data URIs, no network): the answer first.
 
-    The page of :func:`calibkit.verdicts.page.comparison_page`: a summary (the one-sentence answer,
+    The page of ``calibkit.verdicts.page.comparison_page``: a summary (the one-sentence answer,
     what was evaluated, the headline numbers), then reliability (binned with bootstrap bands, and
     smooth), the verdicts and the re-splits (with ``resplits``), every metric, the classes, the
     regions and, where measured, the conformal sets.
