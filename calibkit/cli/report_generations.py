@@ -218,19 +218,20 @@ def _html(
 ) -> Path:  # fmt: skip
     """Write ``report.html``: the answer, one reliability diagram per source (pooled) and the tables."""
     from calibkit.plots import ReliabilityDiagram, pages
-    from calibkit.plots.figures import new_figure
+    from calibkit.plots.figures import new_figure, reliability_csv
 
     right = (data.correct >= args.threshold).astype(np.int64)
     columns = min(len(names), 4)
     rows = -(-len(names) // columns)
     fig = new_figure(figsize=(3.6 * columns, 3.6 * rows))
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    drawn = []
     for ax, name in zip(axes, names):
         has = ~np.isnan(data.confidence[name])
         if has.any():
-            ReliabilityDiagram.from_predictions(
+            drawn.append((name, ReliabilityDiagram.from_predictions(
                 data.confidence[name][has], right[has], n_bins=args.n_bins, ax=ax, band=1000
-            )
+            )))  # fmt: skip
         ax.set_title(f"{name} ({data.kinds[name]})", fontsize=9)
         ax.set_xlabel("confidence that the answer is right")
         ax.set_ylabel("share of right answers")
@@ -239,6 +240,7 @@ def _html(
     fig.tight_layout()
     figure = folder / "reliability.png"
     fig.savefig(figure, dpi=100)
+    numbers = reliability_csv(folder / "reliability.csv", drawn)
     page = folder / "report.html"
     facts = [source, f"{len(names)} confidence source{'s' * (len(names) != 1)}"]
     pooled = report["pooled"]["sources"]
@@ -246,7 +248,7 @@ def _html(
     sections = [
         pages.Section("Reliability per source", [pages.figure(
             figure, "One reliability diagram per confidence source: the share of right answers against the "
-            "confidence, with each bin's 95% bootstrap band", "pooled over the tasks", wide=True)]),
+            "confidence, with each bin's 95% bootstrap band", "pooled over the tasks", data=numbers, wide=True)]),
         pages.Section("Every metric", pages.markdown_to_html(table), "Per source, pooled and per task."),
     ]  # fmt: skip
     text = pages.report_page(

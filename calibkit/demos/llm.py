@@ -289,14 +289,15 @@ def _verdict_lines(split: dict[str, Any], resplits: int) -> list[tuple[str, str]
 
 def _figure(split: dict[str, Any], path: Path) -> Path:
     from calibkit.plots import ReliabilityDiagram
-    from calibkit.plots.figures import new_figure
+    from calibkit.plots.figures import new_figure, reliability_csv
 
     fig = new_figure(figsize=(5.5, 4.6))
     grid = fig.add_gridspec(2, 1, height_ratios=[3, 1])
     ax, support_ax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     drawn = [m for m in (("uncalibrated", "as is", "tab:red"), ("ts", "TS", "tab:blue")) if m[0] in split["first"]]
+    diagrams = []
     for j, (method, label, colour) in enumerate(drawn):
-        ReliabilityDiagram.from_statistics(
+        diagrams += [(method, ReliabilityDiagram.from_statistics(
             split["first"][method],
             label=label,
             ax=ax,
@@ -304,11 +305,12 @@ def _figure(split: dict[str, Any], path: Path) -> Path:
             color=colour,
             diagonal=j == 0,
             band=1000,
-        )
+        ))]  # fmt: skip
     ax.set_title("next-token top-label reliability (first re-split, held-out half)", fontsize=9)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    reliability_csv(path.with_suffix(".csv"), diagrams)  # the numbers behind it, beside it
     return path
 
 
@@ -338,7 +340,8 @@ def _write_pages(
     sections = [
         pages.Section("Reliability", [pages.figure(
             figure, "Next-token top-label reliability diagram of the first re-split's held-out half, as is and after "
-            "temperature scaling, with each bin's 95% bootstrap band", "held-out half of the first re-split")]),
+            "temperature scaling, with each bin's 95% bootstrap band", "held-out half of the first re-split",
+            data=figure.with_suffix(".csv"))]),
         pages.Section("Verdicts", [pages.verdict_table([{"verdict": v, "claim": s} for v, s in verdicts])]),
         pages.Section("Every metric", pages.markdown_to_html(table), about),
     ]  # fmt: skip

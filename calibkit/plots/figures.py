@@ -33,6 +33,7 @@ __all__ = [
     "reliability_figure",
     "small_classes_line",
     "smooth_figure",
+    "reliability_csv",
     "write_figure_data",
     "write_figures",
 ]
@@ -392,3 +393,30 @@ def write_figure_data(comparison: Any, folder: str | Path) -> dict[str, Path]:
     head = ["method", "bin", "lower", "upper", "count", "abs_accuracy_minus_confidence", "counted"]
     out["regions_data"] = _write_csv(folder / "regions.csv", head, rows)
     return out
+
+
+def reliability_csv(path: str | Path, diagrams: list[tuple[str, Any]]) -> Path:
+    """Write the per-bin numbers of drawn reliability diagrams as one CSV (the numbers behind a figure).
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file.
+    diagrams : list of (str, ReliabilityDiagram)
+        Each panel's name (a task, a source, a method) and its drawn display.
+
+    Returns
+    -------
+    Path
+        One row per panel and bin: edges, samples, mean confidence, accuracy and, where drawn, the
+        95% bootstrap band.
+    """
+    rows = []
+    for name, d in diagrams:
+        n = len(d.count)
+        low = d.band_low_ if getattr(d, "band_low_", None) is not None else np.full(n, np.nan)
+        high = d.band_high_ if getattr(d, "band_high_", None) is not None else np.full(n, np.nan)
+        rows += [[name, b, b / n, (b + 1) / n, int(d.count[b]), d.confidence[b], d.accuracy[b], low[b], high[b]]
+                 for b in range(n)]  # fmt: skip
+    head = ["panel", "bin", "lower", "upper", "count", "confidence", "accuracy", "band_low", "band_high"]
+    return _write_csv(Path(path), head, rows)

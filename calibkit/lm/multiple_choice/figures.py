@@ -26,6 +26,7 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = DEFAULTS.n_bins
     Returns
     -------
     matplotlib.figure.Figure
+        With ``diagrams_``: ``(panel name, ReliabilityDiagram)`` of each panel, the numbers it drew.
     """
     from calibkit.plots import ReliabilityDiagram
     from calibkit.plots.figures import new_figure
@@ -40,8 +41,9 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = DEFAULTS.n_bins
     fig = new_figure(figsize=(3.2 * columns, 3.2 * rows), layout="constrained")
     for i, (name, keep) in enumerate(panels):
         ax = fig.add_subplot(rows, columns, i + 1)
-        diagram = ReliabilityDiagram.from_predictions(probs[keep], data.gold[keep], n_bins=n_bins, ax=ax)
+        diagram = ReliabilityDiagram.from_predictions(probs[keep], data.gold[keep], n_bins=n_bins, ax=ax, band=1000)
         ax.set_title(f"{name}: ECE {diagram.ece:.3f} ({int(keep.sum())} q.)", fontsize=9)
+        fig.diagrams_ = [*getattr(fig, "diagrams_", []), (name, diagram)]  # the numbers behind each panel
     fig.suptitle(f"confidence: softmax over the choices of score={score}", fontsize=10)
     return fig
 
@@ -67,12 +69,15 @@ def write_choice_report(
     Returns
     -------
     dict of str to Path
-        ``"figure"`` and ``"html"``.
+        ``"figure"``, ``"figure_data"`` (its per-bin numbers, ``reliability.csv``) and ``"html"``.
     """
     from calibkit.plots import pages
+    from calibkit.plots.figures import reliability_csv
 
     figure = folder / "reliability.png"
-    reliability_grid(data, report["score"], n_bins, report.get("skipped", {})).savefig(figure, dpi=110)
+    grid = reliability_grid(data, report["score"], n_bins, report.get("skipped", {}))
+    grid.savefig(figure, dpi=110)
+    numbers = reliability_csv(folder / "reliability.csv", grid.diagrams_)
     pooled, tasks = report["pooled"], report["tasks"]
     worst = ""
     if len(tasks) > 1:
@@ -96,7 +101,8 @@ def write_choice_report(
                     figure,
                     "One reliability diagram per task and one pooled: the share of right answers against the "
                     "confidence in the chosen answer",
-                    "per task and pooled",
+                    "per task and pooled; shaded: each bin's 95% bootstrap band",
+                    data=numbers,
                     wide=True,
                 )
             ],
@@ -117,4 +123,4 @@ def write_choice_report(
         files=["table.md", "report.json"],
     )
     (folder / "index.html").write_text(page, encoding="utf-8")
-    return {"figure": figure, "html": folder / "index.html"}
+    return {"figure": figure, "figure_data": numbers, "html": folder / "index.html"}
