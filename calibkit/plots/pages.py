@@ -75,7 +75,8 @@ METRIC_ANCHORS = {
     "overconfidence": "overconfidence", "ecd": "ecd", "esce": "esce", "brier": "brier-score-and-nll",
     "nll": "brier-score-and-nll", "brier_miscalibration": _CORP, "brier_discrimination": _CORP,
     "brier_uncertainty": _CORP, "aurc": _AURC, "selective_accuracy": _AURC, "coverage": _SETS, "set_size": _SETS,
-    "accuracy": "accuracy", "macro_f1": "macro-f1",
+    "accuracy": "accuracy", "macro_f1": "macro-f1", "ece_micro": "ece-and-mce", "ece_macro": "ece-and-mce",
+    "miscalibration": _CORP, "discrimination": _CORP, "uncertainty": _CORP,
 }  # fmt: skip
 """Metric name (as the reports print it) -> its section's anchor in ``docs/guide/choosing_a_metric.rst``."""
 

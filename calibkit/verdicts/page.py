@@ -246,7 +246,7 @@ def class_table(comparison: Comparison) -> str:
             ci = comparison.class_intervals.get(m)
             cells.append(pages.number(float(comparison.per_class[m][c]), None if ci is None else (ci[0][c], ci[1][c])))
         rows.append([str(comparison.class_names[c]), int(support[c]), *cells])
-    head = ["class", "n", *(f"ECE {METHOD_LABELS[m]}" for m in methods)]
+    head = ["class", "n", *(pages.metric_link("subset_ece", f"ECE {METHOD_LABELS[m]}") for m in methods)]
     return pages.collapsed_table(head, rows, keep=20, what="classes (smaller support)", table_id="classes")
 
 
