@@ -8,6 +8,7 @@ import pytest
 from calibkit.cli import main
 from calibkit.lm.generations import generations_report, read_generations, verbalized_confidence
 from tests.test_generations import answers, tiny_lm_and_tokenizer, write_jsonl
+from tests.test_pages import check_page
 
 
 def test_table_json_and_report_agree_with_the_library(tmp_path, capsys):
@@ -26,6 +27,7 @@ def test_table_json_and_report_agree_with_the_library(tmp_path, capsys):
     assert len(got["recalibration"]["verdicts"]) == 3 * 3 + 2  # each map of each source, best against the others
     page = (tmp_path / "o" / "report.html").read_text()
     assert "data:image/png;base64," in page and page.count("<table>") == 2
+    check_page(page)  # the one page design: the answer first, nothing empty, nothing fetched
     assert main(["generations", "--answers", str(file), "--resplits", "0", "--confidence", "judge"]) == 0
     text = capsys.readouterr().out
     assert "| pooled | judge | given | 199 | 0.5% |" in text  # one answer without a judge score

@@ -17,6 +17,7 @@ import torch
 from calibkit.cli import main
 from calibkit.demos.llm import LLM_METRICS, run_llm_demo
 from tests.conftest import TINY_WORDS, tiny_tokenizer
+from tests.test_pages import check_page
 
 
 def tiny_causal_lm(tokenizer, texts):
@@ -83,7 +84,9 @@ def test_the_files_say_the_same(demo):
     folder, out, *_ = demo
     assert json.loads((folder / "report.json").read_text()) == out
     page = (folder / "report.html").read_text()
-    assert page.count('<li class="') == 4 and "data:image/png;base64," in page and "TS lowers NLL: holds" in page
+    assert page.count('<td class="verdict ') == 4 and "TS lowers NLL: holds" in page  # the verdicts as a table
+    assert "data:image/png;base64," in page
+    check_page(page)  # the one page design: the answer first, nothing empty, nothing fetched
     table = (folder / "table.md").read_text()
     assert f"| nll | {out['as_is']['nll']:.4f} |" in table and "(chance: 1/64)" in table
 

@@ -45,7 +45,7 @@ def test_llm_demo_on_smollm2(tmp_path):
     assert report["as_is"]["nll"] == pytest.approx(float(loss), rel=1e-5)
     assert report["next_tokens"] == int((labels[:, 1:] != -100).sum())
     page = (out / "report.html").read_text()
-    assert page.count('<li class="') > 4 and "data:image/png;base64," in page
+    assert page.count('<td class="verdict ') > 4 and "data:image/png;base64," in page
     answers = report["answers"]  # BIG-bench general_knowledge both ways, MMLU as multiple choice
     gk, mmlu = answers["multiple_choice"]["general_knowledge"], answers["multiple_choice"]["mmlu"]
     assert answers["questions"] == 70 and gk["questions"] == 70 and mmlu["questions"] == 200

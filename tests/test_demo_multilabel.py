@@ -7,6 +7,7 @@ import pytest
 
 import calibkit
 from calibkit.demos.multilabel import METHODS, METRICS, _page, claims, compare, resplit_table, write_figures
+from tests.test_pages import check_page
 
 
 def over_confident(n, seed):
@@ -48,4 +49,5 @@ def test_a_method_that_cannot_fit_is_reported_not_tested(tmp_path):
         image = matplotlib.image.imread(path)
         assert image[..., :3].std() > 0.05
     page = _page("title", one_split, resplit, claims(resplit), paths)
-    assert page.count("data:image/png;base64,") == 2 and '<li class="not-tested">' in page
+    assert page.count("data:image/png;base64,") == 2 and '<td class="verdict untested">' in page
+    check_page(page)  # the one page design: the answer first, nothing empty, nothing fetched

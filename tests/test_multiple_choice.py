@@ -21,6 +21,7 @@ import pytest
 from calibkit.cli import main
 from calibkit.lm.multiple_choice import ChoiceData, choice_probabilities, multiple_choice_report, read_choices
 from tests.metrics import reference as ref
+from tests.test_pages import check_page
 
 WORDS = "alpha beta gamma delta red green blue cat dog bird one two three four five is the a of what which".split()
 
@@ -407,6 +408,7 @@ def test_the_cli_calibrates_per_task(tmp_path, capsys):
     assert saved["temperature_scaling"]["tasks"]["t"]["ece"]["paired"]["n"] == 4
     page = (tmp_path / "o" / "index.html").read_text()
     assert "Reliability per task" in page and "data:image/png;base64," in page and "<table>" in page
+    check_page(page)  # the one page design: the answer first, nothing empty, nothing fetched
     assert (tmp_path / "o" / "reliability.png").read_bytes().startswith(b"\x89PNG")
 
 

@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         folder = writable_folder(args.output)
         (folder / "report.json").write_text(text + "\n")
         (folder / "table.md").write_text(f"# calibkit report: {source}\n{table}\n")
-        page = _html(folder, source, table, data, names, args)
+        page = _html(folder, source, table, data, names, args, report)
         if not args.json:
             print(f"report: {page}")
     return 0
@@ -232,26 +232,68 @@ def _mean(values: np.ndarray) -> float | None:
     return None if np.isnan(values).all() else float(np.nanmean(values))
 
 
-def _html(folder: Path, source: str, table: str, data: Any, names: list[str], args: argparse.Namespace) -> Path:
-    """Write ``report.html``: the tables and one reliability diagram per source (pooled)."""
-    from calibkit.plots import ReliabilityDiagram
-    from calibkit.plots.figures import new_figure
-    from calibkit.plots.pages import embedded_figure, html_page, markdown_to_html
+def _answer(report: dict[str, Any]) -> Any:
+    """Write the page's sentence: the best calibrated source, its direction and ECE, the worst, the best ranker."""
+    from calibkit.plots import pages
+
+    sources = report["pooled"]["sources"]
+    scored = {s: r for s, r in sources.items() if r.get("ece") is not None}
+    if not scored:
+        return "No source gave a confidence to score."
+    best = min(scored, key=lambda s: scored[s]["ece"])
+    row = scored[best]
+    gap = (row.get("accuracy") or 0.0) - (row.get("mean_confidence") or 0.0)  # ESCE's sign: < 0 over-confident
+    then = f" for the best calibrated source, '{best}', over {row['answers']:,} answers"
+    if len(scored) > 1:
+        worst = max(scored, key=lambda s: scored[s]["ece"])
+        then += f"; the worst, '{worst}', has ECE {scored[worst]['ece']:.3f}"
+    if report["best"].get("ranking"):
+        then += f"; best at ranking answers (lowest AURC): '{report['best']['ranking']}'"
+    return pages.answer_line(gap, row["ece"], then=then)
+
+
+def _html(
+    folder: Path, source: str, table: str, data: Any, names: list[str], args: argparse.Namespace,
+    report: dict[str, Any],
+) -> Path:  # fmt: skip
+    """Write ``report.html``: the answer, one reliability diagram per source (pooled) and the tables."""
+    from calibkit.plots import ReliabilityDiagram, pages
+    from calibkit.plots.figures import new_figure, reliability_csv
 
     right = (data.correct >= args.threshold).astype(np.int64)
-    fig = new_figure(figsize=(4.2 * len(names), 4.4))
-    axes = fig.subplots(1, len(names), squeeze=False)[0]
+    columns = min(len(names), 4)
+    rows = -(-len(names) // columns)
+    fig = new_figure(figsize=(3.6 * columns, 3.6 * rows))
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    drawn = []
     for ax, name in zip(axes, names):
         has = ~np.isnan(data.confidence[name])
         if has.any():
-            ReliabilityDiagram.from_predictions(data.confidence[name][has], right[has], n_bins=args.n_bins, ax=ax)
+            drawn.append((name, ReliabilityDiagram.from_predictions(
+                data.confidence[name][has], right[has], n_bins=args.n_bins, ax=ax, band=1000
+            )))  # fmt: skip
         ax.set_title(f"{name} ({data.kinds[name]})", fontsize=9)
         ax.set_xlabel("confidence that the answer is right")
         ax.set_ylabel("share of right answers")
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
     fig.tight_layout()
     figure = folder / "reliability.png"
     fig.savefig(figure, dpi=100)
+    numbers = reliability_csv(folder / "reliability.csv", drawn)
     page = folder / "report.html"
-    sections = [*markdown_to_html(table), embedded_figure(figure)]
-    page.write_text(html_page(f"calibkit report: {source}", sections), encoding="utf-8")
+    facts = [source, f"{len(names)} confidence source{'s' * (len(names) != 1)}"]
+    pooled = report["pooled"]["sources"]
+    headline = [("ece", pooled[n].get("ece"), None, f"ece {n}") for n in names[:5] if n in pooled]
+    sections = [
+        pages.Section("Reliability per source", [pages.figure(
+            figure, "One reliability diagram per confidence source: the share of right answers against the "
+            "confidence, with each bin's 95% bootstrap band", "pooled over the tasks", data=numbers, wide=True)]),
+        pages.Section("Every metric", pages.markdown_to_html(table), "Per source, pooled and per task."),
+    ]  # fmt: skip
+    text = pages.report_page(
+        "calibkit report: generations", pages.summary(_answer(report), facts, headline), sections,
+        files=["table.md", "report.json"],
+    )  # fmt: skip
+    page.write_text(text, encoding="utf-8")
     return page

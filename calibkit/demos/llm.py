@@ -21,7 +21,6 @@ The articles are the unit of the re-splits: the tokens of one article are not in
 from __future__ import annotations
 
 import contextlib
-import html
 import importlib.util
 import io
 import json
@@ -290,38 +289,65 @@ def _verdict_lines(split: dict[str, Any], resplits: int) -> list[tuple[str, str]
 
 def _figure(split: dict[str, Any], path: Path) -> Path:
     from calibkit.plots import ReliabilityDiagram
-    from calibkit.plots.figures import new_figure
+    from calibkit.plots.figures import new_figure, reliability_csv
 
-    fig = new_figure(figsize=(5.5, 5.2))
+    fig = new_figure(figsize=(5.5, 4.6))
     grid = fig.add_gridspec(2, 1, height_ratios=[3, 1])
     ax, support_ax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     drawn = [m for m in (("uncalibrated", "as is", "tab:red"), ("ts", "TS", "tab:blue")) if m[0] in split["first"]]
+    diagrams = []
     for j, (method, label, colour) in enumerate(drawn):
-        ReliabilityDiagram.from_statistics(
-            split["first"][method], label=label, ax=ax, support_ax=support_ax, color=colour, diagonal=j == 0
-        )
+        diagrams += [(method, ReliabilityDiagram.from_statistics(
+            split["first"][method],
+            label=label,
+            ax=ax,
+            support_ax=support_ax,
+            color=colour,
+            diagonal=j == 0,
+            band=1000,
+        ))]  # fmt: skip
     ax.set_title("next-token top-label reliability (first re-split, held-out half)", fontsize=9)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    reliability_csv(path.with_suffix(".csv"), diagrams)  # the numbers behind it, beside it
     return path
 
 
-def _write_pages(folder: Path, about: str, table: str, verdicts: list[tuple[str, str]], figure: Path) -> None:
-    """Write ``table.md`` and ``report.html``: what was read, the table, the verdicts and the figure."""
-    from calibkit.plots.pages import embedded_figure, html_page, markdown_to_html
+def _answer(whole: dict[str, Any], split: dict[str, Any], resplits: int) -> Any:
+    """Write the page's sentence: direction and ECE of the model as is, and what TS does on the held-out halves."""
+    from calibkit.plots.pages import answer_line
+
+    then = f" over {int(whole['n']):,} next tokens"
+    ece = split["verdicts"].get("ece", {})
+    fitted = resplits - split["not_fitted"]["count"]
+    if fitted and not math.isnan(ece.get("better", math.nan)):
+        t = _summary(split["temperatures"])
+        then += f"; TS lowers it in {round(ece['better'] * fitted)} of {fitted} re-splits (temperature {t['mean']:.2f})"
+    elif not fitted:
+        then += f"; TS could not be fitted on any of {resplits} halves"
+    return answer_line(float(whole.get("esce", math.nan)), float(whole["ece"]), then=then)
+
+
+def _write_pages(
+    folder: Path, about: str, table: str, verdicts: list[tuple[str, str]], figure: Path, answer: Any = None,
+    headline: Any = (),
+) -> None:  # fmt: skip
+    """Write ``table.md`` and ``report.html``: the answer, the figure, the verdicts, what was read and the table."""
+    from calibkit.plots import pages
 
     (folder / "table.md").write_text(f"{about}\n\n{table}\n\n" + "\n".join(f"- {s}" for _, s in verdicts) + "\n")
-    items = "".join(f'<li class="{v.replace(" ", "-")}"><b>{v}</b>: {html.escape(s)}</li>' for v, s in verdicts)
-    page = html_page(
-        "calibkit demo: next-token calibration of a causal LM",
-        [
-            f"<p>{html.escape(about)}</p>",
-            *markdown_to_html(table),
-            f"<h2>Verdicts</h2><ul>{items}</ul>",
-            embedded_figure(figure),
-        ],
-    )
+    sections = [
+        pages.Section("Reliability", [pages.figure(
+            figure, "Next-token top-label reliability diagram of the first re-split's held-out half, as is and after "
+            "temperature scaling, with each bin's 95% bootstrap band", "held-out half of the first re-split",
+            data=figure.with_suffix(".csv"))]),
+        pages.Section("Verdicts", [pages.verdict_table([{"verdict": v, "claim": s} for v, s in verdicts])]),
+        pages.Section("Every metric", pages.markdown_to_html(table), about),
+    ]  # fmt: skip
+    head = pages.summary(answer if answer is not None else about, [about] if answer is not None else [], headline)
+    page = pages.report_page("calibkit demo: next-token calibration of a causal LM", head, sections,
+                             files=["table.md", "report.json"])  # fmt: skip
     (folder / "report.html").write_text(page, encoding="utf-8")
 
 
@@ -409,7 +435,9 @@ def run_llm_demo(
         extra = answers_section(model, tokenizer, resplits=resplits, seed=seed, folder=folder / "harness")
         table += f"\n\n{extra['text']}"
         verdicts = verdicts + extra["verdicts"]
-    _write_pages(folder, about, table, verdicts, _figure(split, folder / "reliability.png"))
+    headline = [(k, whole[k], None) for k in ("ece", "esce", "nll", "brier") if k in whole]
+    figure = _figure(split, folder / "reliability.png")
+    _write_pages(folder, about, table, verdicts, figure, _answer(whole, split, resplits), headline)
     out = {
         "model": name,
         "articles": len(texts),

@@ -336,7 +336,7 @@ def run_multilabel_demo(
     paths["table"] = output / "table.md"
     paths["table"].write_text(text)
     paths["html"] = output / "index.html"
-    paths["html"].write_text(_page(title, one_split, resplit, verdicts, paths))
+    paths["html"].write_text(_page(title, one_split, resplit, verdicts, paths, names))
     report = {
         "title": title, "types": names, "support_test": support, "one_split": one_split, "best": best,
         **_resplit_json(resplit, verdicts),
@@ -404,27 +404,57 @@ def _text(
     )
 
 
-def _page(title: str, one_split: dict, resplit: Any, verdicts: list[dict[str, Any]], paths: dict[str, Path]) -> str:
-    """Render the report as one self-contained page: verdicts first, then the tables and the figures."""
-    import html
+def _answer(one_split: dict, resplit: Any, names: list[str]) -> Any:
+    """Write the page's sentence: the macro ECE as is, the worst type, what the best method does over the re-splits."""
+    from calibkit.plots.pages import answer_line
 
-    from calibkit.plots.pages import embedded_figure, html_page, markdown_to_html_table
+    row = one_split.get("uncalibrated", {})
+    then = " (macro over the types) on the test tweets"
+    means = np.nanmean(resplit.per_class["uncalibrated"], axis=0) if resplit.resplits else np.array([])
+    if means.size and np.isfinite(means).any():
+        worst = int(np.nanargmax(means))
+        name = names[worst] if worst < len(names) else f"type {worst}"
+        then += f", worst type '{name}' ({means[worst]:.2f})"
+    fitted = [m for m in resplit.methods if m != "uncalibrated" and resplit.summary(m, "ece")["n"] == resplit.resplits]
+    if fitted:
+        best = min(fitted, key=lambda m: resplit.summary(m, "ece")["mean"])
+        p = resplit.paired(best, "uncalibrated", "ece")
+        then += f"; {LABELS[best]} lowers it in {round(p['better'] * p['n'])} of {p['n']} re-splits"
+    return answer_line(float("nan"), float(row.get("ece", float("nan"))), then=then)
 
-    items = "".join(
-        f'<li class="{c["verdict"].replace(" ", "-")}"><b>{html.escape(c["verdict"])}</b>: {html.escape(c["claim"])} '
-        f"<i>({html.escape(c['paper'])})</i>. {html.escape(c['numbers'])}.</li>"
-        for c in verdicts
-    )
-    figures = [embedded_figure(p) for p in paths.values() if Path(p).suffix == ".png"]
-    return html_page(
-        title,
-        [
-            f"<h2>Verdicts</h2><ul id='verdicts'>{items}</ul>",
-            f"<h2>Over {resplit.resplits} re-splits</h2>{markdown_to_html_table(resplit_table(resplit))}",
-            f"<h2>One split</h2>{markdown_to_html_table(_one_split_table(one_split))}",
-            "<h2>Figures</h2>" + "".join(figures),
-        ],
-    )
+
+def _page(
+    title: str, one_split: dict, resplit: Any, verdicts: list[dict[str, Any]], paths: dict[str, Path],
+    names: list[str] | None = None,
+) -> str:  # fmt: skip
+    """Render the report as one page in the reports' design: the answer, the figures, the verdicts, the tables."""
+    from calibkit.plots import pages
+
+    def figure(name: str, alt: str, caption: str, wide: bool = False) -> str:
+        return pages.figure(paths[name], alt, caption, wide=wide) if name in paths else ""
+
+    row = one_split.get("uncalibrated", {})
+    headline = [(m, row.get(m), None) for m in ("ece", "ece_micro", "cece", "brier") if m in row]
+    names = list(names or resplit.class_names)
+    facts = [
+        f"{resplit.per_class['uncalibrated'].shape[1]} types",
+        f"{resplit.resplits} re-splits of validation + test",
+    ]
+    sections = [
+        pages.Section("Reliability per type", [figure(
+            "reliability_types", "One reliability diagram per frequent type: the fraction of tweets mentioning the "
+            "type against the predicted probability, as is and after the best method", "the most frequent types",
+            True)]),
+        pages.Section("Verdicts", [pages.verdict_table(verdicts)]),
+        pages.Section(f"Over {resplit.resplits} re-splits", pages.markdown_to_html(resplit_table(resplit)),
+                      "Cells: mean [2.5%, 97.5%] over the re-splits."),
+        pages.Section("One split", [pages.side_by_side(
+            pages.markdown_to_html_table(_one_split_table(one_split)),
+            figure("ece_vs_support", "Each type's ECE against the number of test tweets mentioning it",
+                   "ECE against support"))], "Fitted on validation, evaluated on test."),
+    ]  # fmt: skip
+    head = pages.summary(_answer(one_split, resplit, names), facts, headline)
+    return pages.report_page(title, head, sections, files=["table.md", "report.json"])
 
 
 def _one_split_table(one_split: dict[str, dict[str, Any]]) -> str:

@@ -29,7 +29,7 @@ from calibkit.metrics.functional.smooth import smooth_reliability
 from calibkit.metrics.settings import DEFAULTS, CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics
 
-__all__ = ["RegionPlot", "ReliabilityDiagram", "SmoothReliabilityDiagram"]
+__all__ = ["RegionPlot", "ReliabilityDiagram", "SmoothReliabilityDiagram", "bin_band"]
 
 
 def _axes(ax: Any) -> Any:
@@ -61,6 +61,49 @@ def _table(statistics: CalibrationStatistics, n_bins: int, class_index: int | No
     if row == len(statistics.table_classes) or statistics.table_classes[row] != class_index:
         return np.zeros(table.shape[1:])
     return table[row]
+
+
+def bin_band(
+    count: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the bootstrap band of each bin's accuracy, from the per-bin sums alone.
+
+    Resampling the rows of a bin with replacement, the bin's number of correct rows is
+    ``Binomial(n_b, acc_b)`` (each row is right or wrong): the bootstrap distribution of the bin's
+    accuracy is drawn from its count and accuracy, with no need of the rows (so a streamed or
+    sharded evaluation's diagram has its band too). The band is the percentile interval of
+    ``n_boot`` such draws per bin.
+
+    Parameters
+    ----------
+    count : ndarray of shape (n_bins,)
+        Rows per bin.
+    accuracy : ndarray of shape (n_bins,)
+        Accuracy per bin (NaN where empty).
+    n_boot : int, default=1000
+        Draws per bin.
+    seed : int, default=0
+    confidence : float, default=0.95
+        The band's level.
+
+    Returns
+    -------
+    low, high : ndarray of shape (n_bins,)
+        NaN in empty bins.
+
+    Examples
+    --------
+    >>> low, high = bin_band(np.array([100, 0]), np.array([0.8, np.nan]))
+    >>> bool(low[0] < 0.8 < high[0]), bool(np.isnan(low[1]))
+    (True, True)
+    """
+    count = np.asarray(count, dtype=np.int64)
+    filled = count > 0
+    p = np.where(filled, np.nan_to_num(np.asarray(accuracy, dtype=np.float64)), 0.0).clip(0, 1)
+    draws = np.random.default_rng(seed).binomial(count, p, size=(n_boot, count.size)) / np.maximum(count, 1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(draws, [tail, 100 - tail], axis=0)
+    return np.where(filled, low, np.nan), np.where(filled, high, np.nan)
 
 
 def _statistics(probs: Any, labels: Any, metrics: tuple[str, ...], settings: CalibrationSettings):
@@ -117,7 +160,14 @@ class ReliabilityDiagram:
         self.ece = ece_from_table(table)
 
     def plot(
-        self, ax: Any = None, *, support_ax: Any = None, color: str | None = None, diagonal: bool = True
+        self,
+        ax: Any = None,
+        *,
+        support_ax: Any = None,
+        color: str | None = None,
+        diagonal: bool = True,
+        band: int = 0,
+        seed: int = 0,
     ) -> ReliabilityDiagram:
         """Draw on ``ax`` (a new figure if None) and the samples per bin on ``support_ax`` if given.
 
@@ -129,11 +179,17 @@ class ReliabilityDiagram:
         color : str, optional
         diagonal : bool, default True
             Draw the diagonal of perfect calibration (once per axes when overlaying curves).
+        band : int, default 0
+            With ``band > 0``, shade each bin's 95% bootstrap band of ``band`` draws
+            (``calibkit.plots.diagrams.bin_band``, from the per-bin sums).
+        seed : int, default 0
+            Seed of the band's draws.
 
         Returns
         -------
         ReliabilityDiagram
-            ``self``, with ``ax_``, ``figure_``, ``line_``, ``bars_``, ``support_bars_`` set.
+            ``self``, with ``ax_``, ``figure_``, ``line_``, ``bars_``, ``support_bars_``,
+            ``band_low_``, ``band_high_`` and ``band_`` (None without a band) set.
         """
         ax = _axes(ax)
         n_bins = self.table.shape[0]
@@ -144,6 +200,13 @@ class ReliabilityDiagram:
         )
         colour = self.bars_.patches[0].get_facecolor()[:3] if color is None and filled.any() else color
         (self.line_,) = ax.plot(centres[filled], self.accuracy[filled], "o-", color=colour, ms=3, label=self.label)
+        self.band_low_ = self.band_high_ = self.band_ = None
+        if band:
+            self.band_low_, self.band_high_ = bin_band(self.count, self.accuracy, n_boot=band, seed=seed)
+            self.band_ = ax.fill_between(
+                centres[filled], self.band_low_[filled], self.band_high_[filled], color=colour, alpha=0.25, lw=0,
+                label="95% bootstrap band",
+            )  # fmt: skip
         if diagonal:
             ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="perfect calibration")
         ax.set_xlim(0, 1)
@@ -174,6 +237,8 @@ class ReliabilityDiagram:
         support_ax: Any = None,
         color: str | None = None,
         diagonal: bool = True,
+        band: int = 0,
+        seed: int = 0,
     ) -> ReliabilityDiagram:
         """Draw from accumulated statistics (the ``statistics`` attribute of a ``CalibrationAccumulator``).
 
@@ -185,7 +250,7 @@ class ReliabilityDiagram:
         class_index : int, optional
             Only the samples whose true class is this one (the per-class diagrams of the class-wise
             paper); default all samples.
-        label, ax, support_ax, color, diagonal
+        label, ax, support_ax, color, diagonal, band, seed
             As :meth:`plot`.
 
         Returns
@@ -193,7 +258,7 @@ class ReliabilityDiagram:
         ReliabilityDiagram
         """
         return cls(_table(statistics, n_bins, class_index, "n_bins"), label=label).plot(
-            ax, support_ax=support_ax, color=color, diagonal=diagonal
+            ax, support_ax=support_ax, color=color, diagonal=diagonal, band=band, seed=seed
         )
 
     @classmethod
@@ -211,6 +276,8 @@ class ReliabilityDiagram:
         support_ax: Any = None,
         color: str | None = None,
         diagonal: bool = True,
+        band: int = 0,
+        seed: int = 0,
     ) -> ReliabilityDiagram:
         """Draw from predictions, as :func:`calibkit.ece` takes them.
 
@@ -218,7 +285,7 @@ class ReliabilityDiagram:
         ----------
         probs, labels, n_bins, from_logits, ignore_index
             As :func:`calibkit.ece`.
-        class_index, label, ax, support_ax, color, diagonal
+        class_index, label, ax, support_ax, color, diagonal, band, seed
             As :meth:`from_statistics`.
 
         Returns
@@ -236,6 +303,8 @@ class ReliabilityDiagram:
             support_ax=support_ax,
             color=color,
             diagonal=diagonal,
+            band=band,
+            seed=seed,
         )
 
 

@@ -11,6 +11,7 @@ nothing of ``calibkit.verdicts``, which stands above it.
 
 from __future__ import annotations
 
+import csv
 import math
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,12 @@ from typing import Any
 import numpy as np
 
 from calibkit.calibrators.registry import LABELS as METHOD_LABELS
+from calibkit.metrics.formulas import binned_gaps
 from calibkit.metrics.statistics import largest_classes
-from calibkit.plots.diagrams import RegionPlot, ReliabilityDiagram, SmoothReliabilityDiagram
+from calibkit.plots.diagrams import RegionPlot, ReliabilityDiagram, SmoothReliabilityDiagram, _table, bin_band
 
 __all__ = [
+    "BAND_DRAWS",
     "MIN_PANEL_SUPPORT",
     "class_ece_figure",
     "new_figure",
@@ -30,12 +33,17 @@ __all__ = [
     "reliability_figure",
     "small_classes_line",
     "smooth_figure",
+    "reliability_csv",
+    "write_figure_data",
     "write_figures",
 ]
 
 MIN_PANEL_SUPPORT = 30
 """A class gets its own reliability panel only with at least this many test samples: below it,
 15 bins hold one or two samples each and the curve is noise."""
+
+BAND_DRAWS = 1000
+"""Draws of each bin's bootstrap band in the reliability diagrams (``calibkit.plots.diagrams.bin_band``)."""
 
 _COLOURS = {"uncalibrated": "tab:red"}
 
@@ -113,7 +121,7 @@ def reliability_figure(comparison: Any) -> Any:
     matplotlib.figure.Figure
     """
     methods = _drawn_methods(comparison)
-    fig = new_figure(figsize=(4.2 * len(methods), 5))
+    fig = new_figure(figsize=(4.2 * len(methods), 4.6))
     axes = fig.subplots(2, len(methods), squeeze=False, gridspec_kw={"height_ratios": [3, 1]})
     for j, method in enumerate(methods):
         label = METHOD_LABELS[method]
@@ -124,6 +132,7 @@ def reliability_figure(comparison: Any) -> Any:
             ax=axes[0, j],
             support_ax=axes[1, j],
             color=_colour(comparison, method),
+            band=BAND_DRAWS,
         )
         axes[0, j].set_title(f"{label}: ECE {display.ece:.4f}", fontsize=9)
         axes[0, j].legend(loc="upper left", fontsize=8)
@@ -298,3 +307,116 @@ def write_figures(comparison: Any, folder: str | Path) -> dict[str, Path]:
         "class_ece_vs_support": _save(class_ece_figure(comparison), folder / "class_ece_vs_support.png", 110),
         "regions": _save(regions_figure(comparison), folder / "regions.png", 110),
     }
+
+
+def _bins(table: np.ndarray) -> tuple[np.ndarray, ...]:
+    n = table.shape[0]
+    gaps = binned_gaps(table)
+    return np.arange(n) / n, np.arange(1, n + 1) / n, gaps["count"], gaps["confidence"], gaps["accuracy"]
+
+
+def _write_csv(path: Path, head: list[str], rows: list[list[Any]]) -> Path:
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(head)
+        for row in rows:
+            writer.writerow(["" if isinstance(v, float) and math.isnan(v) else v for v in row])
+    return path
+
+
+def write_figure_data(comparison: Any, folder: str | Path) -> dict[str, Path]:
+    """Write the numbers behind each figure of :func:`write_figures` as a CSV beside it.
+
+    ``reliability.csv`` (per method drawn and bin: its edges, samples, mean confidence, accuracy
+    and the 95% bootstrap band drawn), ``reliability_smooth.csv`` (the smooth curves on their
+    grid, with the density of the confidences), ``reliability_per_class.csv`` (per class, method
+    and bin), ``class_ece_vs_support.csv`` (per class: support and ECE of each method) and
+    ``regions.csv`` (per method and RBECE bin: samples, ``|accuracy - confidence|``, counted).
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`~calibkit.verdicts.comparison.compare_calibrators`.
+    folder : str or Path
+        An existing folder.
+
+    Returns
+    -------
+    dict of str to Path
+        Keyed by the figure's name (as :func:`write_figures`) plus ``"_data"``.
+    """
+    folder = Path(folder)
+    methods = _drawn_methods(comparison)
+    rows = []
+    for method in methods:
+        table = comparison.statistics[method].top_table(comparison.n_bins).sum(axis=0)
+        low, high, count, confidence, accuracy = _bins(table)
+        band = bin_band(count, accuracy, n_boot=BAND_DRAWS)  # the seed and draws of the figure's band
+        rows += [[method, b, low[b], high[b], int(count[b]), confidence[b], accuracy[b], band[0][b], band[1][b]]
+                 for b in range(len(count))]  # fmt: skip
+    head = ["method", "bin", "lower", "upper", "count", "confidence", "accuracy", "band_low", "band_high"]
+    out = {"reliability_data": _write_csv(folder / "reliability.csv", head, rows)}
+    if comparison.smooth:
+        rows = [
+            [method, g, a, d]
+            for method in methods if method in comparison.smooth
+            for g, a, d in zip(*(comparison.smooth[method][k] for k in ("grid", "accuracy", "density")))
+        ]  # fmt: skip
+        head = ["method", "confidence", "smoothed_accuracy", "density"]
+        out["reliability_smooth_data"] = _write_csv(folder / "reliability_smooth.csv", head, rows)
+    support = comparison.statistics["uncalibrated"].label_counts()
+    rows = []
+    for c in largest_classes(support):
+        for method in methods:
+            low, high, count, confidence, accuracy = _bins(
+                _table(comparison.statistics[method], comparison.n_bins, int(c), "n_bins")
+            )
+            rows += [[comparison.class_names[c], method, b, low[b], high[b], int(count[b]), confidence[b], accuracy[b]]
+                     for b in range(len(count))]  # fmt: skip
+    head = ["class", "method", "bin", "lower", "upper", "count", "confidence", "accuracy"]
+    out["reliability_per_class_data"] = _write_csv(folder / "reliability_per_class.csv", head, rows)
+    shown = list(comparison.per_class)
+    rows = [[comparison.class_names[c], int(support[c]), *(comparison.per_class[m][c] for m in shown)]
+            for c in range(len(support))]  # fmt: skip
+    out["class_ece_vs_support_data"] = _write_csv(
+        folder / "class_ece_vs_support.csv", ["class", "support", *(f"ece_{m}" for m in shown)], rows
+    )
+    rows = []
+    for method in methods:
+        plot = RegionPlot(
+            comparison.statistics[method].top_table(comparison.rbece_bins).sum(axis=0), theta=comparison.theta
+        )
+        m = len(plot.count)
+        rows += [
+            [method, b, b / m, (b + 1) / m, int(plot.count[b]), plot.gap[b], bool(plot.counted[b])] for b in range(m)
+        ]
+    head = ["method", "bin", "lower", "upper", "count", "abs_accuracy_minus_confidence", "counted"]
+    out["regions_data"] = _write_csv(folder / "regions.csv", head, rows)
+    return out
+
+
+def reliability_csv(path: str | Path, diagrams: list[tuple[str, Any]]) -> Path:
+    """Write the per-bin numbers of drawn reliability diagrams as one CSV (the numbers behind a figure).
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file.
+    diagrams : list of (str, ReliabilityDiagram)
+        Each panel's name (a task, a source, a method) and its drawn display.
+
+    Returns
+    -------
+    Path
+        One row per panel and bin: edges, samples, mean confidence, accuracy and, where drawn, the
+        95% bootstrap band.
+    """
+    rows = []
+    for name, d in diagrams:
+        n = len(d.count)
+        low = d.band_low_ if getattr(d, "band_low_", None) is not None else np.full(n, np.nan)
+        high = d.band_high_ if getattr(d, "band_high_", None) is not None else np.full(n, np.nan)
+        rows += [[name, b, b / n, (b + 1) / n, int(d.count[b]), d.confidence[b], d.accuracy[b], low[b], high[b]]
+                 for b in range(n)]  # fmt: skip
+    head = ["panel", "bin", "lower", "upper", "count", "confidence", "accuracy", "band_low", "band_high"]
+    return _write_csv(Path(path), head, rows)

@@ -20,9 +20,8 @@ import numpy as np
 
 from calibkit._moved import moved_name
 from calibkit.metrics.statistics import largest_classes
-from calibkit.plots import figures, pages, tables
+from calibkit.plots import figures, tables
 from calibkit.verdicts import resplits as rs
-from calibkit.verdicts.claims import what_this_means
 from calibkit.verdicts.comparison import (
     CONFORMAL_LEVEL,
     HIGHER_IS_BETTER,
@@ -206,7 +205,9 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
     )
 
 
-def write_report(comparison: Comparison, folder: str | Path, title: str, resplits: Any = None) -> dict[str, Path]:
+def write_report(
+    comparison: Comparison, folder: str | Path, title: str, resplits: Any = None, source: str = ""
+) -> dict[str, Path]:
     """Write ``table.md``, ``table.csv``, ``report.json``, the figures and ``index.html``.
 
     With ``resplits``, the table of means, standard deviations and 95% intervals over the
@@ -223,12 +224,14 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
         Heading of the Markdown and HTML pages.
     resplits : Resplits, optional
         From :func:`calibkit.verdicts.resplits.resplit_comparison`.
+    source : str, default=""
+        What was evaluated (a file, a model on a dataset), for the page's summary.
 
     Returns
     -------
     dict of str to Path
-        The files written, by name (``markdown``, ``csv``, ``json``, ``html``, the figures and,
-        with ``resplits``, ``verdicts``).
+        The files written, by name (``markdown``, ``csv``, ``json``, ``html``, the figures, the
+        numbers behind each figure as ``<figure>_data`` CSVs and, with ``resplits``, ``verdicts``).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -255,25 +258,36 @@ def write_report(comparison: Comparison, folder: str | Path, title: str, resplit
         f"Calibrators fitted on {comparison.n_val} validation predictions, evaluated on "
         f"{comparison.n_test} test predictions. Bold: best per column (closest to 0 for the signed ECD, ESCE).\n"
         f"Best calibrator by {comparison.select}: **{METHOD_LABELS[comparison.best]}**.{notes}"
+        if len(comparison.rows) > 1 or comparison.errors
+        else f"{comparison.n_test} predictions."  # a predictions file: no calibrator, no sentence about one
     )
     paths["markdown"].write_text(
         f"# {title}\n\n{lead}{single}\n\n{markdown_table(comparison)}\n\n"
-        f"## ECE of each class (subset ECE)\n\n{per_class_table(comparison)}\n\n"
-        f"## Conformal prediction sets\n\n{conformal_note(comparison)}\n\n{conformal_table(comparison)}\n"
-    )
+        f"## ECE of each class (subset ECE)\n\n{per_class_table(comparison)}\n"
+        + (f"\n## Conformal prediction sets\n\n{conformal_note(comparison)}\n\n{conformal_table(comparison)}\n"
+           if comparison.sets else "")
+    )  # fmt: skip
     write_csv(comparison, paths["csv"])
     report = to_json(comparison)
     if json_summary is not None:
         report["resplits"] = json_summary
     paths["json"].write_text(json.dumps(report, indent=2))
     paths.update(figures.write_figures(comparison, folder))
+    paths.update(figures.write_figure_data(comparison, folder))
     paths["html"] = folder / "index.html"
-    paths["html"].write_text(html_report(comparison, title, paths, resplits))
+    paths["html"].write_text(html_report(comparison, title, paths, resplits, source=source))
     return paths
 
 
-def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resplits: Any = None) -> str:
-    """Render one self-contained page (figures embedded as data URIs, no network): table, verdicts, figures.
+def html_report(
+    comparison: Comparison, title: str, paths: dict[str, Path], resplits: Any = None, source: str = ""
+) -> str:
+    """Render one self-contained page (figures embedded as data URIs, no network): the answer first.
+
+    The page of ``calibkit.verdicts.page.comparison_page``: a summary (the one-sentence answer,
+    what was evaluated, the headline numbers), then reliability (binned with bootstrap bands, and
+    smooth), the verdicts and the re-splits (with ``resplits``), every metric, the classes, the
+    regions and, where measured, the conformal sets.
 
     Parameters
     ----------
@@ -282,44 +296,20 @@ def html_report(comparison: Comparison, title: str, paths: dict[str, Path], resp
     title : str
         The page's title.
     paths : dict of str to Path
-        The files written so far; the ``.png`` ones are embedded.
+        The files written so far; the ``.png`` ones are embedded, each with its ``*_data`` CSV.
     resplits : Resplits, optional
         Adds the verdicts and the table over the re-splits.
+    source : str, default=""
+        What was evaluated, for the summary.
 
     Returns
     -------
     str
         The HTML.
     """
-    import html
+    from calibkit.verdicts.page import comparison_page
 
-    sections = []
-    if resplits is not None:
-        claims = rs.verdicts(resplits)
-        items = "".join(
-            f'<li class="{c["verdict"].replace(" ", "-")}"><b>{html.escape(c["verdict"])}</b>: '
-            f"{html.escape(c['claim'])} <i>({html.escape(c['paper'])})</i>. {html.escape(c['numbers'])}.</li>"
-            for c in claims
-        )
-        meaning = html.escape(what_this_means(resplits, claims))
-        sections.append(f"<h2>What this means</h2><p id='what-this-means'>{meaning}</p>")
-        sections.append(f"<h2>Verdicts on the papers' claims</h2><ul id='verdicts'>{items}</ul>")
-        sections.append(
-            f"<h2>Over {resplits.resplits} re-splits</h2><p>{html.escape(resplit_note(resplits))}</p>"
-            f"<div id='resplit-table'>{pages.markdown_to_html_table(rs.markdown_table(resplits))}</div>"
-        )
-    sections.append(
-        f"<h2>One split</h2><p>Calibrators fitted on {comparison.n_val} validation predictions, evaluated on "
-        f"{comparison.n_test} test predictions. Best calibrator by {html.escape(comparison.select)}: "
-        f"<b>{html.escape(METHOD_LABELS[comparison.best])}</b>.</p>"
-        f"<div id='table'>{pages.markdown_to_html_table(markdown_table(comparison))}</div>"
-        f"<h2>ECE of each class</h2>{pages.markdown_to_html_table(per_class_table(comparison))}"
-        f"<h2>Conformal prediction sets</h2><p>{html.escape(conformal_note(comparison))}</p>"
-        f"<div id='conformal'>{pages.markdown_to_html_table(conformal_table(comparison))}</div>"
-    )
-    images = [pages.embedded_figure(path) for path in paths.values() if Path(path).suffix == ".png"]
-    sections.append("<h2>Figures</h2>" + "".join(images))
-    return pages.html_page(title, sections)
+    return comparison_page(comparison, title, paths, resplits, source)
 
 
 def __getattr__(name: str) -> Any:

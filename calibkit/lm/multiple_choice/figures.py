@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import html
 import math
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = DEFAULTS.n_bins
     Returns
     -------
     matplotlib.figure.Figure
+        With ``diagrams_``: ``(panel name, ReliabilityDiagram)`` of each panel, the numbers it drew.
     """
     from calibkit.plots import ReliabilityDiagram
     from calibkit.plots.figures import new_figure
@@ -42,8 +41,9 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = DEFAULTS.n_bins
     fig = new_figure(figsize=(3.2 * columns, 3.2 * rows), layout="constrained")
     for i, (name, keep) in enumerate(panels):
         ax = fig.add_subplot(rows, columns, i + 1)
-        diagram = ReliabilityDiagram.from_predictions(probs[keep], data.gold[keep], n_bins=n_bins, ax=ax)
+        diagram = ReliabilityDiagram.from_predictions(probs[keep], data.gold[keep], n_bins=n_bins, ax=ax, band=1000)
         ax.set_title(f"{name}: ECE {diagram.ece:.3f} ({int(keep.sum())} q.)", fontsize=9)
+        fig.diagrams_ = [*getattr(fig, "diagrams_", []), (name, diagram)]  # the numbers behind each panel
     fig.suptitle(f"confidence: softmax over the choices of score={score}", fontsize=10)
     return fig
 
@@ -69,21 +69,58 @@ def write_choice_report(
     Returns
     -------
     dict of str to Path
-        ``"figure"`` and ``"html"``.
+        ``"figure"``, ``"figure_data"`` (its per-bin numbers, ``reliability.csv``) and ``"html"``.
     """
-    from calibkit.plots.pages import markdown_to_html
+    from calibkit.plots import pages
+    from calibkit.plots.figures import reliability_csv
 
     figure = folder / "reliability.png"
-    reliability_grid(data, report["score"], n_bins, report.get("skipped", {})).savefig(figure, dpi=110)
-    image = base64.b64encode(figure.read_bytes()).decode("ascii")
-    blocks = markdown_to_html(table)
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>calibkit report</title>"
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
-        "td,th{border:1px solid #ccc;padding:3px 6px}</style></head><body>"
-        f"<h1>calibkit report</h1><p>{html.escape(title)}</p>{''.join(blocks)}"
-        f"<h2>Reliability per task</h2><img alt='reliability diagrams' src='data:image/png;base64,{image}'>"
-        "</body></html>"
+    grid = reliability_grid(data, report["score"], n_bins, report.get("skipped", {}))
+    grid.savefig(figure, dpi=110)
+    numbers = reliability_csv(folder / "reliability.csv", grid.diagrams_)
+    pooled, tasks = report["pooled"], report["tasks"]
+    worst = ""
+    if len(tasks) > 1:
+        name = max(tasks, key=lambda t: -math.inf if tasks[t].get("ece") is None else tasks[t]["ece"])
+        worst = f", worst task '{name}' ({tasks[name]['ece']:.2f})"
+    answer = pages.answer_line(
+        pooled.get("esce", math.nan), pooled["ece"], then=f" over {pooled['questions']:,} questions{worst}"
+    )
+    facts = [
+        title,
+        f"{len(tasks)} task{'s' * (len(tasks) != 1)}",
+        f"confidence: the softmax over the choices (score={report['score']})",
+    ]
+    headline = [(m, pooled[m], None) for m in ("ece", "esce", "brier", "accuracy", "aurc") if pooled.get(m) is not None]
+    ts = "Temperature scaling" in table  # fitted (--calibrate): its table follows the metrics'
+    sections = [
+        pages.Section(
+            "Reliability per task",
+            [
+                pages.figure(
+                    figure,
+                    "One reliability diagram per task and one pooled: the share of right answers against the "
+                    "confidence in the chosen answer",
+                    "per task and pooled; shaded: each bin's 95% bootstrap band",
+                    data=numbers,
+                    wide=True,
+                )
+            ],
+        ),
+        pages.Section(
+            "Every metric",
+            pages.markdown_to_html(table),
+            "Per task and pooled."
+            + (
+                " Temperature scaling: fitted on half of each task's questions, judged on the other half." if ts else ""
+            ),
+        ),
+    ]
+    page = pages.report_page(
+        "calibkit report: multiple choice",
+        pages.summary(answer, facts, headline),
+        sections,
+        files=["table.md", "report.json"],
     )
     (folder / "index.html").write_text(page, encoding="utf-8")
-    return {"figure": figure, "html": folder / "index.html"}
+    return {"figure": figure, "figure_data": numbers, "html": folder / "index.html"}

@@ -1,0 +1,167 @@
+"""The one page design of every HTML report (calibkit.plots.pages): its structure, checked on the HTML.
+
+``check_page`` is what every report's page must satisfy (the browser tests of
+tests/test_html_report_slow.py check the same pages as a reader sees them): the summary first, a
+table of contents whose every entry leads somewhere, no section without content, alt text on every
+image, nothing fetched from a network, every metric link pointing at a section of the metric guide.
+"""
+
+import csv
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calibkit.plots import pages
+from calibkit.plots.diagrams import bin_band
+from calibkit.verdicts.comparison import compare_calibrators
+from calibkit.verdicts.reporting import write_report
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "choosing_a_metric.rst"
+
+
+def guide_anchors() -> set[str]:
+    """The ids Sphinx gives the guide's sections and inline targets (docutils' rule: lower case, runs of
+    other characters to one hyphen)."""
+    text = GUIDE.read_text()
+    titles = re.findall(r"^(\S.*)\n[~\-=^]{3,}$", text, flags=re.M)
+    targets = re.findall(r"_`([^`]+)`", text)
+    return {re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-") for t in [*titles, *targets]}
+
+
+def sections_of(page: str) -> list[tuple[str, str]]:
+    return re.findall(r'<section id="([^"]+)"[^>]*>(.*?)</section>', page, flags=re.S)
+
+
+def check_page(page: str) -> None:
+    """Assert what every report page must be (see the module docstring)."""
+    sections = sections_of(page)
+    assert sections and sections[0][0] == "summary", "the summary is not the first section"
+    assert page.index('id="summary"') < page.index("<main>")
+    assert re.search(r'<p class="answer">.{20,}?</p>', sections[0][1], flags=re.S), "no one-sentence answer"
+    ids = set(re.findall(r'id="([^"]+)"', page))
+    for target in re.findall(r'<nav class="toc".*?</nav>', page, flags=re.S)[0:1]:
+        for ref in re.findall(r'href="#([^"]+)"', target):
+            assert ref in ids, f"the table of contents leads nowhere: #{ref}"
+    for ident, body in sections[1:]:
+        rest = re.sub(r"<h2>.*?</h2>|<p class=\"note\">.*?</p>", "", body, flags=re.S)
+        assert re.search(r"<(table|figure|img|p|ul|details)\b", rest), f"section {ident!r} is empty"
+        assert "<tbody></tbody>" not in body, f"section {ident!r} has a table without rows"
+    images = re.findall(r"<img\b[^>]*>", page)
+    for image in images:
+        assert re.search(r'alt="[^"]{10,}"', image), f"an image without alt text: {image[:80]}"
+        assert re.search(r'src="data:image/png;base64,', image), "an image not inlined"
+    assert not re.search(r"<link\b|<script\b[^>]*\bsrc=|@import|url\(\s*['\"]?https?:", page), "fetches from a network"
+    assert not re.search(r'\bsrc="(?!data:)', page), "a resource not inlined"
+    anchors = guide_anchors()
+    for href in re.findall(r'<a class="metric" href="([^"]+)"', page):
+        assert href.startswith(pages.DOCS_URL + pages.METRIC_GUIDE + "#"), href
+        assert href.split("#")[1] in anchors, f"no such section in the metric guide: {href}"
+
+
+def overconfident(n: int, seed: int = 0, k: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 1.5
+    y = (z + rng.gumbel(size=z.shape)).argmax(axis=1)
+    return z * 2.5, y  # sharpened: over-confident
+
+
+def tiny_png(path: Path) -> Path:
+    from calibkit.plots.figures import new_figure
+
+    fig = new_figure(figsize=(2, 2))
+    fig.subplots().plot([0, 1], [0, 1])
+    fig.savefig(path, dpi=40)
+    return path
+
+
+def test_a_page_leads_with_its_summary_and_drops_what_has_no_content(tmp_path):
+    data = tmp_path / "numbers.csv"
+    data.write_text("bin,count\n0,3\n")
+    figure = pages.figure(tiny_png(tmp_path / "f.png"), "a line from corner to corner", "one line", data=data)
+    head = pages.summary(pages.Markup("<b>Over-confident</b>: ECE 0.146."), ["a file", "200 rows"],
+                         [("ece", 0.146, (0.139, 0.152)), ("brier", 0.2, None, "brier after TS")])  # fmt: skip
+    page = pages.report_page(
+        "a title",
+        head,
+        [
+            pages.Section("Reliability", [pages.side_by_side(pages.html_table(["m", "v"], [["ece", 0.1]]), figure)]),
+            pages.Section("Conformal prediction sets", [""], "Sets at 90%."),  # nothing to show: no section
+            pages.Section(
+                "Verdicts", [pages.verdict_table([{"verdict": "holds", "claim": "TS helps", "numbers": "20/20"}])]
+            ),
+        ],  # fmt: skip
+        files=[tmp_path / "table.md"],
+    )
+    check_page(page)
+    assert [ident for ident, _ in sections_of(page)] == ["summary", "reliability", "verdicts", "files"]
+    assert "Conformal" not in page and "Sets at 90%" not in page  # neither the section nor its note nor its entry
+    assert re.search(r'<td class="verdict holds"><span class="mark"', page)  # a coloured mark per verdict
+    assert '<span class="ci">[0.1390, 0.1520]</span>' in page  # the interval on its own line, below the value
+    assert f'href="{pages.DOCS_URL}guide/choosing_a_metric.html#brier-score-and-nll">brier after TS</a>' in page
+    assert 'download="numbers.csv" href="data:text/csv;base64,' in page  # the figure's numbers travel with the page
+    assert "@media print" in page and "prefers-color-scheme:dark" in page
+
+
+def test_a_long_table_shows_its_first_rows_and_folds_the_rest():
+    rows = [[f"class {i}", 100 - i] for i in range(25)]
+    text = pages.collapsed_table(["class", "n"], rows, keep=20, what="classes")
+    shown, folded = text.split("<details>")
+    assert shown.count("<tr>") == 21 and folded.count("<tr>") == 6  # the header and 20; the header and 5
+    assert "<summary>5 more classes</summary>" in folded
+    assert "<details>" not in pages.collapsed_table(["class", "n"], rows[:20], keep=20)
+
+
+def test_every_metric_the_reports_show_links_to_a_section_of_the_guide():
+    from calibkit.verdicts.comparison import TABLE_METRICS
+
+    anchors = guide_anchors()
+    assert set(TABLE_METRICS) <= set(pages.METRIC_ANCHORS)
+    missing = {m: a for m, a in pages.METRIC_ANCHORS.items() if a not in anchors}
+    assert not missing, f"anchors the guide does not have: {missing}"
+    assert pages.metric_link("not_a_metric") == "not_a_metric"  # no link where there is no entry
+
+
+def test_the_page_of_a_predictions_file_says_nothing_of_calibrators(tmp_path):
+    z, y = overconfident(600)
+    comparison = compare_calibrators(z, y, z, y, methods=("uncalibrated",), sets=False, bootstrap=30, seed=1)
+    paths = write_report(comparison, tmp_path, "calibkit report: preds.parquet")
+    page = paths["html"].read_text()
+    check_page(page)
+    answer = re.search(r'<p class="answer">(.*?)</p>', page).group(1)
+    ece, (low, high) = comparison.rows["uncalibrated"]["ece"], comparison.intervals["uncalibrated"]["ece"]
+    assert answer.startswith("<b>Over-confident</b>: ") and f"ECE {ece:.3f} [{low:.3f}, {high:.3f}]" in answer
+    assert "worst class '" in answer
+    assert "calibrator" not in sections_of(page)[0][1].lower()  # a predictions file has none
+    assert "Conformal" not in page and "Conformal" not in paths["markdown"].read_text()  # no sets measured
+    assert "calibrator" not in paths["markdown"].read_text().lower()
+    assert [ident for ident, _ in sections_of(page)][:2] == ["summary", "reliability"]  # the first figure next
+    assert len(page.encode()) < 2_000_000
+    with open(paths["reliability_data"]) as f:  # the numbers behind the binned diagram
+        rows = list(csv.DictReader(f))
+    assert sum(int(r["count"]) for r in rows) == len(y)
+    filled = [r for r in rows if int(r["count"])]
+    assert all(float(r["band_low"]) <= float(r["accuracy"]) <= float(r["band_high"]) for r in filled)
+
+
+def test_with_calibrators_the_answer_names_the_best_and_what_it_does(tmp_path):
+    z, y = overconfident(800, seed=3)
+    comparison = compare_calibrators(z[:400], y[:400], z[400:], y[400:], methods=("uncalibrated", "ts"), sets=False)
+    page = write_report(comparison, tmp_path, "a model").get("html").read_text()
+    check_page(page)
+    after = comparison.rows["ts"]["ece"]
+    assert f"temperature scaling (TS), lowers it to {after:.3f} on the test rows." in page
+    assert "1 calibrator fitted on 400 validation predictions" in page
+
+
+def test_the_bootstrap_band_of_a_bin_is_the_rows_bootstrap():
+    """A bin's accuracy resampled with its rows is Binomial(n, acc) / n: the band from the sums matches
+    a bootstrap of the rows themselves."""
+    rng = np.random.default_rng(0)
+    right = rng.random(300) < 0.7
+    low, high = bin_band(np.array([300, 0]), np.array([right.mean(), np.nan]), n_boot=4000, seed=1)
+    rows = rng.choice(right, size=(4000, 300)).mean(axis=1)
+    assert low[0] == pytest.approx(np.percentile(rows, 2.5), abs=0.01)
+    assert high[0] == pytest.approx(np.percentile(rows, 97.5), abs=0.01)
+    assert np.isnan(low[1]) and np.isnan(high[1])
