@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.io.jsonable import json_ready
-from calibkit.metrics.registry import NEXT_TOKEN_METRICS, TABLE_METRICS
+from calibkit.metrics.registry import NEXT_TOKEN_METRICS, TABLE_METRICS, headline
 from calibkit.plots.tables import cell, markdown_table
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -435,9 +435,9 @@ def run_llm_demo(
         extra = answers_section(model, tokenizer, resplits=resplits, seed=seed, folder=folder / "harness")
         table += f"\n\n{extra['text']}"
         verdicts = verdicts + extra["verdicts"]
-    headline = [(k, whole[k], None) for k in ("ece", "esce", "nll", "brier") if k in whole]
+    numbers = [(k, whole[k], None) for k in headline(whole)]
     figure = _figure(split, folder / "reliability.png")
-    _write_pages(folder, about, table, verdicts, figure, _answer(whole, split, resplits), headline)
+    _write_pages(folder, about, table, verdicts, figure, _answer(whole, split, resplits), numbers)
     out = {
         "model": name,
         "articles": len(texts),

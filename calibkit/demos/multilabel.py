@@ -23,7 +23,7 @@ import numpy as np
 from calibkit.calibrators.registry import MULTILABEL_LABELS
 from calibkit.demos.data import load_twitter_ner, model_path, split_indices
 from calibkit.io.jsonable import json_ready
-from calibkit.metrics.registry import MULTILABEL_TABLE
+from calibkit.metrics.registry import MULTILABEL_TABLE, headline
 from calibkit.plots.tables import cell, markdown_table, summary_cell
 
 RECIPE = {"epochs": 6, "learning_rate": 3e-4}
@@ -434,7 +434,9 @@ def _page(
         return pages.figure(paths[name], alt, caption, wide=wide) if name in paths else ""
 
     row = one_split.get("uncalibrated", {})
-    headline = [(m, row.get(m), None) for m in ("ece", "ece_micro", "cece", "brier") if m in row]
+    shown = headline(row)
+    shown[1:1] = ["ece_micro"] if "ece_micro" in row and shown[:1] == ["ece"] else []  # macro, then micro
+    numbers = [(m, row.get(m), None) for m in shown]
     names = list(names or resplit.class_names)
     facts = [
         f"{resplit.per_class['uncalibrated'].shape[1]} types",
@@ -453,7 +455,7 @@ def _page(
             figure("ece_vs_support", "Each type's ECE against the number of test tweets mentioning it",
                    "ECE against support"))], "Fitted on validation, evaluated on test."),
     ]  # fmt: skip
-    head = pages.summary(_answer(one_split, resplit, names), facts, headline)
+    head = pages.summary(_answer(one_split, resplit, names), facts, numbers)
     return pages.report_page(title, head, sections, files=["table.md", "report.json"])
 
 

@@ -492,6 +492,43 @@ CONFIDENCE_METRICS: tuple[str, ...] = ("ece", "ace", "brier", "nll")
 binary convention: its calibration (ECE, ACE) and its proper scores (Brier, NLL)
 (``calibkit.lm.generations``); how well it ranks is ON_REQUEST's AURC and selective accuracy."""
 
+HARNESS_METRICS: tuple[str, ...] = ("ece", "brier", "nll", "aurc")
+"""The rows calibkit adds to an evaluation tool's results table by default (``calibkit.plugins``):
+calibration (ECE), the proper scores (Brier, NLL) and the ranking (AURC)."""
+
+HEADLINE: tuple[str, ...] = ("ece", "cece", "esce", "brier", "nll", "aurc", "accuracy")
+"""The numbers a report page puts in its summary, in this order, those the report has
+(``calibkit.plots.pages``): at most :data:`HEADLINE_SHOWN` of them."""
+
+HEADLINE_SHOWN = 5
+"""How many headline numbers a report page's summary shows (one line at 1280 px)."""
+
+REPORT_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Overall (top label)", ("ece", "ace", "sce", "rbece", "fce", "overconfidence")),
+    ("Classes", ("cece", "msece", "wsece", "ece_variance")),
+    ("Over- or under-confident", ("ecd", "esce")),
+    ("Accuracy and proper scores", ("accuracy", "macro_f1", "brier", "nll", "brier_miscalibration",
+                                    "brier_discrimination")),
+)  # fmt: skip
+"""The metric families of a report page, each a group of rows (or a table of its own when many
+methods are compared)."""
+
+
+def headline(row: dict, /) -> list[str]:
+    """Return the :data:`HEADLINE` metrics that ``row`` holds, at most :data:`HEADLINE_SHOWN`.
+
+    Parameters
+    ----------
+    row : dict
+        A report's values by metric name (a value of None counts as absent).
+
+    Returns
+    -------
+    list of str
+    """
+    return [m for m in HEADLINE if row.get(m) is not None][:HEADLINE_SHOWN]
+
+
 NEXT_TOKEN_METRICS: tuple[str, ...] = tuple(m for m in METRICS if m != "ace")
 """The default report over a vocabulary (``next_token=True``) or over :data:`WIDE_CLASSES` classes
 or more: ACE only when asked for by name, as its sums are K x 1,026 buckets (3.2 GB at K = 128,000)

@@ -52,7 +52,7 @@ from lighteval.tasks.requests import SamplingMethod
 from calibkit.lm.generations import source_metrics
 from calibkit.lm.multiple_choice import ChoiceData, check_score, choice_probabilities, multiple_choice_report
 from calibkit.metrics.bootstrap import MAX_REPLICATES, bootstrap_intervals
-from calibkit.metrics.registry import OVER_CLASSES, metric, metric_names
+from calibkit.metrics.registry import HARNESS_METRICS, OVER_CLASSES, metric, metric_names
 from calibkit.metrics.settings import DEFAULTS, resolve_settings
 from calibkit.metrics.validation import check_positive_int
 
@@ -70,7 +70,7 @@ __all__ = [
     "with_calibration",
 ]
 
-CHOICE_METRICS = ("ece", "brier", "nll", "aurc")
+CHOICE_METRICS = HARNESS_METRICS
 """The metrics :func:`choice_calibration` reports by default (every task)."""
 
 CLASSWISE = tuple(m for m in OVER_CLASSES if not metric(m).per_class)

@@ -57,7 +57,7 @@ from calibkit.lm.generations.verbalized import check_words
 from calibkit.lm.multiple_choice import ChoiceData, choice_probabilities, multiple_choice_report
 from calibkit.lm.multiple_choice.report import POSITION_METRICS, TABLE_COLUMNS
 from calibkit.metrics.bootstrap import bootstrap_intervals
-from calibkit.metrics.registry import CONFIDENCE_METRICS, ON_REQUEST
+from calibkit.metrics.registry import CONFIDENCE_METRICS, HARNESS_METRICS, ON_REQUEST
 from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_positive_int
 
@@ -69,10 +69,10 @@ except ImportError as exc:  # pragma: no cover - the plugin is for harness users
 
 __all__ = ["CHOICE_METRICS", "GENERATION_METRICS", "CalibratedTask", "choices_of", "write_task"]
 
-CHOICE_METRICS = ("ece", "brier", "nll", "aurc")
+CHOICE_METRICS = HARNESS_METRICS
 """The rows added to a multiple-choice task (``cece`` too where the number of choices is fixed)."""
 
-GENERATION_METRICS = ("ece", "brier", "nll", "aurc")
+GENERATION_METRICS = HARNESS_METRICS
 """The rows added to a ``generate_until`` task, with ``without_confidence``."""
 
 Z95 = 1.959963984540054

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.registry import REPORT_FAMILIES, headline
 from calibkit.metrics.statistics import largest_classes
 from calibkit.plots import pages
 from calibkit.plots.figures import MIN_PANEL_SUPPORT
@@ -27,14 +28,8 @@ from calibkit.verdicts.held import conformal_note
 
 __all__ = ["FAMILIES", "answer", "comparison_page", "metric_tables"]
 
-FAMILIES = (
-    ("Overall (top label)", ("ece", "ace", "sce", "rbece", "fce", "overconfidence")),
-    ("Classes", ("cece", "msece", "wsece", "ece_variance")),
-    ("Over- or under-confident", ("ecd", "esce")),
-    ("Accuracy and proper scores", ("accuracy", "macro_f1", "brier", "nll", "brier_miscalibration",
-                                    "brier_discrimination")),
-)  # fmt: skip
-"""The metric families, each a group of rows (or a table of its own when many methods are compared)."""
+FAMILIES = REPORT_FAMILIES
+"""The metric families, each a group of rows (:data:`calibkit.metrics.registry.REPORT_FAMILIES`)."""
 
 METHOD_NAMES = {
     "ts": "temperature scaling", "wts": "weighted temperature scaling",
@@ -307,11 +302,7 @@ def _facts(comparison: Comparison, resplits: Any, source: str) -> list[str]:
 
 def _headline(comparison: Comparison) -> list[tuple[Any, ...]]:
     row = comparison.rows["uncalibrated"]
-    out = [
-        (m, row[m], _interval(comparison, "uncalibrated", m))
-        for m in ("ece", "cece", "esce", "brier", "accuracy")
-        if m in row
-    ]
+    out = [(m, row[m], _interval(comparison, "uncalibrated", m)) for m in headline(row)]
     best = comparison.best
     if best != "uncalibrated" and "ece" in comparison.rows[best]:
         out.append(

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.lm.multiple_choice.data import ChoiceData, choice_probabilities
+from calibkit.metrics.registry import headline
 from calibkit.metrics.settings import DEFAULTS
 
 
@@ -91,7 +92,7 @@ def write_choice_report(
         f"{len(tasks)} task{'s' * (len(tasks) != 1)}",
         f"confidence: the softmax over the choices (score={report['score']})",
     ]
-    headline = [(m, pooled[m], None) for m in ("ece", "esce", "brier", "accuracy", "aurc") if pooled.get(m) is not None]
+    shown = [(m, pooled[m], None) for m in headline(pooled)]
     ts = "Temperature scaling" in table  # fitted (--calibrate): its table follows the metrics'
     sections = [
         pages.Section(
@@ -118,7 +119,7 @@ def write_choice_report(
     ]
     page = pages.report_page(
         "calibkit report: multiple choice",
-        pages.summary(answer, facts, headline),
+        pages.summary(answer, facts, shown),
         sections,
         files=["table.md", "report.json"],
     )
