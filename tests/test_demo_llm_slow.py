@@ -57,6 +57,25 @@ def test_llm_demo_on_smollm2(tmp_path):
     # the free text is lm-evaluation-harness's own generate_until run: its samples file is in the output
     samples = list((out / "harness" / "output").rglob("samples_calibkit_general_knowledge_*.jsonl"))
     assert len(samples) == 1 and len(samples[0].read_text().splitlines()) == 70
+    # calibkit's rows in the harness's own results table (calibkit.plugins.lm_eval), equal to calibkit choices
+    harness = answers["harness_table"]
+    rows = {key.split(",")[0]: value for key, value in harness["results"].items()}  # "ece,none": the filter's
+    assert {"ece", "brier", "nll", "aurc", "ece_ci95_lower", "ece_ci95_upper"} <= set(rows)
+    assert "ece_ci95_lower" in harness["table"]
+    from calibkit.lm.multiple_choice import multiple_choice_report, read_choices
+
+    pooled = multiple_choice_report(read_choices(harness["samples"]))["pooled"]
+    for metric in ("ece", "brier", "nll", "aurc"):
+        assert rows[metric] == pytest.approx(pooled[metric], abs=1e-12), metric
+    # the same model as an API: its log-probabilities written in OpenAI's schema and read back
+    served = answers["served"]
+    assert served["summary"]["with_letter"] > 0 and served["over_letters"] is not None
+    assert set(served["report"]["pooled"]["sources"]) >= {"sequence", "sequence_normalized", "least_token"}
+    assert 0 <= served["summary"]["ece_bound"] <= 1
+    # sampled answers: their agreement as confidence, with the abstention threshold in every source
+    agreement = answers["agreement"]
+    assert agreement["repeats"] >= 2 and set(agreement["report"]["pooled"]["sources"]) >= {"agreement", "sequence"}
+    assert all("abstention" in row for row in agreement["report"]["pooled"]["sources"].values())
 
 
 @pytest.mark.slow
