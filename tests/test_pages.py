@@ -165,3 +165,33 @@ def test_the_bootstrap_band_of_a_bin_is_the_rows_bootstrap():
     assert low[0] == pytest.approx(np.percentile(rows, 2.5), abs=0.01)
     assert high[0] == pytest.approx(np.percentile(rows, 97.5), abs=0.01)
     assert np.isnan(low[1]) and np.isnan(high[1])
+
+
+def test_the_page_of_shards_draws_its_diagram_from_the_streamed_sums(tmp_path, capsys):
+    import json
+
+    from calibkit.cli import main
+
+    z, y = overconfident(900, seed=5)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for i in range(3):
+        np.savez(shards / f"{i}.npz", logits=z[i::3], labels=y[i::3])
+    out = tmp_path / "out"
+    assert main(["report", "--predictions", str(shards), "--quiet", "--output", str(out)]) == 0
+    assert f"html: {out / 'index.html'}" in capsys.readouterr().out
+    page = (out / "index.html").read_text()
+    check_page(page)
+    report = json.loads((out / "report.json").read_text())
+    answer = re.search(r'<p class="answer">(.*?)</p>', page).group(1)
+    assert answer.startswith("<b>Over-confident</b>: ")
+    assert f"ECE {report['ece']:.3f} over 900 predictions in 3 shards, worst class '" in answer
+    assert [ident for ident, _ in sections_of(page)] == ["summary", "reliability", "metrics", "classes", "files"]
+    assert "no intervals" in page and "calibrator" not in page.lower()  # none computed, none fitted
+    with open(out / "reliability.csv") as f:  # the numbers behind the diagram: every streamed row, once
+        rows = list(csv.DictReader(f))
+    assert sum(int(r["count"]) for r in rows) == len(y)
+    filled = [r for r in rows if int(r["count"])]
+    assert all(float(r["band_low"]) <= float(r["accuracy"]) <= float(r["band_high"]) for r in filled)
+    ece = sum(int(r["count"]) * abs(float(r["accuracy"]) - float(r["confidence"])) for r in filled) / len(y)
+    assert ece == pytest.approx(report["ece"], rel=1e-9)  # the diagram is of the reported ECE's bins
