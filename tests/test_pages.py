@@ -195,3 +195,36 @@ def test_the_page_of_shards_draws_its_diagram_from_the_streamed_sums(tmp_path, c
     assert all(float(r["band_low"]) <= float(r["accuracy"]) <= float(r["band_high"]) for r in filled)
     ece = sum(int(r["count"]) * abs(float(r["accuracy"]) - float(r["confidence"])) for r in filled) / len(y)
     assert ece == pytest.approx(report["ece"], rel=1e-9)  # the diagram is of the reported ECE's bins
+
+
+def test_the_page_of_a_multilabel_head_leads_with_its_macro_ece_and_worst_label(tmp_path, capsys):
+    import json
+
+    from calibkit.cli import main
+
+    rng = np.random.default_rng(2)
+    z = rng.normal(size=(800, 5)) * 2
+    y = (rng.random(z.shape) < 1 / (1 + np.exp(-z / 3))).astype(np.float32)  # sharpened logits
+    y[:, 4] = rng.random(800) < 0.02  # a rare label: too few rows to be the worst
+    np.savez(tmp_path / "ml.npz", logits=z, labels=y)
+    out = tmp_path / "out"
+    argv = ["multilabel", "--predictions", str(tmp_path / "ml.npz"), "--bootstrap", "20", "--output", str(out)]
+    assert main(argv) == 0
+    page = (out / "report.html").read_text()
+    check_page(page)
+    report = json.loads((out / "report.json").read_text())
+    low, high = report["intervals"]["macro"]["ece"]
+    ece = np.asarray(report["per_label"]["ece"])
+    worst = int(np.argmax(ece[:4]))
+    answer = re.search(r'<p class="answer">(.*?)</p>', page).group(1)
+    assert answer.startswith("<b>Calibration</b>: ")  # a probability of presence has no over/under-confidence
+    assert f"ECE {report['macro']['ece']:.3f} [{low:.3f}, {high:.3f}] (macro over 5 labels" in answer
+    assert f"worst label {worst} ({ece[worst]:.2f})" in answer
+    ids = [ident for ident, _ in sections_of(page)]
+    assert ids == ["summary", "reliability-per-label", "averages", "labels-section", "files"]
+    with open(out / "reliability.csv") as f:  # the four labels of largest support, each over every row
+        rows = list(csv.DictReader(f))
+    panels = {r["panel"] for r in rows}
+    assert len(panels) == 4 and not any(p.startswith("label 4 ") for p in panels)
+    assert all(sum(int(r["count"]) for r in rows if r["panel"] == p) == 800 for p in panels)
+    assert page.count('<a class="metric"') >= 2 * len(report["per_label"])  # each metric named links to the guide

@@ -104,11 +104,11 @@ def reliability_panels(
     columns = min(len(panels), 4)
     rows = math.ceil(len(panels) / columns)
     fig = new_figure(figsize=(3.6 * columns if columns > 1 else 4.6, 4.4 * rows))
-    grid = fig.add_gridspec(2 * rows, columns, height_ratios=[3, 1] * rows)
+    grid = fig.add_gridspec(rows, columns)
     drawn = []
     for i, (name, stats) in enumerate(panels):
-        r, c = divmod(i, columns)
-        ax, support_ax = fig.add_subplot(grid[2 * r, c]), fig.add_subplot(grid[2 * r + 1, c])
+        cell = grid[divmod(i, columns)].subgridspec(2, 1, height_ratios=[3, 1], hspace=0.08)
+        ax, support_ax = fig.add_subplot(cell[0]), fig.add_subplot(cell[1])
         diagram = ReliabilityDiagram.from_statistics(
             stats, n_bins=n_bins, ax=ax, support_ax=support_ax, band=BAND_DRAWS
         )
