@@ -155,6 +155,7 @@ LABEL_PANELS = 4
 
 _AVERAGES = ("macro", "weighted", "micro")
 _OVER_LABELS = ("cece", "msece", "wsece", "ece_variance")
+_BINNED = {"ece", "mce", "ece_l2", "ece_l2_debiased", "ace", "sce", "rbece", "fce"}
 
 
 def _interval(intervals: dict[str, Any] | None, metric: str) -> Any:
@@ -223,31 +224,41 @@ def multilabel_page(
         wide=len(panels) > 1,
     )
     metrics = list(per_label)
-    head = ["average", *(pages.metric_link(m) for m in metrics)]
+    head = ["metric", *_AVERAGES]
     rows = [
-        [avg, *(pages.number(_float(report[avg][m]), _interval(intervals, m) if avg == "macro" else None)
-                for m in metrics)]
-        for avg in _AVERAGES
-    ]  # fmt: skip
+        [
+            pages.metric_link(m),
+            *(
+                pages.number(_float(report[avg][m]), _interval(intervals, m) if avg == "macro" else None)
+                for avg in _AVERAGES
+            ),
+        ]
+        for m in metrics
+    ]  # the metrics as rows: a narrow table, whatever the metrics
     averages = pages.html_table(head, rows, table_id="table")
     over = [[pages.metric_link(m), pages.number(_float(report[m]))] for m in _OVER_LABELS if m in report]
     over_table = pages.html_table(["metric", "value"], over, caption="Over the labels' ECEs") if over else ""
-    label_rows = [
-        [f"label {j}", int(support[j]), *(pages.number(_float(per_label[m][j])) for m in metrics)] for j in order
-    ]
-    labels_table = pages.collapsed_table(
-        ["label", "present", *(pages.metric_link(m) for m in metrics)], label_rows, keep=20,
-        what="labels (smaller support)", table_id="labels",
-    )  # fmt: skip
+    groups = [("Binned calibration errors", [m for m in metrics if m in _BINNED]),
+              ("Signed gaps and proper scores", [m for m in metrics if m not in _BINNED])]  # fmt: skip
+    labels_tables = []
+    for i, (title, group) in enumerate((t, g) for t, g in groups if g):  # two tables: each fits the page
+        label_rows = [
+            [f"label {j}", int(support[j]), *(pages.number(_float(per_label[m][j])) for m in group)] for j in order
+        ]
+        labels_tables.append(pages.collapsed_table(
+            ["label", "present", *(pages.metric_link(m) for m in group)], label_rows, keep=20,
+            what="labels (smaller support)", caption=title, table_id="labels" if i == 0 else None,
+        ))  # fmt: skip
     bound = ""
     if "ace_error_bound" in report and np.nanmax(report["ace_error_bound"]["per_label"]) > 0:
         bound = f" ACE streamed: per label within {np.nanmax(report['ace_error_bound']['per_label']):.2g}."
     sections = [
-        pages.Section("Reliability per label", [image], "Below the diagonal: more confident than accurate."),
-        pages.Section("Averages", [averages, over_table],
+        pages.Section("Reliability per label", [image], "Below the diagonal: the label is present less often than "
+                      "predicted; above: more often."),
+        pages.Section("Averages", [pages.side_by_side(averages, over_table, kind="tables")],
                       "Macro: the mean over the labels; weighted: by each label's support; micro: every label "
                       f"decision pooled.{bound}", ident="averages"),
-        pages.Section("Labels", [labels_table], "Each label's metrics, the labels of largest support first.",
+        pages.Section("Labels", labels_tables, "Each label's metrics, the labels of largest support first.",
                       ident="labels-section"),
     ]  # fmt: skip
     return pages.report_page(

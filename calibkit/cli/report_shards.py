@@ -186,8 +186,7 @@ def shards_page(
         figure,
         f"Reliability diagram of the streamed predictions: accuracy against confidence in {n_bins} bins, with each "
         "bin's 95% band from its sums, and the samples per bin below",
-        "binned, from the stream's per-bin sums; shaded: each bin's 95% bootstrap band (binomial, from its "
-        "count and accuracy); no smooth diagram: it needs every row in memory",
+        "binned; shaded: each bin's 95% bootstrap band",
         data=numbers,
     )
     tables = []
@@ -209,7 +208,8 @@ def shards_page(
     ace = f" ACE within {bound:.2g} of its exact value (--approximate-ace)." if bound else " ACE exact."
     sections = [
         pages.Section("Reliability", [pages.side_by_side(image, *tables[:1])],
-                      "Below the diagonal: more confident than accurate."),
+                      "Below the diagonal: more confident than accurate. Drawn from the stream's per-bin sums, each "
+                      "bin's band from its count and accuracy; no smooth diagram (it needs every row in memory)."),
         pages.Section("Every metric", [pages.side_by_side(*tables[1:], kind="tables")],
                       f"Over {report['n']:,} predictions, streamed.{ace}", ident="metrics"),
         pages.Section("Classes", [pages.collapsed_table(
