@@ -166,7 +166,7 @@ def multilabel_page(
     folder: Path, source: str, report: dict[str, Any], intervals: dict[str, Any] | None, statistics: list[Any],
     n_bins: int,
 ) -> str:  # fmt: skip
-    """Build the multi-label page: the answer, a diagram per frequent label beside the averages, each label.
+    """Build the multi-label page: the answer, a diagram per frequent label, the averages, each label.
 
     Parameters
     ----------
@@ -223,6 +223,32 @@ def multilabel_page(
         data=numbers,
         wide=len(panels) > 1,
     )
+    averages, labels_tables = _tables(report, intervals, support, order)
+    bound = ""
+    if "ace_error_bound" in report and np.nanmax(report["ace_error_bound"]["per_label"]) > 0:
+        bound = f" ACE streamed: per label within {np.nanmax(report['ace_error_bound']['per_label']):.2g}."
+    sections = [
+        pages.Section("Reliability per label", [image], "Below the diagonal: the label is present less often than "
+                      "predicted; above: more often."),
+        pages.Section("Averages", [averages],
+                      "Macro: the mean over the labels; weighted: by each label's support; micro: every label "
+                      f"decision pooled.{bound}", ident="averages"),
+        pages.Section("Labels", labels_tables, "Each label's metrics, the labels of largest support first.",
+                      ident="labels-section"),
+    ]  # fmt: skip
+    return pages.report_page(
+        "calibkit report: multi-label", pages.summary(answer, facts, headline), sections,
+        files=["table.md", "report.json", "reliability.csv"],
+    )  # fmt: skip
+
+
+def _tables(
+    report: dict[str, Any], intervals: dict[str, Any] | None, support: np.ndarray, order: list[int]
+) -> tuple[str, list[str]]:
+    """Render the averages (beside the summaries over the labels) and each label's metrics, in tables that fit."""
+    from calibkit.plots import pages
+
+    per_label = report["per_label"]
     metrics = list(per_label)
     head = ["metric", *_AVERAGES]
     rows = [
@@ -249,19 +275,4 @@ def multilabel_page(
             ["label", "present", *(pages.metric_link(m) for m in group)], label_rows, keep=20,
             what="labels (smaller support)", caption=title, table_id="labels" if i == 0 else None,
         ))  # fmt: skip
-    bound = ""
-    if "ace_error_bound" in report and np.nanmax(report["ace_error_bound"]["per_label"]) > 0:
-        bound = f" ACE streamed: per label within {np.nanmax(report['ace_error_bound']['per_label']):.2g}."
-    sections = [
-        pages.Section("Reliability per label", [image], "Below the diagonal: the label is present less often than "
-                      "predicted; above: more often."),
-        pages.Section("Averages", [pages.side_by_side(averages, over_table, kind="tables")],
-                      "Macro: the mean over the labels; weighted: by each label's support; micro: every label "
-                      f"decision pooled.{bound}", ident="averages"),
-        pages.Section("Labels", labels_tables, "Each label's metrics, the labels of largest support first.",
-                      ident="labels-section"),
-    ]  # fmt: skip
-    return pages.report_page(
-        "calibkit report: multi-label", pages.summary(answer, facts, headline), sections,
-        files=["table.md", "report.json", "reliability.csv"],
-    )  # fmt: skip
+    return pages.side_by_side(averages, over_table, kind="tables"), labels_tables
