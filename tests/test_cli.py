@@ -134,4 +134,4 @@ def test_next_token_predictions(tmp_path, capsys):
     assert "| ace | nan |" in table and "leaves them out): ace" in table
     assert main(["report", "--predictions", str(path), "--next-token", "--theta", "0", "--output", str(tmp_path)]) == 0
     written = (tmp_path / "table.md").read_text()  # the positions shifted as the model's loss shifts them
-    assert "evaluated on 24 test predictions" in written and f"| **{want['ece']:.4f}** |" in written
+    assert "\n24 predictions.\n" in written and f"| **{want['ece']:.4f}** |" in written
