@@ -92,9 +92,12 @@ def test_report_multilabel_predictions_table_json_bootstrap_and_shards(tmp_path,
     assert main(["multilabel", "--predictions", str(shards), "--json", "--quiet", "--theta", "5"]) == 0
     streamed = json.loads(capsys.readouterr().out)
     assert streamed["micro"]["brier"] == pytest.approx(want["micro"]["brier"], rel=1e-12)
-    with pytest.raises(SystemExit) as stop:  # no files yet: the command has no --output
-        main(["multilabel", "--predictions", str(path), "--output", str(tmp_path / "o")])
-    assert stop.value.code == 2 and "unrecognized arguments: --output" in capsys.readouterr().err
+    out = tmp_path / "o"
+    assert main(["multilabel", "--predictions", str(shards), "--quiet", "--theta", "5", "--output", str(out)]) == 0
+    assert f"html: {out / 'report.html'}" in capsys.readouterr().out
+    assert json.loads((out / "report.json").read_text())["micro"]["brier"] == streamed["micro"]["brier"]
+    assert (out / "table.md").read_text().startswith("# calibkit report (multi-label): ")
+    assert "| ece | " in (out / "table.md").read_text() and (out / "reliability.png").stat().st_size > 0
 
 
 def test_every_setting_of_the_reported_metrics_is_a_flag(tmp_path, capsys):
@@ -131,4 +134,4 @@ def test_next_token_predictions(tmp_path, capsys):
     assert "| ace | nan |" in table and "leaves them out): ace" in table
     assert main(["report", "--predictions", str(path), "--next-token", "--theta", "0", "--output", str(tmp_path)]) == 0
     written = (tmp_path / "table.md").read_text()  # the positions shifted as the model's loss shifts them
-    assert "evaluated on 24 test predictions" in written and f"| **{want['ece']:.4f}** |" in written
+    assert "\n24 predictions.\n" in written and f"| **{want['ece']:.4f}** |" in written

@@ -44,7 +44,7 @@ OWN = {
     "report": ["--predictions", "--approximate-ace", "--quiet", "--bootstrap", "--next-token", "--output", "--json"],
     "choices": ["--predictions", "--score", "--calibrate", "--resplits", "--n-bins", "--theta", "--fce-variant"],
     "generations": ["--answers", "--confidence", "--threshold", "--model", "--gguf-file", "--bootstrap", "--n-bins"],
-    "multilabel": ["--predictions", "--bootstrap", "--quiet", "--ace-ranges", "--eps", "--ignore-index"],
+    "multilabel": ["--predictions", "--bootstrap", "--quiet", "--ace-ranges", "--eps", "--ignore-index", "--output"],
     "compare": ["--model", "--dataset", "--split", "--task", "--resplits", "--rbece-bins", "--output"],
 }
 FOREIGN = {
@@ -54,7 +54,7 @@ FOREIGN = {
                 "--ignore-index"],
     "generations": ["--predictions", "--dataset", "--calibrate", "--score", "--multilabel", "--theta",
                     "--approximate-ace", "--ignore-index"],
-    "multilabel": ["--model", "--multilabel", "--next-token", "--calibrate", "--score", "--output",
+    "multilabel": ["--model", "--multilabel", "--next-token", "--calibrate", "--score",
                    "--approximate-ace", "--resplits"],
     "compare": ["--predictions", "--calibrate", "--score", "--answers", "--multilabel", "--ignore-index",
                 "--approximate-ace", "--next-token", "--quiet"],

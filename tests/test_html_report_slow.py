@@ -135,3 +135,32 @@ def test_the_page_of_the_llm_demo(tmp_path):
                  texts=sentences(12))  # fmt: skip
     seen = seen_as_a_reader(tmp_path / "out" / "report.html", "llm_demo")
     assert seen["firstImage"]["bottom"] <= seen["innerHeight"]
+
+
+@pytest.mark.slow
+def test_the_page_of_shards(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    logits = rng.normal(size=(3000, 5)) * 3
+    labels = (logits / 2 + rng.gumbel(size=logits.shape)).argmax(axis=1)  # over-confident logits
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for i in range(3):
+        np.savez(shards / f"part-{i}.npz", logits=logits[i::3], labels=labels[i::3])
+    out = tmp_path / "out"
+    assert main(["report", "--predictions", str(shards), "--quiet", "--output", str(out)]) == 0
+    seen = seen_as_a_reader(out / "index.html", "shards")
+    assert seen["firstImage"]["bottom"] <= seen["innerHeight"]  # the whole diagram on the first screen
+    assert "Over-confident" in (out / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_the_page_of_a_multilabel_head(tmp_path, capsys):
+    rng = np.random.default_rng(6)
+    z = rng.normal(size=(2000, 12)) * 2
+    y = (rng.random(z.shape) < 1 / (1 + np.exp(-z / 3))).astype(np.float32)  # sharpened logits
+    np.savez(tmp_path / "ml.npz", logits=z, labels=y)
+    out = tmp_path / "out"
+    argv = ["multilabel", "--predictions", str(tmp_path / "ml.npz"), "--bootstrap", "50", "--output", str(out)]
+    assert main(argv) == 0
+    seen_as_a_reader(out / "report.html", "multilabel_cli")
+    assert "worst label " in (out / "report.html").read_text()

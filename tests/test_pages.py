@@ -165,3 +165,66 @@ def test_the_bootstrap_band_of_a_bin_is_the_rows_bootstrap():
     assert low[0] == pytest.approx(np.percentile(rows, 2.5), abs=0.01)
     assert high[0] == pytest.approx(np.percentile(rows, 97.5), abs=0.01)
     assert np.isnan(low[1]) and np.isnan(high[1])
+
+
+def test_the_page_of_shards_draws_its_diagram_from_the_streamed_sums(tmp_path, capsys):
+    import json
+
+    from calibkit.cli import main
+
+    z, y = overconfident(900, seed=5)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for i in range(3):
+        np.savez(shards / f"{i}.npz", logits=z[i::3], labels=y[i::3])
+    out = tmp_path / "out"
+    assert main(["report", "--predictions", str(shards), "--quiet", "--output", str(out)]) == 0
+    assert f"html: {out / 'index.html'}" in capsys.readouterr().out
+    page = (out / "index.html").read_text()
+    check_page(page)
+    report = json.loads((out / "report.json").read_text())
+    answer = re.search(r'<p class="answer">(.*?)</p>', page).group(1)
+    assert answer.startswith("<b>Over-confident</b>: ")
+    assert f"ECE {report['ece']:.3f} over 900 predictions in 3 shards, worst class '" in answer
+    assert [ident for ident, _ in sections_of(page)] == ["summary", "reliability", "metrics", "classes", "files"]
+    assert "no intervals" in page and "calibrator" not in page.lower()  # none computed, none fitted
+    with open(out / "reliability.csv") as f:  # the numbers behind the diagram: every streamed row, once
+        rows = list(csv.DictReader(f))
+    assert sum(int(r["count"]) for r in rows) == len(y)
+    filled = [r for r in rows if int(r["count"])]
+    assert all(float(r["band_low"]) <= float(r["accuracy"]) <= float(r["band_high"]) for r in filled)
+    ece = sum(int(r["count"]) * abs(float(r["accuracy"]) - float(r["confidence"])) for r in filled) / len(y)
+    assert ece == pytest.approx(report["ece"], rel=1e-9)  # the diagram is of the reported ECE's bins
+
+
+def test_the_page_of_a_multilabel_head_leads_with_its_macro_ece_and_worst_label(tmp_path, capsys):
+    import json
+
+    from calibkit.cli import main
+
+    rng = np.random.default_rng(2)
+    z = rng.normal(size=(800, 5)) * 2
+    y = (rng.random(z.shape) < 1 / (1 + np.exp(-z / 3))).astype(np.float32)  # sharpened logits
+    y[:, 4] = rng.random(800) < 0.02  # a rare label: too few rows to be the worst
+    np.savez(tmp_path / "ml.npz", logits=z, labels=y)
+    out = tmp_path / "out"
+    argv = ["multilabel", "--predictions", str(tmp_path / "ml.npz"), "--bootstrap", "20", "--output", str(out)]
+    assert main(argv) == 0
+    page = (out / "report.html").read_text()
+    check_page(page)
+    report = json.loads((out / "report.json").read_text())
+    low, high = report["intervals"]["macro"]["ece"]
+    ece = np.asarray(report["per_label"]["ece"])
+    worst = int(np.argmax(ece[:4]))
+    answer = re.search(r'<p class="answer">(.*?)</p>', page).group(1)
+    assert answer.startswith("<b>Calibration</b>: ")  # a probability of presence has no over/under-confidence
+    assert f"ECE {report['macro']['ece']:.3f} [{low:.3f}, {high:.3f}] (macro over 5 labels" in answer
+    assert f"worst label {worst} ({ece[worst]:.2f})" in answer
+    ids = [ident for ident, _ in sections_of(page)]
+    assert ids == ["summary", "reliability-per-label", "averages", "labels-section", "files"]
+    with open(out / "reliability.csv") as f:  # the four labels of largest support, each over every row
+        rows = list(csv.DictReader(f))
+    panels = {r["panel"] for r in rows}
+    assert len(panels) == 4 and not any(p.startswith("label 4 ") for p in panels)
+    assert all(sum(int(r["count"]) for r in rows if r["panel"] == p) == 800 for p in panels)
+    assert page.count('<a class="metric"') >= 2 * len(report["per_label"])  # each metric named links to the guide

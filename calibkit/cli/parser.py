@@ -67,8 +67,8 @@ HELP = {
     "multilabel": (
         "Every calibration metric of a multi-label head's saved predictions (a value per label and\n"
         "multi-hot labels per row; a file or shards): per label, with macro, weighted and micro\n"
-        "averages.",
-        "calibkit multilabel --predictions preds.parquet --json",
+        "averages; --output writes the tables, a reliability diagram per frequent label and the page.",
+        "calibkit multilabel --predictions preds.parquet --output report/",
     ),
     "compare": (
         "Compare every calibrator for a sequence or token classifier on a dataset split: fitted on\n"
@@ -255,7 +255,11 @@ def _generations(sub: argparse._SubParsersAction) -> None:
 
 def _multilabel(sub: argparse._SubParsersAction) -> None:
     """Add ``calibkit multilabel``: a multi-label head's predictions."""
-    parents = (sampling_parent(None), settings_parent(MULTILABEL_SETTINGS), outputs_parent(None))
+    parents = (
+        sampling_parent(None),
+        settings_parent(MULTILABEL_SETTINGS),
+        outputs_parent("report.html, report.json and table.md"),
+    )
     multilabel = _command(sub, "multilabel", "calibration metrics of a multi-label head, per label", parents)
     multilabel.add_argument(
         "--predictions",

@@ -483,6 +483,7 @@ def stream_report(
     exact_ace: bool = True,
     progress: bool = True,
     settings: CalibrationSettings | None = None,
+    return_statistics: bool = False,
 ) -> dict[str, Any]:
     """Every metric of :func:`calibkit.calibration_report` over shards, in bounded memory.
 
@@ -509,13 +510,18 @@ def stream_report(
     settings : CalibrationSettings, optional
         All settings at once, instead of the settings keywords (not both). Its ``from_logits``
         is not used: each shard says it by its column name.
+    return_statistics : bool, default False
+        Also return the accumulated sums (``"statistics"``): what a reliability diagram of the
+        shards is drawn from (``ReliabilityDiagram.from_statistics``), with no second read.
 
     Returns
     -------
     dict
         The report (as :func:`calibkit.calibration_report`; ``ace_error_bound`` 0 when exact) and
         ``"passes"``: how many times the shards were read; ``"shards"``: how many;
-        ``"skipped"``: per reason, the files left out (:func:`find_shards`).
+        ``"skipped"``: per reason, the files left out (:func:`find_shards`); with
+        ``return_statistics``, ``"statistics"``: the accumulator's ``CalibrationStatistics`` (a
+        list of one per label when multi-label).
     """
     from tqdm.auto import tqdm
 
@@ -526,6 +532,7 @@ def stream_report(
     batch_bytes = check_positive_int(batch_bytes, "batch_bytes")
     check_positive_int(max_samples, "max_samples")  # every setting before any shard is read
     exact_ace = check_bool(exact_ace, "exact_ace")
+    return_statistics = check_bool(return_statistics, "return_statistics")
     settings = resolve_settings(settings, **settings_keywords(locals()))
     # settings checked before any shard is read
     wanted = CalibrationAccumulator(metrics, settings=settings, num_threads=num_threads).metrics
@@ -565,4 +572,6 @@ def stream_report(
             exact.end_pass()
         partials = exact.partials()
     out = {**acc.compute(ace_partials=partials), "passes": passes, "shards": len(files)}
+    if return_statistics:
+        out["statistics"] = acc.statistics
     return {**out, "skipped": {reason: [str(p) for p in paths] for reason, paths in skipped.items()}}
