@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.io.jsonable import json_ready
+from calibkit.metrics.registry import MULTILABEL_BINNED, MULTILABEL_OVER_LABELS
 from calibkit.metrics.settings import DEFAULTS
 from calibkit.plots.tables import cell, interval_cell, markdown_table
 
@@ -154,8 +155,8 @@ LABEL_PANELS = 4
 """Reliability diagrams drawn on the page: those of the labels of largest support."""
 
 _AVERAGES = ("macro", "weighted", "micro")
-_OVER_LABELS = ("cece", "msece", "wsece", "ece_variance")
-_BINNED = {"ece", "mce", "ece_l2", "ece_l2_debiased", "ace", "sce", "rbece", "fce"}
+_OVER_LABELS = MULTILABEL_OVER_LABELS
+_BINNED = frozenset(MULTILABEL_BINNED)
 
 
 def _interval(intervals: dict[str, Any] | None, metric: str) -> Any:

@@ -18,6 +18,7 @@ import numpy as np
 
 from calibkit.cli.common import format_table, with_absent_metrics, writable_folder
 from calibkit.io.jsonable import json_ready
+from calibkit.metrics.registry import headline
 from calibkit.metrics.settings import DEFAULTS
 
 
@@ -180,7 +181,7 @@ def shards_page(
         f"{report['num_classes']:,} classes",
         "no intervals: --bootstrap resamples predictions held in memory, shards are streamed",
     ]
-    headline = [(m, _value(report, m), None) for m in ("ece", "cece", "esce", "brier", "accuracy") if m in report]
+    shown = [(m, _value(report, m), None) for m in headline(report)]
     figure, numbers = reliability_panels(folder, [("all predictions", statistics)], n_bins)
     image = pages.figure(
         figure,
@@ -218,6 +219,6 @@ def shards_page(
             f"Each class's ECE on its own samples (subset ECE), the classes of largest support first.{shown}"),
     ]  # fmt: skip
     return pages.report_page(
-        "calibkit report: shards", pages.summary(answer, facts, headline), sections,
+        "calibkit report: shards", pages.summary(answer, facts, shown), sections,
         files=["table.md", "report.json", "reliability.csv"],
     )  # fmt: skip

@@ -513,6 +513,13 @@ REPORT_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 """The metric families of a report page, each a group of rows (or a table of its own when many
 methods are compared)."""
 
+MULTILABEL_OVER_LABELS: tuple[str, ...] = ("cece", "msece", "wsece", "ece_variance")
+"""A multi-label report's metrics over the labels (a label's ECE is one class's): the class-wise family."""
+
+MULTILABEL_BINNED: tuple[str, ...] = ("ece", "mce", "ece_l2", "ece_l2_debiased", "ace", "sce", "rbece", "fce")
+"""A multi-label page's binned calibration errors per label; the label's other metrics (signed gaps, proper
+scores) are a second table."""
+
 
 def headline(row: dict, /) -> list[str]:
     """Return the :data:`HEADLINE` metrics that ``row`` holds, at most :data:`HEADLINE_SHOWN`.
