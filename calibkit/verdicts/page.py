@@ -29,7 +29,7 @@ from calibkit.verdicts.held import conformal_note
 __all__ = ["FAMILIES", "answer", "comparison_page", "metric_tables"]
 
 FAMILIES = REPORT_FAMILIES
-"""The metric families, each a group of rows (:data:`calibkit.metrics.registry.REPORT_FAMILIES`)."""
+"""The metric families, each a group of rows (``calibkit.metrics.registry.REPORT_FAMILIES``)."""
 
 METHOD_NAMES = {
     "ts": "temperature scaling", "wts": "weighted temperature scaling",
