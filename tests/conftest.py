@@ -35,6 +35,19 @@ def pytest_configure(config):
     torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def _autograd_left_as_found(request):
+    """Fail the test that leaves autograd off for the process (lighteval's transformers model does at import):
+    every later test that trains would fail instead, far from the cause."""
+    import torch
+
+    before = torch.is_grad_enabled()
+    yield
+    if torch.is_grad_enabled() != before:
+        torch.set_grad_enabled(before)
+        pytest.fail(f"{request.node.nodeid} left torch.is_grad_enabled() at {not before}", pytrace=False)
+
+
 def softmax(z):
     e = np.exp(z - z.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)

@@ -264,6 +264,18 @@ def test_lightevals_pipeline_prints_calibkits_rows_equal_to_calibkit_choices(tmp
     """lighteval's own Pipeline (Registry, model.loglikelihood, apply_metric, aggregate, save, show_results), offline:
     the synthetic model of tests/data/lighteval/make_details.py, lighteval's two import-time blockers patched in-process
     (as that script does, undone after the test). About 40 s: the Registry imports every built-in task."""
+    import torch
+
+    # lighteval.models.transformers.transformers_model calls torch.set_grad_enabled(False) at import, for the
+    # whole process: restored after the test, so that later tests (and a user's training) can still train
+    grad = torch.is_grad_enabled()
+    try:
+        _run_lightevals_pipeline(tmp_path, monkeypatch, capsys)
+    finally:
+        torch.set_grad_enabled(grad)
+
+
+def _run_lightevals_pipeline(tmp_path, monkeypatch, capsys):
     import importlib.util
     import sys
     import types
