@@ -496,7 +496,7 @@ HARNESS_METRICS: tuple[str, ...] = ("ece", "brier", "nll", "aurc")
 """The rows calibkit adds to an evaluation tool's results table by default (``calibkit.plugins``):
 calibration (ECE), the proper scores (Brier, NLL) and the ranking (AURC)."""
 
-HEADLINE: tuple[str, ...] = ("ece", "cece", "esce", "brier", "nll", "aurc", "accuracy")
+HEADLINE: tuple[str, ...] = ("ece", "cece", "esce", "brier", "accuracy", "nll", "aurc")
 """The numbers a report page puts in its summary, in this order, those the report has
 (``calibkit.plots.pages``): at most :data:`HEADLINE_SHOWN` of them."""
 
