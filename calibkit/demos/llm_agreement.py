@@ -127,6 +127,7 @@ def agreement_section(
         held-out halves, each agreement source against each sequence probability on AURC and on
         ECE, and each source's recalibrations against it raw.
     """
+    from calibkit.demos.llm_text import source_table
     from calibkit.lm.generations import AGREEMENT_SOURCES, generations_report, recalibration_resplits
     from calibkit.verdicts.claims import verdict_from_shares
 
@@ -165,12 +166,8 @@ def agreement_section(
         f"samples agree on {unanimous:.0%} of the questions. Its agreement and exp(-semantic entropy) beside the "
         "sequence probability of the same answer:",
         "",
-        "| source | mean confidence | ece | brier | nll | aurc |",
-        "|---|---|---|---|---|---|",
+        *source_table(report, answers=False),
     ]
-    for name, row in report["pooled"]["sources"].items():
-        cells = [row["mean_confidence"], row["ece"], row["brier"], row["nll"], row["aurc"]]
-        lines.append(f"| {name} | " + " | ".join(_number(c) for c in cells) + " |")
     out = {
         "questions": n, "repeats": repeats, "temperature": temperature, "seconds": seconds,
         "accuracy": float(data.correct.mean()), "unanimous": unanimous, "answers": list(data.answers),
@@ -182,7 +179,3 @@ def agreement_section(
 
 def _shares(better: float, worse: float) -> str:
     return "" if math.isnan(better) else f" (better in {better:.0%}, worse in {worse:.0%} of the re-splits)"
-
-
-def _number(value: Any) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4g}"

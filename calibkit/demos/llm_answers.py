@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.demos.llm_text import number, source_table
+
 SHOTS = (
     "Q: What colour is the sky on a clear day?\nA: blue\n\n"
     "Q: How many wheels does a bicycle have?\nA: two\n\n"
@@ -308,20 +310,16 @@ def answers_section(
         "| task | questions | accuracy | chance | ece | nll | T | at chance |",
         "|---|---|---|---|---|---|---|---|",
         *(
-            f"| {t} | {r['questions']} | {r['accuracy']:.3f} | {r['chance']:.3f} | {_number(r['ece'])} | "
-            f"{_number(r['nll'])} | {_number(r['temperature'])} | {'yes' if r['at_chance'] else 'no'} |"
+            f"| {t} | {r['questions']} | {r['accuracy']:.3f} | {r['chance']:.3f} | {number(r['ece'])} | "
+            f"{number(r['nll'])} | {number(r['temperature'])} | {'yes' if r['at_chance'] else 'no'} |"
             for t, r in tasks_json.items()
         ),
         "",
         f"Free text (lm-evaluation-harness generate_until, greedy; right when it holds the gold answer): "
         f"accuracy {data.correct.mean():.3f}.",
         "",
-        "| source | answers | mean confidence | ece | brier | nll | aurc |",
-        "|---|---|---|---|---|---|---|",
+        *source_table(report),
     ]
-    for name, row in report["pooled"]["sources"].items():
-        cells = [row["mean_confidence"], row["ece"], row["brier"], row["nll"], row["aurc"]]
-        lines.append(f"| {name} | {row['answers']} | " + " | ".join(_number(c) for c in cells) + " |")
     lines += ["", "Abstention with a guarantee (Learn then Test; SPEC.md):"]
     lines += [f"- {name}: {row['abstention']['sentence']}" for name, row in report["pooled"]["sources"].items()]
     lines += in_harness["lines"]
@@ -388,7 +386,3 @@ def _choice_rows(mc: dict[str, Any], choices: Any, ts: dict[str, Any]) -> dict[s
             "at_chance": at_chance(row["accuracy"], chance, row["questions"]),
         }  # fmt: skip
     return rows
-
-
-def _number(value: Any) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4g}"

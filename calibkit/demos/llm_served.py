@@ -17,8 +17,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 SERVED_QUESTIONS = 40
 """MMLU questions put to the model as to a server (a greedy pass of a few tokens each; the 2-core
 budget of the demo allows no more)."""
@@ -176,6 +174,7 @@ def served_section(
         ``text`` (Markdown), ``json`` (the numbers, the files) and ``verdicts`` (none: the part
         shows a reader, it tests no claim).
     """
+    from calibkit.demos.llm_text import number, source_table
     from calibkit.lm.generations import generations_report
     from calibkit.lm.multiple_choice import multiple_choice_report
     from calibkit.lm.served import read_served
@@ -198,21 +197,17 @@ def served_section(
         f"{summary['with_letter']} of {summary['answers']} answers give a letter, accuracy "
         f"{served.generations.correct.mean():.3f}.",
         "",
-        "| source | answers | mean confidence | ece | brier | nll | aurc |",
-        "|---|---|---|---|---|---|---|",
+        *source_table(report),
     ]
-    for name, row in report["pooled"]["sources"].items():
-        cells = [row["mean_confidence"], row["ece"], row["brier"], row["nll"], row["aurc"]]
-        lines.append(f"| {name} | {row['answers']} | " + " | ".join(_number(c) for c in cells) + " |")
     over_letters = None
     if summary["with_letter"]:
         over_letters = multiple_choice_report(served.choices())["pooled"]
         lines += [
             "",
-            f"Over the letters (their distribution at the answer's letter): ECE {_number(over_letters['ece'])}, "
-            f"accuracy {_number(over_letters['accuracy'])}; mass outside the top {TOP_LOGPROBS}: mean "
-            f"{_number(summary['outside_mass_mean'])}, max {_number(summary['outside_mass_max'])}; that mass could "
-            f"move the ECE over the letters by at most {_number(summary['ece_bound'])}.",
+            f"Over the letters (their distribution at the answer's letter): ECE {number(over_letters['ece'])}, "
+            f"accuracy {number(over_letters['accuracy'])}; mass outside the top {TOP_LOGPROBS}: mean "
+            f"{number(summary['outside_mass_mean'])}, max {number(summary['outside_mass_max'])}; that mass could "
+            f"move the ECE over the letters by at most {number(summary['ece_bound'])}.",
         ]
     out = {
         "questions": len(prompts), "summary": summary, "report": report, "letters": letters,
@@ -220,7 +215,3 @@ def served_section(
         "files": {"batch_input": str(batch_input), "batch_output": str(batch_output), "gold": str(gold)},
     }  # fmt: skip
     return {"text": "\n".join(lines), "json": out, "verdicts": []}
-
-
-def _number(value: Any) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:.4g}"
