@@ -26,12 +26,16 @@ setup(
         "evaluate>=0.4",
         "datasets>=2.16",
         "accelerate>=1.1",  # Trainer needs it; the CalibrationCallback runs inside Trainer
+        # The binomial tails of the abstention threshold (calibkit.metrics.abstention: binom.cdf/sf), which
+        # the core generations report computes: a core dependency, since every scientific Python install
+        # already has SciPy (numba imports it when present) and hand-written tails were 150 lines to keep.
+        # Imported inside those functions only: `import calibkit` does not load scipy.stats.
+        "scipy>=1.10",
     ],
     extras_require={
         "test": [
             "pytest>=7",
             "hypothesis>=6",
-            "scipy>=1.10",
             "scikit-learn>=1.3",
             "torchmetrics>=1.0",
             "ruff>=0.5",

@@ -2,17 +2,20 @@
 
 The threshold is checked against MAPIE's ``BinaryClassificationController`` (1.6.0) on the same
 problems, against a plain loop of the procedure written here, and by a property test of its
-p-value chain; the binomial tail against ``scipy.stats.binom``.
+p-value chain; the binomial tails (SciPy's) against exact sums of fractions.
 """
 
 import json
 import math
 import warnings
+from fractions import Fraction
+from math import comb
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 
 from calibkit.cli import main
 from calibkit.lm.generations import abstention_resplits, abstention_summary, generations_report, read_generations
@@ -21,13 +24,12 @@ from calibkit.metrics.abstention import (
     abstention_threshold,
     binomial_pmf,
     binomial_tail,
+    binomial_upper_tail,
     chosen_threshold,
     selective_counts,
 )
 from calibkit.metrics.settings import CalibrationSettings
 from tests.test_generations import answers, write_jsonl
-
-scipy_stats = pytest.importorskip("scipy.stats")
 
 
 def problem(seed, n=None, decimals=None):
@@ -42,24 +44,34 @@ def problem(seed, n=None, decimals=None):
 # -- the binomial tail ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 7, 30, 100, 1000])
+def exact_pmf(k, n, p):
+    """``P(Binomial(n, p) = k)`` in exact rational arithmetic (``p`` the float's exact binary value)."""
+    p = Fraction(p)
+    return comb(n, k) * p**k * (1 - p) ** (n - k)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 30, 100])
 @pytest.mark.parametrize("p", [1e-3, 0.05, 0.1, 0.3, 0.5, 0.9, 0.999])
-def test_binomial_tail_and_pmf_equal_scipy(n, p):
+def test_binomial_tails_and_pmf_equal_exact_fractions(n, p):
+    """Against sums of math.comb terms in Fractions: no float in the reference, so no shared rounding with SciPy."""
+    pmf = [exact_pmf(k, n, p) for k in range(n + 1)]
+    lower = [float(sum(pmf[: k + 1])) for k in range(n + 1)]
+    upper = [float(sum(pmf[k:])) for k in range(n + 2)]  # P(X >= n + 1) = 0
     k = np.arange(n + 1)
-    want = scipy_stats.binom.cdf(k, n, p)
-    kept = want > 1e-300  # scipy underflows to 0 where the tail is below the smallest double
-    np.testing.assert_allclose(binomial_tail(k, n, p)[kept], want[kept], rtol=1e-12, atol=0)
-    pmf = scipy_stats.binom.pmf(k, n, p)
-    np.testing.assert_allclose(binomial_pmf(k, n, p)[pmf > 1e-300], pmf[pmf > 1e-300], rtol=1e-12, atol=0)
+    want = np.array([float(x) for x in pmf])
+    kept = want > 1e-300  # the smallest terms underflow a double
+    np.testing.assert_allclose(binomial_pmf(k, n, p)[kept], want[kept], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(binomial_tail(k, n, p), lower, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(binomial_upper_tail(np.arange(n + 2), n, p), upper, rtol=1e-12, atol=1e-300)
 
 
-@pytest.mark.parametrize("n", [10**4, 10**5, 10**6])
-def test_binomial_tail_of_large_counts_equals_scipy(n):
-    k = np.random.default_rng(n).integers(0, n + 1, 300)
-    for p in (0.05, 0.1, 0.5, 0.9):
-        want = scipy_stats.binom.cdf(k, n, p)
-        kept = want > 1e-300
-        np.testing.assert_allclose(binomial_tail(k, n, p)[kept], want[kept], rtol=1e-10, atol=0)
+def test_the_upper_tail_counts_from_k_itself():
+    """Significantly above alpha, 2 wrong of 10 answered at alpha 0.1: P(X >= 2) = 0.264, not P(X > 2) = 0.070."""
+    assert binomial_upper_tail(2, 10, 0.1)[()] == pytest.approx(1 - 0.9**10 - 10 * 0.1 * 0.9**9, rel=1e-13)
+    assert binomial_upper_tail(2, 10, 0.1)[()] == pytest.approx(0.2639010709, rel=1e-9)
+    assert binomial_upper_tail(0, 10, 0.1)[()] == 1.0 and binomial_upper_tail(11, 10, 0.1)[()] == 0.0
+    tiny = binomial_upper_tail(60, 100, 0.1)[()]  # computed directly, not as 1 - P(X <= 59), which rounds to 0
+    assert tiny == pytest.approx(float(sum(exact_pmf(j, 100, 0.1) for j in range(60, 101))), rel=1e-12)
 
 
 def test_binomial_tail_edges():
@@ -342,6 +354,31 @@ def test_the_threshold_holds_out_of_sample_over_resplits(tmp_path):
     assert none["sources"]["coin"]["verdict"] == "no threshold" and none["sources"]["coin"]["holds"] is None
     with pytest.raises(ValueError, match="`sources`"):
         abstention_resplits(data, sources=["nope"])
+
+
+def test_significantly_above_alpha_is_the_upper_tail_from_the_held_count_itself(tmp_path):
+    """Each re-split's ``above``: k wrong of n answered on the held half, P(Binomial(n, alpha) >= k) <= delta.
+
+    Checked against exact fractions on every re-split, among which some lie between the tails from k and
+    from k + 1 (P(X > k) <= delta < P(X >= k)): there the one-off tail would call the error significant.
+    """
+    data = read_generations(write_jsonl(tmp_path / "gen.jsonl", answers(60)))  # "overconfident": no answer without
+    alpha, delta, size = 0.3, 0.3, 60 - 60 // 2
+    row = abstention_resplits(
+        data, sources=["overconfident"], resplits=20, abstention_alpha=alpha, abstention_delta=delta
+    )["sources"]["overconfident"]
+
+    def upper(k, n):
+        return sum(exact_pmf(j, n, alpha) for j in range(k, n + 1))
+
+    between = 0
+    for r in np.flatnonzero(~np.isnan(row["held_error"])):
+        n = round(row["held_answered"][r] * size)
+        k = round(row["held_error"][r] * n)
+        assert row["above"][r] == (upper(k, n) <= delta), (r, k, n)
+        between += upper(k + 1, n) <= delta < upper(k, n)
+    assert between >= 2  # the test tells the two tails apart
+    assert row["significantly_above"] == np.nansum(row["above"]) / row["fitted"]
 
 
 def test_the_command_takes_the_levels_and_prints_the_sentence(tmp_path, capsys):

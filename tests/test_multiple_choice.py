@@ -173,6 +173,15 @@ def test_mutual_information_text_targets_and_delimiters(tmp_path):
     assert data.gold.tolist() == [1] and data.chars.tolist() == [[2.0, 2.0]]  # the delimiter is no part of the length
 
 
+def test_a_target_of_one_index_in_a_list_is_that_choice_and_of_several_is_refused(tmp_path):
+    """The harness accepts ``doc_to_target`` ``[1]`` and scores ``pred in gold``: the one choice it names."""
+    one = sample(0, [-2.0, -1.0], [1], acc=1.0)
+    assert read_choices(write_samples(tmp_path / "one", "t", [one])).gold.tolist() == [1]
+    several = sample(1, [-2.0, -1.0], [0, 1], acc=1.0)
+    with pytest.raises(ValueError, match=r"doc_id 1: `target` '\[0, 1\]' names several gold choices"):
+        read_choices(write_samples(tmp_path / "several", "t", [several]))
+
+
 def test_a_multiple_input_task_takes_its_gold_from_acc_where_that_is_exact(tmp_path):
     # Winogrande-style: the choices are in the contexts, the continuation is shared; `target` is that text.
     right = sample(0, [-1.0, -2.0], "rest", continuations=[" rest"] * 2, contexts=["A", "B"], acc=1.0)

@@ -187,12 +187,10 @@ def test_multilabel_report_given_settings_computes_as_given_the_keywords():
     assert same(by_keywords, by_settings)
 
 
-@pytest.mark.parametrize("door", sorted(every_door()))
-def test_a_keyword_given_with_settings_is_refused_naming_both(door, tmp_path):
+def door_call(door: str, tmp_path):
+    """The door, its first settings keyword, a value other than the default, and its positional arguments."""
     function = every_door()[door]
     keyword = next(name for name in ("n_bins", "ignore_index", "eps") if name in settings_keywords(function))
-    value = CHANGED[keyword]
-    both = rf"`{keyword}={value!r}` and `settings\.{keyword}="
     args = {
         "CalibrationAccumulator": (),
         "CalibrationCallback": (),
@@ -200,8 +198,26 @@ def test_a_keyword_given_with_settings_is_refused_naming_both(door, tmp_path):
         "stream_report": (str(tmp_path),),
         "dask.calibration_report": (str(tmp_path),),
     }.get(door, (P, Y))
+    return function, keyword, CHANGED[keyword], args
+
+
+@pytest.mark.parametrize("door", sorted(every_door()))
+def test_a_keyword_given_with_settings_is_refused_naming_both(door, tmp_path):
+    function, keyword, value, args = door_call(door, tmp_path)
+    both = rf"`{keyword}={value!r}` and `settings\.{keyword}="
     with pytest.raises(ValueError, match=both):
         function(*args, settings=CalibrationSettings(), **{keyword: value})
+
+
+@pytest.mark.parametrize("door", sorted(every_door()))
+@pytest.mark.parametrize("value", ["changed", "default"])
+def test_a_keyword_given_with_settings_of_the_same_value_is_refused_too(door, value, tmp_path):
+    """Every door says "not both": a keyword given with ``settings`` is refused, whether the two agree or not."""
+    function, keyword, changed, args = door_call(door, tmp_path)
+    given = changed if value == "changed" else default_of(door, keyword)
+    agreeing = CalibrationSettings(**{keyword: given})
+    with pytest.raises(ValueError, match=rf"`{keyword}={given!r}` and `settings\.{keyword}={given!r}`"):
+        function(*args, settings=agreeing, **{keyword: given})
 
 
 def test_a_keyword_equal_to_the_default_given_with_settings_is_refused_too():

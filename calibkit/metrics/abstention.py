@@ -23,9 +23,8 @@ the same procedure; its Hoeffding-Bentkus p-value for a binary loss is the minim
 and the Hoeffding bound ``exp(-n h(k/n, alpha))``, which is never below the tail (Chernoff), so
 the two p-values are one.
 
-Everything here is numpy: the binomial tail is a continued fraction of the regularized incomplete
-beta function, scaled by the binomial probability computed by Loader's saddle-point method (the
-one R's ``dbinom`` uses), without scipy.
+The binomial tails are SciPy's (``scipy.stats.binom``: the regularized incomplete beta function,
+exact to double precision and vectorised), imported inside the functions that use them.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ __all__ = [
     "abstention_threshold",
     "binomial_pmf",
     "binomial_tail",
+    "binomial_upper_tail",
     "chosen_threshold",
     "fixed_sequence",
     "selective_counts",
@@ -53,68 +53,22 @@ GRID = np.round(np.linspace(1.0, 0.0, 1001), 3)
 """The thresholds tested by default, from 1 down to 0 by 0.001 (fixed before any data is seen, as
 Learn then Test requires)."""
 
-_TINY = 1e-300  # Lentz's guard against a zero denominator
-_CF_EPS = 1e-15
-_CF_MAX = 100_000
-_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-_STIRLING_TABLE = 16
-# log(n!) - log(sqrt(2 pi n) (n/e)^n) for n < 16, exactly enough from lgamma (R tabulates the same)
-_STIRLERR = np.array(
-    [0.0] + [math.lgamma(n + 1.0) - (n + 0.5) * math.log(n) + n - _LOG_SQRT_2PI for n in range(1, _STIRLING_TABLE)]
-)
 
-
-def _stirlerr(n: np.ndarray) -> np.ndarray:
-    """Stirling's error ``log(n!) - log(sqrt(2 pi n) (n / e)**n)`` of integer ``n >= 0`` (Loader 2000)."""
+def _counts(k: Any, n: Any, p: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Check a binomial's ``k``, ``n`` and ``p`` (integers >= 0, ``p`` in (0, 1)) and broadcast them."""
+    p = check_open_unit(p, "p")
+    k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
-    small = n < _STIRLING_TABLE
-    out = np.empty_like(n)
-    out[small] = _STIRLERR[n[small].astype(np.int64)]
-    m = n[~small]
-    mm = m * m  # the series of R's stirlerr, exact to double precision for n >= 16
-    s0, s1, s2, s3, s4 = 1 / 12, 1 / 360, 1 / 1260, 1 / 1680, 1 / 1188
-    out[~small] = np.where(
-        m > 500,
-        (s0 - s1 / mm) / m,
-        np.where(
-            m > 80,
-            (s0 - (s1 - s2 / mm) / mm) / m,
-            np.where(
-                m > 35,
-                (s0 - (s1 - (s2 - s3 / mm) / mm) / mm) / m,
-                (s0 - (s1 - (s2 - (s3 - s4 / mm) / mm) / mm) / mm) / m,
-            ),
-        ),
-    )
-    return out
-
-
-def _bd0(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    """Compute the deviance term ``x log(x / mean) + mean - x``, without cancellation near ``x = mean``."""
-    x, mean = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(mean, np.float64))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = x * np.log(x / mean) + mean - x
-        near = np.abs(x - mean) < 0.1 * (x + mean)
-        v = np.where(near, (x - mean) / (x + mean), 0.0)
-        s = (x - mean) * v
-        ej = 2 * x * v
-        v2 = v * v
-        for j in range(1, 1000):  # |v| < 0.1: each term 100 times smaller, done within 20
-            ej = ej * v2
-            s_next = s + ej / (2 * j + 1)
-            if np.array_equal(s_next, s):
-                break
-            s = s_next
-    return np.where(near, s, out)
+    if (k < 0).any() or (k != np.floor(k)).any():
+        raise ValueError("`k` must hold integers >= 0")
+    if (n < 0).any() or (n != np.floor(n)).any():
+        raise ValueError("`n` must hold integers >= 0")
+    k, n = np.broadcast_arrays(k, n)
+    return k, n, p
 
 
 def binomial_pmf(k: Any, n: Any, p: float) -> np.ndarray:
-    """Compute the binomial probability ``P(Binomial(n, p) = k)`` elementwise, to double precision.
-
-    Loader's saddle-point form (Loader 2000, "Fast and accurate computation of binomial
-    probabilities"; R's ``dbinom``): ``exp(stirlerr(n) - stirlerr(k) - stirlerr(n - k) - bd0(k, np)
-    - bd0(n - k, n(1 - p))) * sqrt(n / (2 pi k (n - k)))``, accurate to a few ulps where the
-    log-gamma form loses digits to cancellation.
+    """Compute the binomial probability ``P(Binomial(n, p) = k)`` elementwise: ``scipy.stats.binom.pmf``.
 
     Parameters
     ----------
@@ -126,56 +80,27 @@ def binomial_pmf(k: Any, n: Any, p: float) -> np.ndarray:
     Returns
     -------
     ndarray of float64
+
+    Raises
+    ------
+    ValueError
+        Naming ``p``, ``k`` or ``n``.
     """
-    k, n = np.broadcast_arrays(np.asarray(k, np.float64), np.asarray(n, np.float64))
-    q = 1.0 - p
-    out = np.empty(k.shape)
-    zero, full = k == 0, k == n
-    out[zero] = np.exp(n[zero] * math.log1p(-p))
-    out[full & ~zero] = np.exp(n[full & ~zero] * math.log(p))
-    mid = ~zero & ~full
-    km, nm = k[mid], n[mid]
-    lc = _stirlerr(nm) - _stirlerr(km) - _stirlerr(nm - km) - _bd0(km, nm * p) - _bd0(nm - km, nm * q)
-    lf = 2 * _LOG_SQRT_2PI + np.log(km) + np.log1p(-km / nm)
-    out[mid] = np.exp(lc - 0.5 * lf)
-    return out
+    from scipy.stats import binom  # imported here: `import calibkit` does not load scipy.stats
 
-
-def _beta_fraction(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Evaluate the continued fraction of ``I_x(a, b)`` (modified Lentz) at every entry; ``x < (a+1)/(a+b+2)``."""
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = np.ones_like(x)
-    d = 1.0 - qab * x / qap
-    d = 1.0 / np.where(np.abs(d) < _TINY, _TINY, d)
-    h = d.copy()
-    done = np.zeros(x.shape, dtype=bool)
-    for m in range(1, _CF_MAX):  # converges in O(sqrt(max(a, b))) steps; a loop over steps, not entries
-        m2 = 2.0 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1.0 + aa * d
-            d = 1.0 / np.where(np.abs(d) < _TINY, _TINY, d)
-            c = 1.0 + aa / c
-            c = np.where(np.abs(c) < _TINY, _TINY, c)
-            step = d * c
-            h = np.where(done, h, h * step)
-        done |= np.abs(step - 1.0) < _CF_EPS
-        if done.all():
-            return h
-    raise RuntimeError("the binomial tail's continued fraction did not converge")  # pragma: no cover
+    k, n, p = _counts(k, n, p)
+    return np.asarray(binom.pmf(k, n, p), dtype=np.float64)
 
 
 def binomial_tail(k: Any, n: Any, p: float) -> np.ndarray:
-    r"""Compute the lower binomial tail ``P(Binomial(n, p) <= k)`` elementwise, with numpy only.
+    r"""Compute the lower binomial tail ``P(Binomial(n, p) <= k)`` elementwise: ``scipy.stats.binom.cdf``.
 
     .. math::
 
-        P(X \le k) = I_{1-p}(n - k, k + 1)
-                   = p \, \binom{n}{k} p^k (1-p)^{n-k} \, \mathrm{CF}_{1-p}(n - k, k + 1)
+        P(X \le k) = I_{1-p}(n - k, k + 1),
 
-    where ``CF`` is the continued fraction of the regularized incomplete beta function (Numerical
-    Recipes' ``betacf``), used where it converges fast (``k`` below about ``np``); above, the
-    complement ``1 - P(X >= k + 1)`` by the same fraction. Equal to ``scipy.stats.binom.cdf`` to
-    about 1e-13 relative (tested).
+    the regularized incomplete beta function, which SciPy evaluates to double precision (Boost's
+    ``ibeta``), vectorised over ``k`` and ``n``.
 
     Parameters
     ----------
@@ -198,29 +123,48 @@ def binomial_tail(k: Any, n: Any, p: float) -> np.ndarray:
     >>> float(binomial_tail(0, 10, 0.1).round(6))  # 0.9 ** 10
     0.348678
     """
-    p = check_open_unit(p, "p")
-    k = np.asarray(k, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    if (k < 0).any() or (k != np.floor(k)).any():
-        raise ValueError("`k` must hold integers >= 0")
-    if (n < 0).any() or (n != np.floor(n)).any():
-        raise ValueError("`n` must hold integers >= 0")
-    k, n = np.broadcast_arrays(k, n)
-    out = np.ones(k.shape)
-    some = k < n
-    ks, ns = k[some], n[some]
-    low = (1.0 - p) < (ns - ks + 1.0) / (ns + 3.0)  # the fraction of I_{1-p}(n-k, k+1) converges fast
-    values = np.empty(ks.shape)
-    if low.any():
-        kl, nl = ks[low], ns[low]
-        fraction = _beta_fraction(nl - kl, kl + 1.0, np.full(kl.shape, 1.0 - p))
-        values[low] = p * binomial_pmf(kl, nl, p) * fraction
-    if (~low).any():  # 1 - I_p(k+1, n-k): the upper tail P(X >= k + 1) by its own fraction
-        ku, nu = ks[~low], ns[~low]
-        fraction = _beta_fraction(ku + 1.0, nu - ku, np.full(ku.shape, p))
-        values[~low] = 1.0 - (1.0 - p) * binomial_pmf(ku + 1.0, nu, p) * fraction
-    out[some] = np.clip(values, 0.0, 1.0)
-    return out
+    from scipy.stats import binom  # imported here: `import calibkit` does not load scipy.stats
+
+    k, n, p = _counts(k, n, p)
+    return np.asarray(binom.cdf(k, n, p), dtype=np.float64)
+
+
+def binomial_upper_tail(k: Any, n: Any, p: float) -> np.ndarray:
+    r"""Compute the upper binomial tail ``P(Binomial(n, p) >= k)`` elementwise: ``scipy.stats.binom.sf(k - 1)``.
+
+    .. math::
+
+        P(X \ge k) = I_p(k, n - k + 1),
+
+    computed directly (not as ``1 - P(X <= k - 1)``, which loses every digit of a small tail).
+    The p-value of "more than ``p`` of the ``n`` fail" when ``k`` did: 2 wrong of 10 answered at
+    ``p = 0.1`` gives ``P(X >= 2) = 0.264``.
+
+    Parameters
+    ----------
+    k, n : array-like of int
+        ``0 <= k`` and ``n >= 0`` (broadcast together); ``k = 0`` gives 1, ``k > n`` gives 0.
+    p : float
+        In (0, 1).
+
+    Returns
+    -------
+    ndarray of float64
+
+    Raises
+    ------
+    ValueError
+        Naming ``p``, ``k`` or ``n``.
+
+    Examples
+    --------
+    >>> float(binomial_upper_tail(2, 10, 0.1).round(4))  # 1 - 0.9**10 - 10 * 0.1 * 0.9**9
+    0.2639
+    """
+    from scipy.stats import binom  # imported here: `import calibkit` does not load scipy.stats
+
+    k, n, p = _counts(k, n, p)
+    return np.asarray(binom.sf(k - 1.0, n, p), dtype=np.float64)
 
 
 def _check_grid(thresholds: Any) -> np.ndarray:

@@ -36,11 +36,12 @@ right), ``threshold`` and ``words`` (:func:`calibkit.lm.generations.parse_confid
 What the harness would do silently is refused here with a ``ValueError`` naming the task: a
 metric of a multiple-choice task that the harness does not compute by name (a function given
 as ``metric: !function ...`` gives no row and no warning there), a gold answer that is not one
-of the choices or several of them, filters (the logged samples would then not be what
-calibkit reads), a ``generate_until`` correctness outside [0, 1], the harness's
-``brier_score`` on questions with different numbers of choices (it fails at the end of the run). The harness's own
-``brier_score`` is logged per sample as the text of a numpy array; this class logs it as a
-list of numbers.
+of the choices or several of them (naming the question: its ``doc_id`` and its fields; a list
+of one index, ``[2]``, is that choice, as the harness scores it), filters (the logged samples
+would then not be what calibkit reads), a ``generate_until`` correctness outside [0, 1], the
+harness's ``brier_score`` on questions with different numbers of choices (it fails at the end
+of the run). The harness's own ``brier_score`` is logged per sample as the text of a numpy
+array; this class logs it as a list of numbers.
 """
 
 from __future__ import annotations
@@ -115,8 +116,8 @@ class CalibratedTask(ConfigurableTask):
     ValueError
         Naming the task: an output type other than ``multiple_choice`` and ``generate_until``,
         filters, a multiple-choice metric the harness does not compute by name, a gold answer
-        that is not exactly one of the choices, a metric name calibkit does not give, or a bad
-        setting.
+        that is not exactly one of the choices (naming the question by its ``doc_id``; a list of
+        one index is that choice), a metric name calibkit does not give, or a bad setting.
     """
 
     def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
@@ -136,7 +137,7 @@ class CalibratedTask(ConfigurableTask):
         self._calibkit = _options(name, options, self.OUTPUT_TYPE)
         self._cache: dict[tuple, tuple[list, dict]] = {}
         if self.OUTPUT_TYPE == "multiple_choice":
-            counts = {len(self._choices_and_gold(doc)[0]) for doc in self.eval_docs}
+            counts = {len(self._choices_and_gold(doc, i)[0]) for i, doc in enumerate(self.eval_docs)}
             self._fixed = len(counts) == 1
             default = (*CHOICE_METRICS, "cece") if self._fixed else CHOICE_METRICS
         else:
@@ -181,21 +182,34 @@ class CalibratedTask(ConfigurableTask):
             return metric not in ("questions",)
         return metric in CONFIDENCE_METRICS  # the generations' bootstrap (source_metrics) covers these
 
-    def _choices_and_gold(self, doc: dict) -> tuple[list, int]:
-        """Return a question's choices and the index of its gold one, as the harness derives it; refuse the others."""
+    def _choices_and_gold(self, doc: dict, index: int | None = None) -> tuple[list, int]:
+        """Return a question's choices and the index of its gold one, as the harness derives it; refuse the others.
+
+        A list of one index (``[2]``) is that choice: the harness scores it as ``pred in gold``, the
+        same as ``2``. ``index`` is the question's ``doc_id``, for the message.
+        """
         choices = self.doc_to_choice(doc)
-        gold = self.doc_to_text(doc) if self.multiple_input else self.doc_to_target(doc)
+        target = self.doc_to_text(doc) if self.multiple_input else self.doc_to_target(doc)
+        gold = target
+        if isinstance(target, (list, tuple)) and len(target) == 1 and _is_index(target[0]):
+            gold = target[0]
         if isinstance(gold, str):
             gold = choices.index(gold) if gold in choices else -1
-        if isinstance(gold, (list, tuple)) or isinstance(gold, bool) or not isinstance(gold, (int, np.integer)):
+        where = f"calibkit.plugins.lm_eval, task {self.config.task!r}, the question {_question(doc, index)}"
+        if isinstance(gold, (list, tuple)) and len(gold) > 1:
             raise ValueError(
-                f"calibkit.plugins.lm_eval, task {self.config.task!r}: the gold answer {gold!r} names several "
-                "choices or none: calibration needs exactly one right choice per question"
+                f"{where}: the gold answer {target!r} names {len(gold)} choices: calibration needs exactly one right "
+                "choice per question"
+            )
+        if not _is_index(gold):
+            raise ValueError(
+                f"{where}: the gold answer {target!r} names no single choice (an index, the text of a choice, or a "
+                "list of one index): calibration needs exactly one right choice per question"
             )
         if not 0 <= int(gold) < len(choices):
             raise ValueError(
-                f"calibkit.plugins.lm_eval, task {self.config.task!r}: the gold answer is not one of the "
-                f"{len(choices)} choices of the question {_short(doc)} (the harness would only warn)"
+                f"{where}: the gold answer {target!r} is not one of the {len(choices)} choices {_short(choices)} "
+                "(the harness would only warn)"
             )
         return choices, int(gold)
 
@@ -437,6 +451,15 @@ def _check_harness_metrics(task: Any, config: dict) -> None:
 def _filter_names(config: dict) -> str:
     filters = config.get("filter_list")
     return ", ".join(str(f.get("name")) if isinstance(f, dict) else str(f) for f in filters) if filters else ""
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _question(doc: Any, index: int | None) -> str:
+    """Name a question as the samples file does: its ``doc_id`` (its place among the task's questions), and its text."""
+    return _short(doc) if index is None else f"doc_id {index} {_short(doc)}"
 
 
 def _short(doc: Any) -> str:

@@ -350,6 +350,20 @@ def test_a_folder_reads_every_log_and_two_runs_of_one_task_are_refused(runs, tmp
     assert len(read_inspect_logs(copy)) == N
 
 
+def test_a_partial_score_is_right_as_the_guide_says():
+    """Right when value_to_float gives at least 0.5: C 1, P 0.5, I 0, numbers as they are."""
+    from inspect_ai.scorer import SampleScore
+
+    from calibkit.plugins.inspect_ai import brier, confidence_and_right
+
+    values = ["C", "P", "I", 0.5, 0.49, 1.0]
+    record = {KEY: {"source": "sequence", "confidence": 0.8}}
+    scores = [SampleScore(score=Score(value=v, metadata=record), sample_id=f"s{i}") for i, v in enumerate(values)]
+    confidence, right = confidence_and_right(scores)
+    assert right.tolist() == [1.0, 1.0, 0.0, 1.0, 0.0, 1.0] and confidence.tolist() == [0.8] * 6
+    assert brier()(scores) == pytest.approx((4 * 0.2**2 + 2 * 0.8**2) / 6, abs=1e-12)  # P counted right
+
+
 def test_calibrated_refuses_an_unknown_source():
     with pytest.raises(ValueError, match=r"`source` must be one of"):
         calibrated(choice(), source="entropy")

@@ -57,20 +57,30 @@ def _run(lm, tasks, folder, names):
     return result, out
 
 
-@pytest.fixture(scope="module")
-def choice_run(tmp_path_factory):
-    from lm_eval.models.huggingface import HFLM
-    from transformers import AutoTokenizer, GPT2LMHeadModel
-
-    from tests.test_generations_harness import build_model
-
-    folder = tmp_path_factory.mktemp("lm_eval_mc")
+def choice_rows():
+    """30 questions of 4 choices, the gold an index."""
     rng = np.random.default_rng(0)
-    rows = [
+    return [
         {"question": " ".join(rng.choice(WORDS, 4)), "choices": [str(w) for w in rng.choice(WORDS, 4, replace=False)],
          "gold": int(rng.integers(4))}
         for _ in range(30)
     ]  # fmt: skip
+
+
+def hflm(path):
+    from lm_eval.models.huggingface import HFLM
+    from transformers import AutoTokenizer, GPT2LMHeadModel
+
+    return HFLM(pretrained=GPT2LMHeadModel.from_pretrained(path), tokenizer=AutoTokenizer.from_pretrained(path),
+                batch_size=8)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def choice_run(tmp_path_factory):
+    from tests.test_generations_harness import build_model
+
+    folder = tmp_path_factory.mktemp("lm_eval_mc")
+    rows = choice_rows()
     path = build_model(folder, [r["question"] + " " + " ".join(r["choices"]) for r in rows])
     tasks = folder / "tasks"
     tasks.mkdir()
@@ -78,9 +88,7 @@ def choice_run(tmp_path_factory):
     (tasks / "tiny_mc_calibkit.yaml").write_text(
         f"include: tiny_mc.yaml\n{PLUGIN}task: tiny_mc_calibkit\ncalibkit:\n  bootstrap: 200\n"
     )
-    lm = HFLM(pretrained=GPT2LMHeadModel.from_pretrained(path), tokenizer=AutoTokenizer.from_pretrained(path),
-              batch_size=8)  # fmt: skip
-    result, out = _run(lm, tasks, folder, ["tiny_mc_calibkit"])
+    result, out = _run(hflm(path), tasks, folder, ["tiny_mc_calibkit"])
     return result, out, path
 
 
@@ -123,6 +131,26 @@ def test_the_samples_file_logs_numbers(choice_run):
     assert [float(r[0]) for r in sample["filtered_resps"]] == sample["ece"]["loglik"]
     gold, probs = sample["brier_score"]  # the harness logs a numpy array's text; the class, numbers
     assert isinstance(probs, list) and math.isclose(sum(probs), 1.0)
+
+
+def test_a_gold_given_as_a_list_of_one_index_is_that_choice(choice_run, tmp_path, capsys):
+    """``doc_to_target`` giving ``[2]``: the harness scores ``pred in gold``; calibkit reads the choice it names."""
+    result, _, path = choice_run
+    rows = [{**r, "gold": [r["gold"]]} for r in choice_rows()]
+    _json_task(tmp_path, "tiny_mc_list", rows, MC_BODY.replace("  - metric: brier_score\n", ""))
+    (tmp_path / "tiny_mc_list_calibkit.yaml").write_text(
+        f"include: tiny_mc_list.yaml\n{PLUGIN}task: tiny_mc_list_calibkit\ncalibkit:\n  bootstrap: 200\n"
+    )
+    listed, out = _run(hflm(path), tmp_path, tmp_path, ["tiny_mc_list_calibkit"])
+    row, plain = listed["results"]["tiny_mc_list_calibkit"], result["results"]["tiny_mc_calibkit"]
+    for metric in ("acc", "ece", "brier", "nll", "aurc", "cece", "ece_ci95_lower", "ece_ci95_upper"):
+        assert row[f"{metric},none"] == pytest.approx(plain[f"{metric},none"], abs=1e-12), metric  # as the index
+    sample = json.loads(next(out.rglob("samples_tiny_mc_list_calibkit_*.jsonl")).read_text().splitlines()[0])
+    assert json.loads(str(sample["target"])) == [rows[0]["gold"][0]] and sample["ece"]["gold"] == rows[0]["gold"][0]
+    assert main(["choices", "--predictions", str(out), "--json"]) == 0  # the samples file reads the same
+    report = json.loads(capsys.readouterr().out)["tasks"]["tiny_mc_list_calibkit"]
+    for metric in ("ece", "brier", "nll", "aurc", "cece"):
+        assert abs(row[f"{metric},none"] - report[metric]) <= 1e-12, metric
 
 
 class ScriptedLM(LM):
@@ -216,15 +244,42 @@ def test_what_the_harness_would_drop_silently_is_refused(tmp_path, extra, messag
             _load(tmp_path, "cal")
 
 
-@pytest.mark.parametrize("gold, message", [(5, "not one of the 2 choices"), ([0, 1], "names several choices")])
-def test_a_gold_answer_that_is_not_one_choice_is_refused(tmp_path, gold, message):
-    rows = [{"question": "q", "choices": ["a", "b"], "gold": 0}, {"question": "r", "choices": ["a", "b"], "gold": gold}]
+@pytest.mark.parametrize(
+    "first, gold, message",
+    [
+        (0, 5, "is not one of the 2 choices"),
+        (0, -1, "is not one of the 2 choices"),  # the harness scores -1 as a wrong answer, silently
+        ("a", "Z", "is not one of the 2 choices"),  # a text that is no choice's
+        ("a", " b", "is not one of the 2 choices"),  # a choice's text, with the delimiter: not the choice's text
+        ([0], [0, 1], "names 2 choices"),
+        ([0], [], "names no single choice"),
+    ],
+)
+def test_a_gold_answer_that_is_not_one_choice_is_refused_when_the_task_loads(tmp_path, first, gold, message):
+    """Refused when the task loads (no model is run here), naming the question: its doc_id and its fields."""
+    rows = [
+        {"question": "q", "choices": ["a", "b"], "gold": first},
+        {"question": "r", "choices": ["a", "b"], "gold": gold},
+    ]
     _json_task(tmp_path, "base_mc", rows, MC_BODY)
     (tmp_path / "cal.yaml").write_text(f"include: base_mc.yaml\n{PLUGIN}task: cal\n")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_DATASETS_OFFLINE", "1")
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(ValueError, match=message) as refused:
             _load(tmp_path, "cal")
+    assert "the question doc_id 1 {'question': 'r'" in str(refused.value)
+
+
+@pytest.mark.parametrize("golds", [[0, 1], ["b", "a"], [[1], [0]]])
+def test_a_gold_index_text_or_list_of_one_index_loads_as_that_choice(tmp_path, golds):
+    rows = [{"question": q, "choices": ["a", "b"], "gold": g} for q, g in zip("qr", golds)]
+    _json_task(tmp_path, "base_mc", rows, MC_BODY)
+    (tmp_path / "cal.yaml").write_text(f"include: base_mc.yaml\n{PLUGIN}task: cal\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_DATASETS_OFFLINE", "1")
+        task = _load(tmp_path, "cal")["tasks"]["cal"]
+    want = [g[0] if isinstance(g, list) else "ab".index(g) if isinstance(g, str) else g for g in golds]
+    assert [task._choices_and_gold(doc)[1] for doc in task.eval_docs] == want
 
 
 def test_metrics_over_positions_need_a_fixed_number_of_choices(tmp_path):
@@ -309,6 +364,22 @@ def test_a_generated_answer_calibkit_cannot_read_is_refused(tmp_path, answer, me
     lm = ScriptedLM({"sky": answer, "grass": "green\nConfidence: 60%"})
     with pytest.raises(ValueError, match=message):
         _run(lm, tmp_path, tmp_path, ["cal"])
+
+
+@pytest.mark.parametrize("metric, threshold", [("exact_match", 1), ("!function utils.half", 0.5)])
+def test_an_answer_scored_exactly_at_the_threshold_is_right(tmp_path, metric, threshold):
+    """Right when the score is at least `threshold`: exact_match 1 at `threshold: 1`, a score of 0.5 at 0.5."""
+    said = {"sky": "blue\nConfidence: 80%", "grass": "green\nConfidence: 80%"}
+    rows = [{"question": q, "answer": a} for q, a in said.items()]  # exact_match: the whole answer is the target
+    _json_task(tmp_path, "base_gen", rows, GEN_BODY.replace("metric: exact_match", f"metric: {metric}"))
+    (tmp_path / "utils.py").write_text("def half(references, predictions):\n    return 0.5\n")
+    options = f"calibkit:\n  threshold: {threshold}\n  bootstrap: 0\n  metrics: [brier, ece]\n"
+    (tmp_path / "cal.yaml").write_text(f"include: base_gen.yaml\n{PLUGIN}task: cal\n{options}")
+    result, _ = _run(ScriptedLM(said), tmp_path, tmp_path, ["cal"])
+    row = result["results"]["cal"]
+    assert row[f"{metric.split('.')[-1]},none"] == threshold  # the score is the threshold itself
+    assert row["brier,none"] == pytest.approx(0.2**2, abs=1e-12)  # both right at 80%: wrong would give 0.8**2
+    assert row["ece,none"] == pytest.approx(0.2, abs=1e-12)
 
 
 def test_a_generate_until_task_with_filters_is_refused(tmp_path):

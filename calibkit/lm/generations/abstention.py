@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.lm.generations.data import Generations
-from calibkit.metrics.abstention import abstention_threshold, binomial_tail, selective_error_at
+from calibkit.metrics.abstention import abstention_threshold, binomial_upper_tail, selective_error_at
 from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_open_unit, check_positive_int
 
@@ -123,10 +123,12 @@ def abstention_resplits(
         when that share is at least ``1 - delta``, ``does not hold`` below it, ``no threshold``
         when no re-split found one; and ``significantly_above``, the share of those re-splits
         whose held error is significantly above ``alpha`` (one-sided binomial test at level
-        ``delta``), with ``above`` per re-split. The held half's own sampling noise makes the
-        first share strict: a threshold whose true error is just under ``alpha`` (which Learn
-        then Test aims at when data are plenty) shows an error above ``alpha`` on about half of
-        the held halves; the second share separates that noise from a guarantee that fails.
+        ``delta``: ``k`` wrong of ``n`` answered is above when ``P(Binomial(n, alpha) >= k) <=
+        delta``, the upper tail from ``k`` itself), with ``above`` per re-split. The held half's
+        own sampling noise makes the first share strict: a threshold whose true error is just
+        under ``alpha`` (which Learn then Test aims at when data are plenty) shows an error above
+        ``alpha`` on about half of the held halves; the second share separates that noise from
+        a guarantee that fails.
 
     Raises
     ------
@@ -163,9 +165,9 @@ def abstention_resplits(
             values[s]["thresholds"][r] = found["threshold"]
             values[s]["held_error"][r] = np.nan if error is None else error
             values[s]["held_answered"][r] = answered / int(held.sum())
-            if answered:  # the held half's own noise: is its error significantly above alpha?
+            if answered:  # the held half's own noise: is its error significantly above alpha? P(X >= wrong)
                 wrong = round(error * answered)
-                values[s]["above"][r] = wrong > 0 and 1 - binomial_tail(wrong - 1, answered, alpha)[()] <= delta
+                values[s]["above"][r] = binomial_upper_tail(wrong, answered, alpha)[()] <= delta
     out = {}
     for s, v in values.items():
         fitted = ~np.isnan(v["thresholds"])

@@ -24,11 +24,11 @@ Readers (:func:`read_choices`):
 - lm-evaluation-harness ``--log_samples``: ``samples_{task}_{date}.jsonl`` (one sample per line,
   every value written as a string; ``filtered_resps`` holds ``[loglik, is_greedy]`` per choice,
   twice as many with ``acc_mutual_info``, the second half unconditional). The gold index is
-  derived from ``target`` (an index, or the text of one continuation without the task's
-  ``target_delimiter``, read from the run's ``results_*.json``, default ``" "``) and checked
-  against the sample's own ``acc`` (and ``acc_norm``, ``acc_bytes``); where ``target`` is not the
-  gold (``multiple_input`` tasks such as Winogrande) the gold follows from ``acc`` when that
-  leaves one choice. A sample whose gold cannot be derived is refused with its ``doc_id``.
+  derived from ``target`` (an index, a list of one index, or the text of one continuation
+  without the task's ``target_delimiter``, read from the run's ``results_*.json``, default
+  ``" "``) and checked against the sample's own ``acc`` (and ``acc_norm``, ``acc_bytes``); where
+  ``target`` is not the gold (``multiple_input`` tasks such as Winogrande) the gold follows
+  from ``acc`` when that leaves one choice. A sample whose gold cannot be derived is refused with its ``doc_id``.
 - calibkit's own format, for any other tool: JSON Lines or Parquet with ``task`` (optional),
   ``choice_logprobs`` (a list per question), ``gold`` (an index) and optionally ``choice_chars``,
   ``choice_bytes`` and ``choice_tokens`` (lengths, for the normalised scores).

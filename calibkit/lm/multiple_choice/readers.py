@@ -268,6 +268,8 @@ def _sample_row(sample: dict, delimiter: str) -> tuple[Any, list[float], list[fl
 def _gold(sample: dict, texts: list[str], ll: list[float], same_continuation: bool) -> int:
     """Derive the gold index from ``target`` (or, for a multiple_input task, from ``acc``), never guessing."""
     target = str(sample.get("target"))
+    one = re.fullmatch(r"\[\s*(-?\d+)\s*\]", target.strip())  # a list of one index: the harness scores it as
+    target = one.group(1) if one else target  # `pred in gold`, that one choice
     n = len(texts)
     if not same_continuation:
         if re.fullmatch(r"-?\d+", target.strip()):
