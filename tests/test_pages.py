@@ -228,3 +228,59 @@ def test_the_page_of_a_multilabel_head_leads_with_its_macro_ece_and_worst_label(
     assert len(panels) == 4 and not any(p.startswith("label 4 ") for p in panels)
     assert all(sum(int(r["count"]) for r in rows if r["panel"] == p) == 800 for p in panels)
     assert page.count('<a class="metric"') >= 2 * len(report["per_label"])  # each metric named links to the guide
+
+
+def headline_of(page: str) -> list[str]:
+    """The names of the summary's headline numbers, as the page shows them."""
+    numbers = re.search(r'<ul class="headline">(.*?)</ul>', page, flags=re.S).group(1)
+    return [re.sub(r"<[^>]+>", "", k) for k in re.findall(r'<span class="k">(.*?)</span>', numbers)]
+
+
+def both_ways(n: int = 4000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two-class logits whose bins lean both ways: under-confident below 0.75, over-confident above."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.5, 1.0, n)
+    right = rng.random(n) < np.where(p < 0.75, p + 0.15, p - 0.15).clip(0, 1)
+    return np.log(np.stack([1 - p, p], axis=1)), right.astype(np.int64)
+
+
+def test_the_direction_is_named_only_when_the_interval_excludes_0():
+    assert pages.direction(-0.01, (-0.03, 0.02)) == "Neither over- nor under-confident on average"
+    assert pages.direction(0.01, (-0.02, 0.03)) == "Neither over- nor under-confident on average"
+    assert pages.direction(-0.01, (-0.03, -0.001)) == "Over-confident"
+    assert pages.direction(0.01, (0.001, 0.03)) == "Under-confident"
+    assert pages.direction(-0.01) == "Over-confident"  # no interval: the sign alone
+    assert pages.direction(-0.01, (float("nan"), float("nan"))) == "Over-confident"
+    assert pages.direction(float("nan"), (-0.03, 0.02)) == "Calibration"
+    line = pages.answer_line(-0.01, 0.05, esce_interval=(-0.03, 0.02), ece_interval=(0.04, 0.06))
+    assert line.startswith("<b>Neither over- nor under-confident on average</b>: ECE 0.050 [0.040, 0.060]")
+
+
+def test_where_every_bin_leans_one_way_the_headline_leaves_esce_out_and_says_it_in_words(tmp_path):
+    from calibkit.metrics.registry import HEADLINE_SHOWN, headline, leans_one_way
+
+    one_way = {"ece": 0.2, "esce": -0.2, "cece": 0.1, "brier": 0.3, "accuracy": 0.7, "nll": 0.9, "aurc": 0.2}
+    assert leans_one_way(one_way) and leans_one_way({**one_way, "esce": 0.2 * (1 - 1e-9)})
+    assert headline(one_way) == ["ece", "cece", "brier", "accuracy", "nll"]  # the next one takes ESCE's place
+    assert not leans_one_way({**one_way, "esce": -0.15}) and not leans_one_way({"ece": 0.2})
+    assert headline({**one_way, "esce": -0.15}) == ["ece", "cece", "esce", "brier", "accuracy"][:HEADLINE_SHOWN]
+    assert pages.direction(-0.2, (-0.25, -0.15), ece=0.2) == "Over-confident in every bin"
+    assert pages.direction(0.2, ece=0.2) == "Under-confident in every bin"
+    assert pages.direction(-0.15, (-0.2, -0.1), ece=0.2) == "Over-confident"
+    assert pages.direction(-0.01, (-0.03, 0.02), ece=0.01) == "Neither over- nor under-confident on average"
+
+    for name, (z, y), leans in [("one way", overconfident(800, seed=3), True), ("both ways", both_ways(), False)]:
+        comparison = compare_calibrators(z, y, z, y, methods=("uncalibrated",), sets=False)
+        row = comparison.rows["uncalibrated"]
+        assert leans_one_way(row) is leans, name
+        page = write_report(comparison, tmp_path / name.replace(" ", "_"), "preds").get("html").read_text()
+        check_page(page)
+        answer = re.search(r'<p class="answer">(.*?)</p>', page).group(1)
+        shown = headline_of(page)
+        if leans:  # ESCE would be -ECE: one number twice
+            assert abs(row["esce"]) == pytest.approx(row["ece"], rel=1e-9)
+            assert "esce" not in shown and len(shown) == HEADLINE_SHOWN
+            assert answer.startswith("<b>Over-confident in every bin</b>: ")
+        else:
+            assert abs(row["esce"]) < 0.5 * row["ece"]
+            assert "esce" in shown and "in every bin" not in answer

@@ -4,7 +4,11 @@ Every report that writes HTML (a predictions file, a model on a dataset, the dem
 multiple-choice logs, the generations, multi-label) builds its page with :func:`report_page`:
 
 - a summary first (:func:`summary`): the one-sentence answer the reader came for, what was
-  evaluated and on how many rows, and the headline numbers with their intervals;
+  evaluated and on how many rows, and the headline numbers with their intervals
+  (``calibkit.metrics.registry.headline``). The answer names the direction from ESCE's sign
+  (:func:`direction`); where every bin leans the same way, ESCE is ECE with a sign, so the
+  headline leaves ESCE out (the next headline metric takes its place) and the answer says the
+  direction in words: "Over-confident in every bin". Where the bins lean both ways, ESCE stays;
 - an in-page table of contents, then the :class:`Section` objects in order, each a heading, a
   short note and its blocks; :func:`side_by_side` puts a figure next to the table it illustrates;
   a section with no block is left out (no heading over nothing);
@@ -32,6 +36,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from calibkit.metrics.registry import leans_one_way
 
 __all__ = [
     "DOCS_URL",
@@ -350,7 +356,7 @@ def verdict_table(claims: Sequence[dict[str, Any]], *, table_id: str | None = "v
     return html_table(head, rows, classes=["verdict", "text", "text", "text"], table_id=table_id)
 
 
-def direction(esce: float, interval: Sequence[float] | None = None) -> str:
+def direction(esce: float, interval: Sequence[float] | None = None, *, ece: float | None = None) -> str:
     """Name the direction of the miscalibration from ESCE's sign (< 0: over-confident).
 
     Parameters
@@ -359,20 +365,24 @@ def direction(esce: float, interval: Sequence[float] | None = None) -> str:
         The signed ESCE (:func:`calibkit.esce`).
     interval : (float, float), optional
         Its interval: a direction is named only when the interval excludes 0.
+    ece : float, optional
+        The ECE: where ``|ESCE|`` equals it, every bin leans the same way
+        (``calibkit.metrics.registry.leans_one_way``), and a named direction says so ("in every bin").
 
     Returns
     -------
     str
-        "Over-confident", "Under-confident", "Neither over- nor under-confident on average", or
-        "Calibration" when ESCE is not known.
+        "Over-confident", "Under-confident" (each with " in every bin" where every bin leans that
+        way), "Neither over- nor under-confident on average", or "Calibration" when ESCE is not known.
     """
     if esce is None or math.isnan(esce):
         return "Calibration"
     low, high = interval if interval is not None and not any(math.isnan(e) for e in interval) else (esce, esce)
+    every = " in every bin" if ece is not None and leans_one_way({"ece": ece, "esce": esce}) else ""
     if high < 0:
-        return "Over-confident"
+        return "Over-confident" + every
     if low > 0:
-        return "Under-confident"
+        return "Under-confident" + every
     return "Neither over- nor under-confident on average"
 
 
@@ -396,7 +406,7 @@ def answer_line(
     text = f"ECE {ece:.3f}"
     if ece_interval is not None and not any(math.isnan(e) for e in ece_interval):
         text += f" [{ece_interval[0]:.3f}, {ece_interval[1]:.3f}]"
-    head = html.escape(direction(esce, esce_interval))
+    head = html.escape(direction(esce, esce_interval, ece=ece))
     return Markup(f"<b>{head}</b>: {html.escape(text + then, quote=False)}.")
 
 
