@@ -13,7 +13,9 @@ multiple-choice logs, the generations, multi-label) builds its page with :func:`
   short note and its blocks; :func:`side_by_side` puts a figure next to the table it illustrates;
   a section with no block is left out (no heading over nothing);
 - tables from :func:`html_table` (numbers right-aligned in tabular figures, an interval on one
-  line below its value in a smaller font, :func:`number`), a long one collapsed behind its first
+  line below its value in a smaller font, :func:`number`), none wider than the page at 1280 px:
+  many metrics of many rows are a table per metric family, a row per method or source, a group of
+  rows (:func:`group_row`) per task where there are several; a long one collapsed behind its first
   rows (:func:`collapsed_table`), verdicts as a table with a coloured mark each
   (:func:`verdict_table`), every metric name linked to its entry in the metric guide
   (:func:`metric_link`);
