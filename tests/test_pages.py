@@ -299,6 +299,7 @@ def test_the_direction_is_named_only_when_the_interval_excludes_0():
     assert pages.direction(-0.01) == "Over-confident"  # no interval: the sign alone
     assert pages.direction(-0.01, (float("nan"), float("nan"))) == "Over-confident"
     assert pages.direction(float("nan"), (-0.03, 0.02)) == "Calibration"
+    assert pages.direction(1e-16, ece=1e-16) == "Neither over- nor under-confident on average"  # 0 to round-off
     line = pages.answer_line(-0.01, 0.05, esce_interval=(-0.03, 0.02), ece_interval=(0.04, 0.06))
     assert line.startswith("<b>Neither over- nor under-confident on average</b>: ECE 0.050 [0.040, 0.060]")
 

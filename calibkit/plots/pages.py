@@ -366,7 +366,8 @@ def direction(esce: float, interval: Sequence[float] | None = None, *, ece: floa
     esce : float
         The signed ESCE (:func:`calibkit.esce`).
     interval : (float, float), optional
-        Its interval: a direction is named only when the interval excludes 0.
+        Its interval: a direction is named only when the interval excludes 0 (and ESCE is not 0
+        to round-off, 1e-12).
     ece : float, optional
         The ECE: where ``|ESCE|`` equals it, every bin leans the same way
         (``calibkit.metrics.registry.leans_one_way``), and a named direction says so ("in every bin").
@@ -381,9 +382,9 @@ def direction(esce: float, interval: Sequence[float] | None = None, *, ece: floa
         return "Calibration"
     low, high = interval if interval is not None and not any(math.isnan(e) for e in interval) else (esce, esce)
     every = " in every bin" if ece is not None and leans_one_way({"ece": ece, "esce": esce}) else ""
-    if high < 0:
+    if high < -1e-12:  # 0 to round-off (a confidence equal to the accuracy) names no direction
         return "Over-confident" + every
-    if low > 0:
+    if low > 1e-12:
         return "Under-confident" + every
     return "Neither over- nor under-confident on average"
 
