@@ -525,9 +525,8 @@ scores) are a second table."""
 def leans_one_way(row: dict, /) -> bool:
     """Say whether every bin of the ECE leans the same way, from the row alone: ``|ESCE| == ECE``.
 
-    ESCE weighs each bin's signed gap ``acc_b - conf_b`` by ``n_b / N``, so whatever its bins it is
-    the accuracy minus the mean confidence; ECE weighs the same gaps unsigned, so ``ECE >= |ESCE|``,
-    with equality exactly when no bin of ECE's leans the other way. Then ESCE is ECE with a sign.
+    ESCE weighs each bin's gap ``acc_b - conf_b`` by ``n_b / N`` (the accuracy minus the mean confidence,
+    whatever the bins); ECE weighs them unsigned: ``ECE >= |ESCE|``, equal when no bin leans the other way.
 
     Parameters
     ----------
@@ -539,10 +538,8 @@ def leans_one_way(row: dict, /) -> bool:
     bool
         True when both are known and ``|ESCE|`` equals ECE (to 1e-6 of it: round-off).
     """
-    ece, esce = row.get("ece"), row.get("esce")
-    if ece is None or esce is None or math.isnan(ece) or math.isnan(esce):
-        return False
-    return math.isclose(abs(esce), ece, rel_tol=1e-6, abs_tol=1e-12)
+    ece, esce = (math.nan if row.get(m) is None else row[m] for m in ("ece", "esce"))
+    return math.isclose(abs(esce), ece, rel_tol=1e-6, abs_tol=1e-12)  # False for a NaN
 
 
 def headline(row: dict, /) -> list[str]:
@@ -560,8 +557,7 @@ def headline(row: dict, /) -> list[str]:
     -------
     list of str
     """
-    same = leans_one_way(row)
-    return [m for m in HEADLINE if row.get(m) is not None and not (same and m == "esce")][:HEADLINE_SHOWN]
+    return [m for m in HEADLINE if row.get(m) is not None and not (m == "esce" and leans_one_way(row))][:HEADLINE_SHOWN]
 
 
 NEXT_TOKEN_METRICS: tuple[str, ...] = tuple(m for m in METRICS if m != "ace")
