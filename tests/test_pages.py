@@ -245,17 +245,7 @@ def test_the_page_of_a_multilabel_head_leads_with_its_macro_ece_and_worst_label(
     y[:, 4] = rng.random(800) < 0.02  # a rare label: too few rows to be the worst
     np.savez(tmp_path / "ml.npz", logits=z, labels=y)
     out = tmp_path / "out"
-    argv = [
-        "multilabel",
-        "--predictions",
-        str(tmp_path / "ml.npz"),
-        "--bootstrap",
-        "20",
-        "--resplits",
-        "0",
-        "--output",
-        str(out),
-    ]
+    argv = ["multilabel", "--predictions", str(tmp_path / "ml.npz"), "--bootstrap", "20", "--output", str(out)]
     assert main(argv) == 0
     page = (out / "report.html").read_text()
     check_page(page)
