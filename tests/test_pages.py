@@ -368,3 +368,24 @@ def test_every_table_of_the_generations_page_fits_the_page_and_shows_every_metri
     for task in ("math", "trivia"):  # a group of rows per task, each with every source
         assert f"task &#x27;{task}&#x27;: {report['tasks'][task]['questions']:,} questions" in tables[0]
     assert tables[0].count('<td class="text">judge</td>') == 3  # pooled, math, trivia
+
+
+def test_the_multiple_choice_tables_fit_the_page_with_long_task_names(tmp_path, capsys):
+    """A harness's task names are long (mmlu_high_school_government_and_politics): a table of tasks
+    breaks them at "_" rather than grow past the page."""
+    from calibkit.cli import main
+    from tests.test_multiple_choice import tempered_questions
+
+    data = tempered_questions(n=200)
+    names = np.where(np.arange(200) % 2, "mmlu_high_school_government_and_politics", "hellaswag")
+    rows = [
+        {"task": str(t), "choice_logprobs": [v * 2 for v in row if not np.isnan(v)], "gold": int(g)}
+        for t, row, g in zip(names, data.loglik.tolist(), data.gold)
+    ]
+    file = tmp_path / "preds.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["choices", "--predictions", str(file), "--calibrate", "--resplits", "2", "--output", str(tmp_path / "o")]
+    assert main(argv) == 0
+    page = (tmp_path / "o" / "index.html").read_text()
+    check_page(page)  # both tables (every metric, temperature scaling) within the page
+    assert "<td>mmlu_<wbr>high_<wbr>school_<wbr>government_<wbr>and_<wbr>politics</td>" in page

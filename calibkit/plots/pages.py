@@ -621,7 +621,9 @@ def markdown_to_html_table(markdown: str) -> str:
     def cell(text: str, tag: str) -> str:
         text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text.strip()))
         numeric = tag == "td" and re.fullmatch(r"(<b>)?[-+]?[\d.,]+%?( \[.*\])?(</b>)?[ ▲▼†]*", text)
-        return f'<{tag} class="n">{text}</{tag}>' if numeric else f"<{tag}>{text}</{tag}>"
+        if numeric:
+            return f'<{tag} class="n">{text}</{tag}>'
+        return f"<{tag}>{text.replace('_', '_<wbr>')}</{tag}>"  # a long task name may break at "_"
 
     def title(text: str) -> str:  # a metric's name links to its guide entry; a long name may break at "_"
         name = html.escape(text.strip())
