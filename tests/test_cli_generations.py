@@ -26,7 +26,7 @@ def test_table_json_and_report_agree_with_the_library(tmp_path, capsys):
     assert got["kinds"]["verbalized"] == "verbalized" and set(got["tasks"]) == {"math", "trivia"}
     assert len(got["recalibration"]["verdicts"]) == 3 * 3 + 2  # each map of each source, best against the others
     page = (tmp_path / "o" / "report.html").read_text()
-    assert "data:image/png;base64," in page and page.count("<table>") == 2
+    assert "data:image/png;base64," in page and page.count("<table") == 4 + 1  # a table a family; recalibration
     check_page(page)  # the one page design: the answer first, nothing empty, nothing fetched
     assert main(["generations", "--answers", str(file), "--resplits", "0", "--confidence", "judge"]) == 0
     text = capsys.readouterr().out
@@ -77,3 +77,23 @@ def test_whitebox_sources_from_a_saved_causal_lm(tmp_path, capsys):
         assert got["kinds"][name] == name
         brier = float(np.mean((values - right) ** 2))
         assert got["pooled"]["sources"][name]["brier"] == pytest.approx(brier, rel=1e-6)
+
+
+def test_the_page_names_its_best_calibrated_source_by_ece_not_by_brier(tmp_path, capsys):
+    """'flat' says the base rate for every answer (ECE 0, Brier 0.24); 'sharp' ranks the answers well
+    but is 0.2-0.3 off (ECE 0.24, Brier 0.06): the two scores rank them the other way round."""
+    rng = np.random.default_rng(3)
+    right = rng.permutation(np.arange(200) < 120).astype(int)  # 60% right
+    rows = [
+        {"task": "t", "id": f"q{i}", "answer": "a", "correct": int(r), "flat": 0.6, "sharp": 0.8 if r else 0.3}
+        for i, r in enumerate(right)
+    ]
+    file = write_jsonl(tmp_path / "gen.jsonl", rows)
+    assert (
+        main(["generations", "--answers", str(file), "--json", "--resplits", "0", "--output", str(tmp_path / "o")]) == 0
+    )
+    sources = json.loads(capsys.readouterr().out)["pooled"]["sources"]
+    assert sources["flat"]["ece"] < sources["sharp"]["ece"] and sources["flat"]["brier"] > sources["sharp"]["brier"]
+    answer = (tmp_path / "o" / "report.html").read_text().split('<p class="answer">', 1)[1].split("</p>")[0]
+    assert answer.startswith("<b>Neither over- nor under-confident on average</b>: ECE 0.000 for the best calibrated")
+    assert "for the best calibrated source, 'flat', over 200 answers; the worst, 'sharp', has ECE 0.240" in answer

@@ -419,6 +419,11 @@ def test_the_cli_calibrates_per_task(tmp_path, capsys):
     assert "Reliability per task" in page and "data:image/png;base64," in page and "<table>" in page
     check_page(page)  # the one page design: the answer first, nothing empty, nothing fetched
     assert (tmp_path / "o" / "reliability.png").read_bytes().startswith(b"\x89PNG")
+    facts = page.split('<p class="facts">', 1)[1].split("</p>", 1)[0]  # what the confidence is: said once
+    assert (
+        facts
+        == f"{file} (120 questions) · 1 task · confidence: the softmax over the choices of the log-likelihood (acc)"
+    )
 
 
 # ----------------------------------------------------------------------------------------------

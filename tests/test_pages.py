@@ -3,10 +3,13 @@
 ``check_page`` is what every report's page must satisfy (the browser tests of
 tests/test_html_report_slow.py check the same pages as a reader sees them): the summary first, a
 table of contents whose every entry leads somewhere, no section without content, alt text on every
-image, nothing fetched from a network, every metric link pointing at a section of the metric guide.
+image, nothing fetched from a network, every metric link pointing at a section of the metric guide,
+no table wider than the page (``table_min_width``: every column of every table visible at 1280 px).
 """
 
 import csv
+import html
+import json
 import re
 from pathlib import Path
 
@@ -34,6 +37,36 @@ def sections_of(page: str) -> list[tuple[str, str]]:
     return re.findall(r'<section id="([^"]+)"[^>]*>(.*?)</section>', page, flags=re.S)
 
 
+# What a table needs at the least, in a 1280 px window: its columns side by side, each as wide as
+# its widest run of text that cannot wrap (a number and its interval do not; a header wraps at its
+# spaces and at the "_" of a metric's name), in the tables' font (0.84rem: about 8 px a character,
+# bold headers included), plus each cell's padding (2 x 0.5rem). The page's text column is
+# 1260 px less its padding (2 x 1.5rem); a table wider than that is cut off inside its box (which
+# scrolls alone: the page does not, so a browser's page-width check does not see it).
+PAGE_PX, CHAR_PX, CELL_PX = 1260 - 48, 8.0, 16.0
+
+
+def _runs(cell: str, attrs: str) -> list[float]:
+    """The cell's runs of text that cannot wrap, in characters (an interval's smaller font counted)."""
+    spans = re.findall(r'<span class="(v|ci)">(.*?)</span>', cell, flags=re.S)
+    if spans:
+        return [len(html.unescape(re.sub(r"<[^>]+>", "", t))) * (0.78 if k == "ci" else 1.0) for k, t in spans]
+    text = html.unescape(re.sub(r"<[^>]+>", "", cell.replace("<wbr>", "\x00")))
+    nowrap = re.search(r'class="[^"]*\b(n|verdict)\b', attrs)
+    return [len(run) for run in ([text] if nowrap else re.split(r"[ \x00]", text))]
+
+
+def table_min_width(table: str) -> float:
+    """The least width in px of an HTML table as the pages write it (the estimate described above)."""
+    widest: dict[int, float] = {}
+    for row in re.findall(r"<tr\b[^>]*>(.*?)</tr>", table, flags=re.S):
+        if "colspan=" in row:  # a group's heading row spans the table
+            continue
+        for j, (_, attrs, cell) in enumerate(re.findall(r"<(th|td)\b([^>]*)>(.*?)</\1>", row, flags=re.S)):
+            widest[j] = max(widest.get(j, 0.0), *_runs(cell, attrs))
+    return sum(CHAR_PX * w + CELL_PX for w in widest.values())
+
+
 def check_page(page: str) -> None:
     """Assert what every report page must be (see the module docstring)."""
     sections = sections_of(page)
@@ -54,6 +87,10 @@ def check_page(page: str) -> None:
         assert re.search(r'src="data:image/png;base64,', image), "an image not inlined"
     assert not re.search(r"<link\b|<script\b[^>]*\bsrc=|@import|url\(\s*['\"]?https?:", page), "fetches from a network"
     assert not re.search(r'\bsrc="(?!data:)', page), "a resource not inlined"
+    for table in re.findall(r"<table\b.*?</table>", page, flags=re.S):
+        width = table_min_width(table)
+        head = re.sub(r"<[^>]+>", " ", re.search(r"<tr\b.*?</tr>", table, flags=re.S).group(0)).split()
+        assert width <= PAGE_PX, f"a table wider than the page ({width:.0f} px > {PAGE_PX} px): {' '.join(head)[:120]}"
     anchors = guide_anchors()
     for href in re.findall(r'<a class="metric" href="([^"]+)"', page):
         assert href.startswith(pages.DOCS_URL + pages.METRIC_GUIDE + "#"), href
@@ -228,3 +265,127 @@ def test_the_page_of_a_multilabel_head_leads_with_its_macro_ece_and_worst_label(
     assert len(panels) == 4 and not any(p.startswith("label 4 ") for p in panels)
     assert all(sum(int(r["count"]) for r in rows if r["panel"] == p) == 800 for p in panels)
     assert page.count('<a class="metric"') >= 2 * len(report["per_label"])  # each metric named links to the guide
+
+
+def headline_of(page: str) -> list[str]:
+    """The names of the summary's headline numbers, as the page shows them."""
+    numbers = re.search(r'<ul class="headline">(.*?)</ul>', page, flags=re.S).group(1)
+    return [re.sub(r"<[^>]+>", "", k) for k in re.findall(r'<span class="k">(.*?)</span>', numbers)]
+
+
+def both_ways(n: int = 4000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two-class logits whose bins lean both ways: under-confident below 0.75, over-confident above."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.5, 1.0, n)
+    right = rng.random(n) < np.where(p < 0.75, p + 0.15, p - 0.15).clip(0, 1)
+    return np.log(np.stack([1 - p, p], axis=1)), right.astype(np.int64)
+
+
+def test_the_direction_is_named_only_when_the_interval_excludes_0():
+    assert pages.direction(-0.01, (-0.03, 0.02)) == "Neither over- nor under-confident on average"
+    assert pages.direction(0.01, (-0.02, 0.03)) == "Neither over- nor under-confident on average"
+    assert pages.direction(-0.01, (-0.03, -0.001)) == "Over-confident"
+    assert pages.direction(0.01, (0.001, 0.03)) == "Under-confident"
+    assert pages.direction(-0.01) == "Over-confident"  # no interval: the sign alone
+    assert pages.direction(-0.01, (float("nan"), float("nan"))) == "Over-confident"
+    assert pages.direction(float("nan"), (-0.03, 0.02)) == "Calibration"
+    assert pages.direction(1e-16, ece=1e-16) == "Neither over- nor under-confident on average"  # 0 to round-off
+    line = pages.answer_line(-0.01, 0.05, esce_interval=(-0.03, 0.02), ece_interval=(0.04, 0.06))
+    assert line.startswith("<b>Neither over- nor under-confident on average</b>: ECE 0.050 [0.040, 0.060]")
+
+
+def test_where_every_bin_leans_one_way_the_headline_leaves_esce_out_and_says_it_in_words(tmp_path):
+    from calibkit.metrics.registry import HEADLINE_SHOWN, headline, leans_one_way
+
+    one_way = {"ece": 0.2, "esce": -0.2, "cece": 0.1, "brier": 0.3, "accuracy": 0.7, "nll": 0.9, "aurc": 0.2}
+    assert leans_one_way(one_way) and leans_one_way({**one_way, "esce": 0.2 * (1 - 1e-9)})
+    assert headline(one_way) == ["ece", "cece", "brier", "accuracy", "nll"]  # the next one takes ESCE's place
+    assert not leans_one_way({**one_way, "esce": -0.15}) and not leans_one_way({"ece": 0.2})
+    assert headline({**one_way, "esce": -0.15}) == ["ece", "cece", "esce", "brier", "accuracy"][:HEADLINE_SHOWN]
+    assert pages.direction(-0.2, (-0.25, -0.15), ece=0.2) == "Over-confident in every bin"
+    assert pages.direction(0.2, ece=0.2) == "Under-confident in every bin"
+    assert pages.direction(-0.15, (-0.2, -0.1), ece=0.2) == "Over-confident"
+    assert pages.direction(-0.01, (-0.03, 0.02), ece=0.01) == "Neither over- nor under-confident on average"
+
+    for name, (z, y), leans in [("one way", overconfident(800, seed=3), True), ("both ways", both_ways(), False)]:
+        comparison = compare_calibrators(z, y, z, y, methods=("uncalibrated",), sets=False)
+        row = comparison.rows["uncalibrated"]
+        assert leans_one_way(row) is leans, name
+        page = write_report(comparison, tmp_path / name.replace(" ", "_"), "preds").get("html").read_text()
+        check_page(page)
+        answer = re.search(r'<p class="answer">(.*?)</p>', page).group(1)
+        shown = headline_of(page)
+        if leans:  # ESCE would be -ECE: one number twice
+            assert abs(row["esce"]) == pytest.approx(row["ece"], rel=1e-9)
+            assert "esce" not in shown and len(shown) == HEADLINE_SHOWN
+            assert answer.startswith("<b>Over-confident in every bin</b>: ")
+        else:
+            assert abs(row["esce"]) < 0.5 * row["ece"]
+            assert "esce" in shown and "in every bin" not in answer
+
+
+def test_every_table_of_the_generations_page_fits_the_page_and_shows_every_metric(tmp_path, capsys):
+    """Its one table of every metric was 17 columns wide (1,400 px at 1280): the last ones cut off."""
+    from calibkit.cli import main
+    from calibkit.cli.report_generations import PAGE_FAMILIES, format_generations_table
+    from tests.test_generations import answers, write_jsonl
+
+    file = write_jsonl(tmp_path / "gen.jsonl", answers(300))
+    assert (
+        main(
+            [
+                "generations",
+                "--answers",
+                str(file),
+                "--bootstrap",
+                "20",
+                "--resplits",
+                "0",
+                "--output",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
+    page = (tmp_path / "o" / "report.html").read_text()
+    check_page(page)  # no table wider than the page
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    wide = pages.markdown_to_html(format_generations_table(report))[0]  # the old layout: caught by the check
+    assert table_min_width(wide) > PAGE_PX
+    metrics = re.search(r'<section id="every-metric">(.*?)</section>', page, flags=re.S).group(1)
+    tables = re.findall(r"<table\b.*?</table>", metrics, flags=re.S)
+    assert [re.search(r"<caption>(.*?)</caption>", t).group(1) for t in tables[: len(PAGE_FAMILIES)]] == [
+        title for title, _ in PAGE_FAMILIES
+    ]
+    heads = " ".join(re.sub(r"<[^>]+>", "", h) for t in tables for h in re.findall(r"<th\b[^>]*>(.*?)</th>", t))
+    for name in ("kind", "answers", "without a confidence", "accuracy", "mean confidence", "ece", "ace", "brier",
+                 "nll", "miscalibration", "discrimination", "aurc", "selective accuracy (80%)", "answer above (LTT)",
+                 "answered"):  # fmt: skip
+        assert name in heads, name
+    judge = report["pooled"]["sources"]["judge"]
+    low, high = judge["intervals"]["ece"]
+    assert f'<span class="v">{judge["ece"]:.4f}</span><span class="ci">[{low:.4f}, {high:.4f}]</span>' in tables[1]
+    for task in ("math", "trivia"):  # a group of rows per task, each with every source
+        assert f"task &#x27;{task}&#x27;: {report['tasks'][task]['questions']:,} questions" in tables[0]
+    assert tables[0].count('<td class="text">judge</td>') == 3  # pooled, math, trivia
+
+
+def test_the_multiple_choice_tables_fit_the_page_with_long_task_names(tmp_path, capsys):
+    """A harness's task names are long (mmlu_high_school_government_and_politics): a table of tasks
+    breaks them at "_" rather than grow past the page."""
+    from calibkit.cli import main
+    from tests.test_multiple_choice import tempered_questions
+
+    data = tempered_questions(n=200)
+    names = np.where(np.arange(200) % 2, "mmlu_high_school_government_and_politics", "hellaswag")
+    rows = [
+        {"task": str(t), "choice_logprobs": [v * 2 for v in row if not np.isnan(v)], "gold": int(g)}
+        for t, row, g in zip(names, data.loglik.tolist(), data.gold)
+    ]
+    file = tmp_path / "preds.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["choices", "--predictions", str(file), "--calibrate", "--resplits", "2", "--output", str(tmp_path / "o")]
+    assert main(argv) == 0
+    page = (tmp_path / "o" / "index.html").read_text()
+    check_page(page)  # both tables (every metric, temperature scaling) within the page
+    assert "<td>mmlu_<wbr>high_<wbr>school_<wbr>government_<wbr>and_<wbr>politics</td>" in page

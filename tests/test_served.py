@@ -99,8 +99,8 @@ def gold_letters(model_logprobs):
     return gold
 
 
-def loop_sources(contents, letters):
-    """The sources by a plain loop over the JSON tokens, one answer at a time."""
+def loop_sources(contents, letters, k=None):
+    """The sources by a plain loop over the JSON tokens, one answer at a time (``k``: top_logprobs asked)."""
     rows = []
     for tokens in contents:
         values = [t["logprob"] for t in tokens]
@@ -120,7 +120,11 @@ def loop_sources(contents, letters):
                     if len(s) == 1 and s in letters:
                         mass[letters.index(s)] += math.exp(lp)
                 outside = max(0.0, 1 - sum(math.exp(lp) for lp in returned.values()))
-                others = [math.exp(a["logprob"]) for a in t["top_logprobs"] if a["token"] != t["token"]]
+                # the top k: the chosen token among them where k were returned with it, not vLLM's extra
+                chosen_in_top = k is not None and len(t["top_logprobs"]) <= k
+                others = [
+                    math.exp(a["logprob"]) for a in t["top_logprobs"] if a["token"] != t["token"] or chosen_in_top
+                ]
                 row.update(
                     position=j,
                     letters=[m / sum(mass) for m in mass],
@@ -139,7 +143,7 @@ def test_chat_sources_equal_a_plain_loop_over_the_json(model_logprobs, tmp_path)
     assert served_kind(file) == "response"
     contents = [json.loads(line)["choices"][0]["logprobs"]["content"] for line in file.read_text().splitlines()]
     got = read_served(file, gold=gold_letters(model_logprobs), letters=LETTERS, top_logprobs=K)
-    expected = loop_sources(contents, LETTERS)
+    expected = loop_sources(contents, LETTERS, k=K)
     s = got.sources
     for name in ("sequence", "sequence_normalized", "least_token"):
         np.testing.assert_allclose(s.__getattribute__(name), [r[name] for r in expected], rtol=0, atol=1e-12)
@@ -465,3 +469,53 @@ def test_several_choices_are_answers_to_one_question(model_logprobs, tmp_path):
     alone = [read_served(f, gold={"0": "B"}, letters=LETTERS) for f in files]
     for name in ("sequence", "least_token", "letter"):
         assert got.generations.confidence[name].tolist() == [a.generations.confidence[name][0] for a in alone]
+
+
+def test_the_absent_letter_bound_counts_the_chosen_token_where_it_is_one_of_the_k():
+    """The least of the top k bounds every token not returned: the chosen token is one of them when
+    it is among the k returned, not when it is vLLM's extra (k+1)-th (sampled from outside the top
+    k: a token not returned may lie between it and the k-th), nor when k is not known."""
+
+    def answer(chosen, p, top):
+        alternatives = [{"token": t, "logprob": math.log(q)} for t, q in top]
+        return [{"token": chosen, "logprob": math.log(p), "top_logprobs": alternatives}]
+
+    among = answer(" D", 0.1, [(" A", 0.5), (" B", 0.2), (" D", 0.1)])  # the issue's: 0.2 outside
+    got = logprob_sources([among], letters=LETTERS, top_logprobs=3)
+    assert got.outside_mass[0] == pytest.approx(0.2) and got.absent_bound[0] == pytest.approx(0.1)
+    assert got.absent_bound[0] == pytest.approx(loop_sources([among], LETTERS, k=3)[0]["bound"])
+    extra = answer(" D", 0.1, [(" A", 0.4), (" B", 0.2), (" D", 0.1)])  # 0.3 outside
+    got = logprob_sources([extra], letters=LETTERS, top_logprobs=2)  # 3 returned for 2 asked: D is the extra
+    assert got.outside_mass[0] == pytest.approx(0.3) and got.absent_bound[0] == pytest.approx(0.2)
+    assert logprob_sources([extra], letters=LETTERS, top_logprobs=3).absent_bound[0] == pytest.approx(0.1)
+    unknown = logprob_sources([among, extra, []], letters=LETTERS)  # without k: the chosen left out, still a bound
+    assert unknown.absent_bound[:2].tolist() == pytest.approx([0.2, 0.2]) and np.isnan(unknown.absent_bound[2])
+    each = logprob_sources([among, extra], letters=LETTERS, top_logprobs=[3, 2])  # a Batch API file's own k each
+    assert each.absent_bound.tolist() == pytest.approx([0.1, 0.2])
+    with pytest.raises(ValueError, match=r"`top_logprobs`: one whole number >= 0 \(or None\) per answer, 2 answers"):
+        logprob_sources([among, extra], letters=LETTERS, top_logprobs=[3])
+    outside = answer(" D", 0.1, [(" A", 0.4), (" B", 0.2)])  # sampled from outside, not returned among them
+    got = logprob_sources([outside], letters=LETTERS, top_logprobs=2)
+    assert got.outside_mass[0] == pytest.approx(0.3) and got.absent_bound[0] == pytest.approx(0.2)
+
+
+def test_a_positive_log_probability_is_refused_above_the_round_off_of_1e_6():
+    """A token of probability 1 computed in float32 may come back a hair above 0: up to 1e-6 it is read
+    as it is (the guide's refusal table says so), above it refused."""
+    from calibkit.lm.served.sources import ROUND_OFF
+
+    def answer(value):
+        return [[{"token": " A", "logprob": value, "top_logprobs": [{"token": " A", "logprob": value}]}]]
+
+    assert ROUND_OFF == 1e-6
+    edge = logprob_sources(answer(1e-6), letters=LETTERS, top_logprobs=1)
+    assert edge.sequence[0] == pytest.approx(math.exp(1e-6), abs=0) and edge.letters[0].tolist() == [1, 0, 0, 0]
+    above = float(np.nextafter(1e-6, 1.0))
+    with pytest.raises(
+        ValueError, match=r"answer 0\.content\[0\]\.logprob: a log-probability must be a number at most 0"
+    ):
+        logprob_sources(answer(above), letters=LETTERS, top_logprobs=1)
+    with pytest.raises(ValueError, match=r"top_logprobs\[0\]\.logprob: a log-probability must be"):
+        logprob_sources(
+            [[{"token": " A", "logprob": 0.0, "top_logprobs": [{"token": " A", "logprob": 2e-6}]}]], letters=LETTERS
+        )

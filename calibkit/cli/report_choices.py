@@ -34,18 +34,14 @@ def run(args: argparse.Namespace) -> int:
         multiple_choice_report,
         read_choices,
     )
+    from calibkit.lm.multiple_choice.data import SCORE_NAMES
 
     check_options(args)
     data = read_choices(args.predictions)
     report = multiple_choice_report(
         data, score=args.score, n_bins=args.n_bins, theta=args.theta, fce_variant=args.fce_variant
     )
-    score = {
-        "loglik": "log-likelihood (acc)",
-        "chars": "log-likelihood per character (acc_norm)",
-        "bytes": "log-likelihood per UTF-8 byte (acc_bytes)",
-        "tokens": "log-likelihood per token (acc_norm_token)",
-    }[args.score]
+    score = SCORE_NAMES[args.score]
     tasks = len(report["tasks"]) + len(report["skipped"])
     source = f"{args.predictions} ({len(data.gold)} questions, {tasks} tasks; confidence: softmax of {score})"
     out = {"source": source, **report}
@@ -71,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         folder = writable_folder(args.output)
         (folder / "report.json").write_text(json.dumps(out, indent=2, default=lambda v: None) + "\n")
         (folder / "table.md").write_text(f"# calibkit report: {source}\n{table}\n")
-        paths = write_choice_report(folder, source, table, report, data, n_bins=args.n_bins)
+        what = f"{args.predictions} ({len(data.gold)} questions)"  # the page says the tasks and the confidence
+        paths = write_choice_report(folder, what, table, report, data, n_bins=args.n_bins)
         if not args.json:
             print("\n".join(f"{name}: {path}" for name, path in paths.items()))
     return 0

@@ -17,7 +17,7 @@ import numpy as np
 
 from calibkit.cli.common import check_options, format_value, writable_folder
 from calibkit.io.jsonable import json_ready
-from calibkit.lm.generations.report import DECOMPOSED
+from calibkit.lm.generations.report import COVERAGE, DECOMPOSED
 from calibkit.metrics.registry import CONFIDENCE_METRICS
 from calibkit.plots.tables import markdown_table
 
@@ -106,6 +106,74 @@ def format_generations_table(report: dict[str, Any]) -> str:
         f"\n\nbest calibrated (lowest pooled ECE): {best['calibration']}; best at ranking answers (lowest AURC): "
         f"{best['ranking']}"
     )
+
+
+PAGE_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Answers and confidence", ("kind", "answers", "without", "accuracy", "mean_confidence")),
+    ("Calibration", ("ece", "ace")),
+    ("Proper scores and their parts", ("brier", "nll", *DECOMPOSED)),
+    ("Ranking and abstention", ("aurc", "selective_accuracy", "threshold", "answered")),
+)
+"""The page's "Every metric": a table per family, a row per source, a group of rows per task
+(pooled first), so that no table is wider than the page (the Markdown table is one row a source)."""
+
+_HEADS = {
+    "without": "without a confidence", "mean_confidence": "mean confidence",
+    "selective_accuracy": f"selective accuracy ({COVERAGE:.0%})", "threshold": "answer above (LTT)",
+}  # fmt: skip
+
+
+def _page_cell(row: dict[str, Any], kind: str, metric: str) -> Any:
+    from calibkit.plots import pages
+
+    held = row["abstention"]
+    if metric == "kind":
+        return kind
+    if metric == "answers":
+        return row["answers"]
+    if metric == "without":
+        return pages.Markup(f'<span class="v">{row["without"]:.1%}</span>')
+    if metric in ("threshold", "answered"):
+        if held["threshold"] is None:
+            return pages.number(None, missing="none" if metric == "threshold" else "")
+        text = f"{held['threshold']:g}" if metric == "threshold" else f"{held['answered']:.0%}"
+        return pages.Markup(f'<span class="v">{text}</span>')
+    return pages.number(row[metric], row.get("intervals", {}).get(metric))
+
+
+def generations_tables(report: dict[str, Any]) -> list[str]:
+    """Render the sources' metrics as HTML tables that fit the page: a table per family (:data:`PAGE_FAMILIES`).
+
+    Parameters
+    ----------
+    report : dict
+        From :func:`calibkit.lm.generations.generations_report`.
+
+    Returns
+    -------
+    list of str
+        One table a family: a row per source, in a group of rows per task (pooled first; no groups
+        with one task); each metric's name links to its guide entry, intervals (``--bootstrap``) below
+        the pooled values.
+    """
+    from calibkit.plots import pages
+
+    groups = [("pooled", report["pooled"])] + ([*report["tasks"].items()] if len(report["tasks"]) > 1 else [])
+    out = []
+    for i, (title, metrics) in enumerate(PAGE_FAMILIES):
+        head = ["source", *(pages.metric_link(m, _HEADS.get(m, m)) for m in metrics)]
+        rows: list[Any] = []
+        for task, group in groups:
+            if len(groups) > 1:
+                name = "pooled" if task == "pooled" else f"task '{task}'"
+                rows.append(pages.group_row(f"{name}: {group['questions']:,} questions", len(head)))
+            rows += [
+                [source, *(_page_cell(row, report["kinds"][source], m) for m in metrics)]
+                for source, row in group["sources"].items()
+            ]
+        classes = ["text", *("text" if m == "kind" else "" for m in metrics)]
+        out.append(pages.html_table(head, rows, classes=classes, caption=title, table_id="table" if i == 0 else None))
+    return [pages.side_by_side(*out, kind="tables")]
 
 
 def format_recalibration(resplits: dict[str, Any]) -> str:
@@ -282,6 +350,8 @@ def _html(
     fig.savefig(figure, dpi=100)
     numbers = reliability_csv(folder / "reliability.csv", drawn)
     page = folder / "report.html"
+    shown = format_generations_table(report)  # drawn as the tables of each family; what follows it as written
+    rest = table[len(shown) :] if table.startswith(shown) else table
     facts = [source, f"{len(names)} confidence source{'s' * (len(names) != 1)}"]
     pooled = report["pooled"]["sources"]
     headline = [("ece", pooled[n].get("ece"), None, f"ece {n}") for n in names[:5] if n in pooled]
@@ -289,7 +359,8 @@ def _html(
         pages.Section("Reliability per source", [pages.figure(
             figure, "One reliability diagram per confidence source: the share of right answers against the "
             "confidence, with each bin's 95% bootstrap band", "pooled over the tasks", data=numbers, wide=True)]),
-        pages.Section("Every metric", pages.markdown_to_html(table), "Per source, pooled and per task."),
+        pages.Section("Every metric", [*generations_tables(report), *pages.markdown_to_html(rest)],
+                      "Per source, pooled and per task."),
     ]  # fmt: skip
     text = pages.report_page(
         "calibkit report: generations", pages.summary(_answer(report), facts, headline), sections,

@@ -13,6 +13,7 @@ face in ``functional/<family>.py`` (see CONTRIBUTING.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -521,8 +522,31 @@ MULTILABEL_BINNED: tuple[str, ...] = ("ece", "mce", "ece_l2", "ece_l2_debiased",
 scores) are a second table."""
 
 
+def leans_one_way(row: dict, /) -> bool:
+    """Say whether every bin of the ECE leans the same way, from the row alone: ``|ESCE| == ECE``.
+
+    ESCE weighs each bin's gap ``acc_b - conf_b`` by ``n_b / N`` (the accuracy minus the mean confidence,
+    whatever the bins); ECE weighs them unsigned: ``ECE >= |ESCE|``, equal when no bin leans the other way.
+
+    Parameters
+    ----------
+    row : dict
+        A report's values by metric name (``ece`` and ``esce``).
+
+    Returns
+    -------
+    bool
+        True when both are known and ``|ESCE|`` equals ECE (to 1e-6 of it: round-off).
+    """
+    ece, esce = (math.nan if row.get(m) is None else row[m] for m in ("ece", "esce"))
+    return math.isclose(abs(esce), ece, rel_tol=1e-6, abs_tol=1e-12)  # False for a NaN
+
+
 def headline(row: dict, /) -> list[str]:
     """Return the :data:`HEADLINE` metrics that ``row`` holds, at most :data:`HEADLINE_SHOWN`.
+
+    Where every bin leans the same way (:func:`leans_one_way`), ESCE is ECE with a sign: it is left
+    out (the next metric takes its place) and the page's answer says the direction in words.
 
     Parameters
     ----------
@@ -533,7 +557,7 @@ def headline(row: dict, /) -> list[str]:
     -------
     list of str
     """
-    return [m for m in HEADLINE if row.get(m) is not None][:HEADLINE_SHOWN]
+    return [m for m in HEADLINE if row.get(m) is not None and not (m == "esce" and leans_one_way(row))][:HEADLINE_SHOWN]
 
 
 NEXT_TOKEN_METRICS: tuple[str, ...] = tuple(m for m in METRICS if m != "ace")

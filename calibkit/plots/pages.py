@@ -4,12 +4,18 @@ Every report that writes HTML (a predictions file, a model on a dataset, the dem
 multiple-choice logs, the generations, multi-label) builds its page with :func:`report_page`:
 
 - a summary first (:func:`summary`): the one-sentence answer the reader came for, what was
-  evaluated and on how many rows, and the headline numbers with their intervals;
+  evaluated and on how many rows, and the headline numbers with their intervals
+  (``calibkit.metrics.registry.headline``). The answer names the direction from ESCE's sign
+  (:func:`direction`); where every bin leans the same way, ESCE is ECE with a sign, so the
+  headline leaves ESCE out (the next headline metric takes its place) and the answer says the
+  direction in words: "Over-confident in every bin". Where the bins lean both ways, ESCE stays;
 - an in-page table of contents, then the :class:`Section` objects in order, each a heading, a
   short note and its blocks; :func:`side_by_side` puts a figure next to the table it illustrates;
   a section with no block is left out (no heading over nothing);
 - tables from :func:`html_table` (numbers right-aligned in tabular figures, an interval on one
-  line below its value in a smaller font, :func:`number`), a long one collapsed behind its first
+  line below its value in a smaller font, :func:`number`), none wider than the page at 1280 px:
+  many metrics of many rows are a table per metric family, a row per method or source, a group of
+  rows (:func:`group_row`) per task where there are several; a long one collapsed behind its first
   rows (:func:`collapsed_table`), verdicts as a table with a coloured mark each
   (:func:`verdict_table`), every metric name linked to its entry in the metric guide
   (:func:`metric_link`);
@@ -32,6 +38,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from calibkit.metrics.registry import leans_one_way
 
 __all__ = [
     "DOCS_URL",
@@ -350,7 +358,7 @@ def verdict_table(claims: Sequence[dict[str, Any]], *, table_id: str | None = "v
     return html_table(head, rows, classes=["verdict", "text", "text", "text"], table_id=table_id)
 
 
-def direction(esce: float, interval: Sequence[float] | None = None) -> str:
+def direction(esce: float, interval: Sequence[float] | None = None, *, ece: float | None = None) -> str:
     """Name the direction of the miscalibration from ESCE's sign (< 0: over-confident).
 
     Parameters
@@ -358,21 +366,26 @@ def direction(esce: float, interval: Sequence[float] | None = None) -> str:
     esce : float
         The signed ESCE (:func:`calibkit.esce`).
     interval : (float, float), optional
-        Its interval: a direction is named only when the interval excludes 0.
+        Its interval: a direction is named only when the interval excludes 0 (and ESCE is not 0
+        to round-off, 1e-12).
+    ece : float, optional
+        The ECE: where ``|ESCE|`` equals it, every bin leans the same way
+        (``calibkit.metrics.registry.leans_one_way``), and a named direction says so ("in every bin").
 
     Returns
     -------
     str
-        "Over-confident", "Under-confident", "Neither over- nor under-confident on average", or
-        "Calibration" when ESCE is not known.
+        "Over-confident", "Under-confident" (each with " in every bin" where every bin leans that
+        way), "Neither over- nor under-confident on average", or "Calibration" when ESCE is not known.
     """
     if esce is None or math.isnan(esce):
         return "Calibration"
     low, high = interval if interval is not None and not any(math.isnan(e) for e in interval) else (esce, esce)
-    if high < 0:
-        return "Over-confident"
-    if low > 0:
-        return "Under-confident"
+    every = " in every bin" if ece is not None and leans_one_way({"ece": ece, "esce": esce}) else ""
+    if high < -1e-12:  # 0 to round-off (a confidence equal to the accuracy) names no direction
+        return "Over-confident" + every
+    if low > 1e-12:
+        return "Under-confident" + every
     return "Neither over- nor under-confident on average"
 
 
@@ -396,7 +409,7 @@ def answer_line(
     text = f"ECE {ece:.3f}"
     if ece_interval is not None and not any(math.isnan(e) for e in ece_interval):
         text += f" [{ece_interval[0]:.3f}, {ece_interval[1]:.3f}]"
-    head = html.escape(direction(esce, esce_interval))
+    head = html.escape(direction(esce, esce_interval, ece=ece))
     return Markup(f"<b>{head}</b>: {html.escape(text + then, quote=False)}.")
 
 
@@ -608,7 +621,9 @@ def markdown_to_html_table(markdown: str) -> str:
     def cell(text: str, tag: str) -> str:
         text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text.strip()))
         numeric = tag == "td" and re.fullmatch(r"(<b>)?[-+]?[\d.,]+%?( \[.*\])?(</b>)?[ ▲▼†]*", text)
-        return f'<{tag} class="n">{text}</{tag}>' if numeric else f"<{tag}>{text}</{tag}>"
+        if numeric:
+            return f'<{tag} class="n">{text}</{tag}>'
+        return f"<{tag}>{text.replace('_', '_<wbr>')}</{tag}>"  # a long task name may break at "_"
 
     def title(text: str) -> str:  # a metric's name links to its guide entry; a long name may break at "_"
         name = html.escape(text.strip())

@@ -62,15 +62,9 @@ def _fmt(value: float, interval: Any, digits: int = 3) -> str:
 
 def _direction(comparison: Comparison) -> str:
     """Over- or under-confident, from ESCE's sign (< 0: over-confident), its interval where there is one."""
-    esce = comparison.rows["uncalibrated"].get("esce", math.nan)
-    low, high = _interval(comparison, "uncalibrated", "esce") or (esce, esce)
-    if math.isnan(esce):
-        return "Calibration"
-    if high < 0:
-        return "Over-confident"
-    if low > 0:
-        return "Under-confident"
-    return "Neither over- nor under-confident on average"
+    row = comparison.rows["uncalibrated"]
+    esce = row.get("esce", math.nan)
+    return pages.direction(esce, _interval(comparison, "uncalibrated", "esce"), ece=row.get("ece"))
 
 
 def _worst_class(comparison: Comparison) -> str:

@@ -10,6 +10,14 @@ import numpy as np
 SCORES = ("loglik", "chars", "bytes", "tokens")
 """The scores a choice's confidence can be the softmax of (see the module docstring)."""
 
+SCORE_NAMES = {
+    "loglik": "log-likelihood (acc)",
+    "chars": "log-likelihood per character (acc_norm)",
+    "bytes": "log-likelihood per UTF-8 byte (acc_bytes)",
+    "tokens": "log-likelihood per token (acc_norm_token)",
+}
+"""What each score is, in words, with the harness's accuracy that takes it (the reports say it once)."""
+
 
 @dataclass(frozen=True)
 class ChoiceData:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.lm.multiple_choice.data import ChoiceData, choice_probabilities
+from calibkit.lm.multiple_choice.data import SCORE_NAMES, ChoiceData, choice_probabilities
 from calibkit.metrics.registry import headline
 from calibkit.metrics.settings import DEFAULTS
 
@@ -59,7 +59,8 @@ def write_choice_report(
     folder : Path
         An existing, writable folder.
     title : str
-        The page's heading (the source and the score).
+        What was evaluated (the logs, the questions), first in the summary's facts; the page adds the
+        number of tasks and what the confidence is (say neither in ``title``).
     table : str
         The Markdown tables (per task, and temperature scaling if fitted).
     report : dict
@@ -87,10 +88,11 @@ def write_choice_report(
     answer = pages.answer_line(
         pooled.get("esce", math.nan), pooled["ece"], then=f" over {pooled['questions']:,} questions{worst}"
     )
+    count = len(tasks) + len(report.get("skipped", {}))
     facts = [
         title,
-        f"{len(tasks)} task{'s' * (len(tasks) != 1)}",
-        f"confidence: the softmax over the choices (score={report['score']})",
+        f"{count} task{'s' * (count != 1)}",
+        f"confidence: the softmax over the choices of the {SCORE_NAMES[report['score']]}",
     ]
     shown = [(m, pooled[m], None) for m in headline(pooled)]
     ts = "Temperature scaling" in table  # fitted (--calibrate): its table follows the metrics'

@@ -216,7 +216,7 @@ def read_served(
     """
     file = Path(file)
     requests = _read_batch_input(Path(batch_input)) if batch_input is not None else {}
-    contents, answers, ids, where, questions = [], [], [], [], []
+    contents, answers, ids, where, questions, asked_each = [], [], [], [], [], []
     for place, ident, body in _records(file):
         request = requests.get(ident) if requests else None
         if requests and request is None:
@@ -231,13 +231,16 @@ def read_served(
             if asked is not None:
                 _check_asked(content, asked, at)
             contents.append(content)
+            asked_each.append(asked)  # known, it tells whether the chosen token is one of the top k
             answers.append(text)
             ids.append(ident if len(choices) == 1 else f"{ident}#{c}")
             where.append(f"{at}.logprobs")
             questions.append(_prompt(request))
     if not contents:
         raise ValueError(f"{OPTION}: {file} holds no response")
-    sources = logprob_sources(contents, letters=letters, where=[f"{OPTION}: {w}" for w in where])
+    sources = logprob_sources(
+        contents, letters=letters, top_logprobs=asked_each, where=[f"{OPTION}: {w}" for w in where]
+    )
     return _answers(file, sources, contents, answers, ids, where, questions, gold, letters)
 
 

@@ -21,6 +21,10 @@ SENTINEL = -9999.0
 its processing (outside the sampling set): it says "below the returned alternatives", never a
 probability. Any log-probability at or below it is read so."""
 
+ROUND_OFF = 1e-6
+"""The largest log-probability accepted: above 0 up to it is the float32 round-off of a token of
+probability 1 (read as it is); above it, a log-probability is refused."""
+
 LETTER_STRIP = " \t\r\n\u2581\u0120()[]{}.:,*"
 """Characters stripped from a token's text before it is compared with the choice letters (white
 space, SentencePiece's and GPT-2's space markers, brackets and the punctuation around a letter:
@@ -57,8 +61,11 @@ class LogprobSources:
         alternatives and the chosen token): the mass the model put on tokens it did not return.
     absent_bound : ndarray of float64, shape (N,), or None
         The most probability any one letter absent from the alternatives can have:
-        ``min(p_k, outside_mass)``, with ``p_k`` the least returned alternative other than the
-        chosen token (every token left out of the top k has at most the k-th's probability).
+        ``min(p_k, outside_mass)``, with ``p_k`` the least of the top k alternatives (every token
+        left out of the top k has at most the k-th's probability). The chosen token counts among
+        them when it is one of the ``top_logprobs=k`` asked for (k alternatives returned, the
+        chosen among them); not when it may be vLLM's extra (k+1)-th, the sampled token from
+        outside the top k, or when ``k`` is not known (a looser bound, still valid).
     confidence_shift : ndarray of float64, shape (N,), or None
         ``m / (S + m)``, with ``S`` the letters' returned mass and ``m`` the outside mass: the most
         the top-label confidence over the letters (and half the L1 distance of the distribution)
@@ -108,12 +115,15 @@ def _field(obj: Any, name: str) -> Any:
 
 
 def _number(value: Any, where: str) -> float:
-    """Return a log-probability as a float, refused unless it is a number at most 0."""
+    """Return a log-probability as a float, refused unless it is a number at most :data:`ROUND_OFF`.
+
+    Up to it, a value above 0 is the float32 round-off of a token of probability 1, read as it is.
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{where}: expected a log-probability (a number), got {value!r}")
     value = float(value)
-    if not value <= 1e-6:  # NaN and positive values; a float32 round-off above 0 is let through
-        raise ValueError(f"{where}: a log-probability must be a number at most 0, got {value!r}")
+    if not value <= ROUND_OFF:  # NaN and positive values; a float32 round-off above 0 is let through
+        raise ValueError(f"{where}: a log-probability must be a number at most 0 (1e-6 for round-off), got {value!r}")
     return value
 
 
@@ -163,22 +173,28 @@ def _segments(values: np.ndarray, offsets: np.ndarray, ufunc: np.ufunc) -> np.nd
     return out
 
 
-def _parse(contents: list, letter_text: str | None, k: int | None, where: Sequence[str]) -> tuple:
-    """Flatten the answers' log-probabilities and the letter positions' alternatives, checking them."""
+def _parse(contents: list, letter_text: str | None, asked: list, where: Sequence[str]) -> tuple:
+    """Flatten the answers' log-probabilities and the letter positions' alternatives, checking them.
+
+    ``asked``: each answer's top_logprobs requested, None where not known.
+    """
     n = len(contents)
     lengths = np.zeros(n, dtype=np.int64)
     logprobs: list[float] = []
     # the letter position's returned tokens, flattened: owner answer, letter index (-1: not a
-    # letter), log-probability, whether it is an alternative other than the chosen token
+    # letter), log-probability, whether it is one of the top k (its least bounds every token not
+    # returned): an alternative other than the chosen token, or the chosen token itself where it
+    # is one of the k asked for (k returned, it among them), not vLLM's extra (k+1)-th
     alt_owner: list[int] = []
     alt_letter: list[int] = []
     alt_logprob: list[float] = []
-    alt_other: list[bool] = []
+    alt_top: list[bool] = []
     position = np.full(n, -1, dtype=np.int64)
     for i, tokens in enumerate(contents):
         if not isinstance(tokens, Sequence) or isinstance(tokens, str):
             raise ValueError(f"{where[i]}: expected a list of tokens (content), got {type(tokens).__name__}")
         lengths[i] = len(tokens)
+        k = asked[i]
         for j, token in enumerate(tokens):
             here = f"{where[i]}.content[{j}]"
             text = _field(token, "token")
@@ -195,6 +211,7 @@ def _parse(contents: list, letter_text: str | None, k: int | None, where: Sequen
                     "needs top_logprobs requested (top_logprobs=k in the request)"
                 )
             position[i] = j
+            chosen_in_top = k is not None and len(alternatives) <= k
             seen = set()
             for a, alt in enumerate(alternatives):
                 alt_text = _field(alt, "token")
@@ -203,22 +220,22 @@ def _parse(contents: list, letter_text: str | None, k: int | None, where: Sequen
                 alt_owner.append(i)
                 alt_letter.append(letter_of(alt_text, letter_text))
                 alt_logprob.append(_number(_field(alt, "logprob"), f"{here}.top_logprobs[{a}].logprob"))
-                alt_other.append(alt_text != text)
+                alt_top.append(alt_text != text or chosen_in_top)
                 seen.add(alt_text)
             if text not in seen:  # the chosen token, sampled from outside the top k (vLLM appends it)
                 alt_owner.append(i)
                 alt_letter.append(letter_of(text, letter_text))
                 alt_logprob.append(value)
-                alt_other.append(False)
+                alt_top.append(False)
 
-    return lengths, logprobs, (alt_owner, alt_letter, alt_logprob, alt_other), position
+    return lengths, logprobs, (alt_owner, alt_letter, alt_logprob, alt_top), position
 
 
 def logprob_sources(
     contents: Sequence[Sequence[Any]],
     *,
     letters: str | Sequence[str] | None = None,
-    top_logprobs: int | None = None,
+    top_logprobs: int | Sequence[int | None] | None = None,
     where: Sequence[str] | None = None,
 ) -> LogprobSources:
     r"""Confidence sources of answers from their token log-probabilities (OpenAI's chat shape).
@@ -238,10 +255,13 @@ def logprob_sources(
     letter is the sum over the returned tokens that spell it (``" B"`` and ``"B"`` both), its
     distribution is these sums divided by their total, and the mass outside,
     ``m = 1 - sum of the returned probabilities``, is what the model put elsewhere. A letter
-    absent from the returned tokens has at most ``min(p_k, m)``, ``p_k`` the least alternative
-    other than the chosen token (every token outside the top k has at most the k-th's
-    probability); :attr:`LogprobSources.ece_bound` states what the outside mass can do to the
-    ECE over the letters.
+    absent from the returned tokens has at most ``min(p_k, m)``, ``p_k`` the least of the top k
+    alternatives (every token outside the top k has at most the k-th's probability): the chosen
+    token counts among them where it is one of the ``top_logprobs=k`` returned, not where it may
+    be the sampled token from outside the top k that vLLM adds as a (k+1)-th alternative, nor
+    when ``top_logprobs`` is not given (then it is left out: a looser bound, still valid);
+    :attr:`LogprobSources.ece_bound` states what the outside mass can do to the ECE over the
+    letters.
 
     vLLM's server writes -9999.0 (``SENTINEL``) for a log-probability of ``-inf`` after its
     processing; it is read as "below the returned alternatives", never as a probability: an
@@ -257,9 +277,12 @@ def logprob_sources(
         ``{"token", "logprob"}``). An empty list gives NaN sources.
     letters : str or sequence of str, optional
         The choice letters (``"ABCD"``), one character each; without it, no letter sources.
-    top_logprobs : int, optional
-        The number of alternatives requested per token: a token that returns fewer is refused
-        (vLLM may return one more, the chosen token, which is accepted).
+    top_logprobs : int or sequence of (int or None), optional
+        The number of alternatives requested per token, for every answer or one per answer (a
+        Batch API file's requests may differ; None: not known): a token that returns fewer is
+        refused (vLLM may return one more, the chosen token, which is accepted). Known, it tells
+        whether the chosen token is one of the top k (k returned, it among them), which tightens
+        ``absent_bound``.
     where : sequence of str, optional
         Each answer's location (``"run.jsonl, line 3, choices[0].logprobs"``), put before the
         field path in error messages; default ``"answer i"``.
@@ -272,8 +295,9 @@ def logprob_sources(
     ------
     ValueError
         One line naming the answer's location and the field: a missing or non-numeric
-        ``logprob``, a positive one, a ``token`` that is not a string, fewer ``top_logprobs`` than
-        asked, ``top_logprobs`` missing at the letter position, bad ``letters``.
+        ``logprob``, a positive one (above :data:`ROUND_OFF`, 1e-6), a ``token`` that is not a
+        string, fewer ``top_logprobs`` than asked, ``top_logprobs`` missing at the letter position,
+        bad ``letters``.
 
     References
     ----------
@@ -292,8 +316,11 @@ def logprob_sources(
     >>> [round(float(x), 6) for x in s.letters[0]], round(float(s.outside_mass[0]), 6)
     ([0.333333, 0.666667, 0.0, 0.0], 0.1)
     """
-    if top_logprobs is not None and (
-        isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or top_logprobs < 0
+    per_answer = isinstance(top_logprobs, Sequence) and not isinstance(top_logprobs, str)
+    if (
+        not per_answer
+        and top_logprobs is not None
+        and (isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or top_logprobs < 0)
     ):
         raise ValueError(f"top_logprobs must be a whole number >= 0 or None, got {top_logprobs!r}")
     letter_list = None
@@ -311,9 +338,16 @@ def logprob_sources(
         where = [f"answer {i}" for i in range(n)]
     elif len(where) != n:
         raise ValueError(f"where has {len(where)} locations for {n} answers")
+    asked = list(top_logprobs) if per_answer else [top_logprobs] * n
+    bad = [k for k in asked if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0)]
+    if len(asked) != n or bad:
+        raise ValueError(
+            f"`top_logprobs`: one whole number >= 0 (or None) per answer, {n} answers; got {len(asked)} entries"
+            + (f", among them {bad[0]!r}" if bad else "")
+        )
 
     letter_text = "".join(letter_list) if letter_list is not None else None
-    lengths, logprobs, alternatives, position = _parse(contents, letter_text, top_logprobs, where)
+    lengths, logprobs, alternatives, position = _parse(contents, letter_text, asked, where)
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     flat = np.asarray(logprobs, dtype=np.float64)
     sentinel = flat <= SENTINEL
@@ -337,13 +371,13 @@ def logprob_sources(
 
 
 def _letter_sources(
-    n: int, n_letters: int, position: np.ndarray, owner: list, letter: list, logprob: list, other: list
+    n: int, n_letters: int, position: np.ndarray, owner: list, letter: list, logprob: list, top: list
 ) -> dict:
     """Compute the letters' distribution, the outside mass and its bounds from the flat alternatives."""
     owner = np.asarray(owner, dtype=np.int64)
     letter = np.asarray(letter, dtype=np.int64)
     logprob = np.asarray(logprob, dtype=np.float64)
-    other = np.asarray(other, dtype=bool)
+    top = np.asarray(top, dtype=bool)
     returned = logprob > SENTINEL  # a sentinel alternative is below the others, never a probability
     prob = np.where(returned, np.exp(logprob), 0.0)
     found = position >= 0
@@ -351,13 +385,13 @@ def _letter_sources(
     is_letter = letter >= 0
     np.add.at(mass, (owner[is_letter], letter[is_letter]), prob[is_letter])
     outside = np.clip(1.0 - np.bincount(owner, weights=prob, minlength=n), 0.0, 1.0)
-    # p_k: the least alternative other than the chosen token (the chosen one may come from
-    # outside the top k); with the chosen token alone, its own probability
-    least_other = np.full(n, np.inf)
-    np.minimum.at(least_other, owner[other & returned], prob[other & returned])
+    # p_k: the least of the top k (the chosen token among them only where it is one of the k
+    # asked for, not vLLM's extra (k+1)-th); with the chosen token alone, its own probability
+    least_top = np.full(n, np.inf)
+    np.minimum.at(least_top, owner[top & returned], prob[top & returned])
     least_any = np.full(n, np.inf)
     np.minimum.at(least_any, owner[returned], prob[returned])
-    p_k = np.where(np.isfinite(least_other), least_other, np.where(np.isfinite(least_any), least_any, 0.0))
+    p_k = np.where(np.isfinite(least_top), least_top, np.where(np.isfinite(least_any), least_any, 0.0))
     letter_total = mass.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         distribution = mass / letter_total[:, None]
