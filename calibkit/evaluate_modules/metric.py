@@ -83,10 +83,13 @@ def _unpack(blob: dict[str, Any]) -> np.ndarray:
 
 
 def _renamed(message: str) -> str:
-    """Rename the core's ``probs``, ``sets``, ``labels`` in a message to ``predictions``, ``references``."""
-    return (
-        message.replace("`probs", "`predictions").replace("`sets`", "`predictions`").replace("`labels`", "`references`")
-    )
+    """Rename the core's ``probs``, ``sets``, ``labels`` in a message to ``predictions``, ``references``.
+
+    The core writes its arguments in backticks, indexed ones too (```labels[:, t + 1]```), so that
+    only the names are renamed, never the word "labels" in a sentence.
+    """
+    message = message.replace("`probs", "`predictions").replace("`sets`", "`predictions`")
+    return message.replace("`labels`", "`references`").replace("`labels[", "`references[")
 
 
 def _ignore_index(keywords: dict[str, Any]) -> int:
