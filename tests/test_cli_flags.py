@@ -16,6 +16,11 @@ nothing (``calibkit generations --top-logprobs K`` was tested only through ``rea
   command produces must not differ by itself (timings, progress bars), or the main test could
   not fail.
 
+The old forms of ``calibkit report`` (``--generations``, ``--multilabel``, ``--model --dataset``,
+multiple-choice logs) are rewritten to these commands before parsing (:mod:`calibkit.cli.legacy`):
+they have no flags of their own, and tests/test_cli_old_forms.py checks that each does what its
+new command does.
+
 The inputs are small files written once (``files``). ``demo`` and ``warmup`` run with their
 expensive part replaced by a recorder that prints the arguments it was given (training MiniLM,
 compiling every kernel for minutes); ``compare`` fits two calibrators (TS, IR) instead of ten.
