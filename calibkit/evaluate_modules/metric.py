@@ -107,6 +107,21 @@ def _shifted(references: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return shift_labels(labels.reshape(shape), UNSCORED)
 
 
+def _check_something_to_score(shifted: np.ndarray, ignore_index: int) -> None:
+    """next_token configuration: refuse references that leave no token to score after the shift, naming them.
+
+    Every reference ``ignore_index``, only position 0 labelled, sequences of one token: the core
+    would say its ``labels`` have no sample; this configuration's argument is ``references``,
+    and the shift is what left nothing.
+    """
+    if len(shifted) and (shifted == ignore_index).all():
+        raise ValueError(
+            "`references`: no token to score: in the next_token configuration the predictions at position t are "
+            f"scored against `references[:, t + 1]`, and every one of those is ignore_index={ignore_index} (give "
+            "`references` unshifted: the input ids, with ignore_index on padding and prompt)"
+        )
+
+
 def _with_next_token(keywords: dict[str, Any]) -> dict[str, Any]:
     """Return a script's keywords with ``next_token`` on: in its ``settings`` object when one is given."""
     given = keywords.get("settings")
@@ -497,6 +512,7 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         if self.config_name == "next_token":  # the rows are the shifted tokens: the shift's gaps are skipped
             ignore_index = _ignore_index(settings)
             labels = np.where(labels == UNSCORED, ignore_index, labels)
+            _check_something_to_score(labels, ignore_index)
             reads_next_token = not callable(metric) or "next_token" in inspect.signature(metric).parameters
             if probs.ndim == 2 and reads_next_token:
                 # The core's own next-token input, so that its numbers are the module's (SPEC.md: over a

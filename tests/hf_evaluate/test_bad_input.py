@@ -156,7 +156,8 @@ NOTHING_TO_SCORE = {  # next_token: a sequence scores position t against the ref
 @pytest.mark.parametrize("case", sorted(NOTHING_TO_SCORE))
 def test_next_token_with_nothing_to_score_names_references(load, name, case):
     """Issue 62: with nothing left to score after the shift, ece, cece and ece_l2 said "labels[:, t + 1] ...
-    give the labels unshifted"; in the next_token configuration the argument is `references`."""
+    give the labels unshifted" (the others "no sample to evaluate"): in the next_token configuration the argument
+    is `references`, and every module says that the shift left nothing."""
     try:
         module = load(name, "next_token")
     except ValueError:
@@ -170,4 +171,6 @@ def test_next_token_with_nothing_to_score_names_references(load, name, case):
             else:
                 module.compute(predictions=predictions, references=references, from_logits=True)
         message = str(raised.value)
-        assert "`references" in message and not re.search(r"\blabels\b", message), message
+        assert not re.search(r"\blabels\b", message), message
+        assert "no token to score" in message and "scored against `references[:, t + 1]`" in message, message
+        assert "ignore_index=-100 (give `references` unshifted" in message, message
