@@ -55,7 +55,7 @@ FOREIGN = {
     "generations": ["--predictions", "--dataset", "--calibrate", "--score", "--multilabel", "--theta",
                     "--approximate-ace", "--ignore-index"],
     "multilabel": ["--model", "--multilabel", "--next-token", "--calibrate", "--score",
-                   "--approximate-ace", "--resplits"],
+                   "--approximate-ace", "--resplits", "--sce-bins"],
     "compare": ["--predictions", "--calibrate", "--score", "--answers", "--multilabel", "--ignore-index",
                 "--approximate-ace", "--next-token", "--quiet"],
 }  # fmt: skip
@@ -97,7 +97,7 @@ def test_setting_flags_are_the_dataclass_fields_the_door_takes(capsys, command, 
             assert f"(default: {defaults[setting]})" in " ".join(text.split(option, 2)[2].split()[:80]), setting
     # every setting a door takes is on the command, but those that do not apply to its input
     left_out = {"from_logits", "multilabel", "coverage"}  # the file says; another command; a metric asked by name
-    left_out |= {"multilabel": {"next_token"}, "compare": {"ignore_index"}}.get(command, set())
+    left_out |= {"multilabel": {"next_token", "sce_bins"}, "compare": {"ignore_index"}}.get(command, set())
     assert taken & set(names()) - set(settings) <= left_out
 
 

@@ -519,3 +519,21 @@ def test_a_positive_log_probability_is_refused_above_the_round_off_of_1e_6():
         logprob_sources(
             [[{"token": " A", "logprob": 0.0, "top_logprobs": [{"token": " A", "logprob": 2e-6}]}]], letters=LETTERS
         )
+
+
+def test_the_generations_command_honours_top_logprobs(model_logprobs, tmp_path, capsys):
+    """Issue 62: `calibkit generations --top-logprobs K` was tested only through read_served. Responses with
+    K = 4 alternatives a token: asking for 5 is refused naming the token, asking for 4 (or nothing) reads them."""
+    from calibkit.cli import main
+
+    _, output_file, _, _ = batch_files(model_logprobs, tmp_path)
+    gold = tmp_path / "gold.csv"
+    gold.write_text("id,correct\n" + "".join(f"q{q},{q % 2}\n" for q in range(QUESTIONS)))
+    argv = ["generations", "--answers", str(output_file), "--gold", str(gold), "--resplits", "0", "--json"]
+    assert main([*argv, "--top-logprobs", str(K + 1)]) == 2
+    err = capsys.readouterr().err
+    assert f"top_logprobs: {K} alternatives, fewer than the top_logprobs={K + 1} asked" in err, err
+    assert main([*argv, "--top-logprobs", str(K)]) == 0
+    asked = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out) == asked

@@ -15,6 +15,7 @@ import inspect
 import re
 from typing import Any
 
+from calibkit.metrics.multilabel import LABEL_METRICS
 from calibkit.metrics.registry import METRICS, metric
 from calibkit.metrics.settings import FCE_VARIANTS, CalibrationSettings, names, resolve_settings
 
@@ -25,8 +26,10 @@ FILE_SETTINGS = tuple(name for name in names() if name in _REPORTED or name in (
 """``calibkit report``: the settings of the metrics it reports (not ``coverage``: selective accuracy is
 asked for by name), and the input's conventions but ``from_logits`` (the file says) and ``multilabel``
 (``calibkit multilabel``)."""
-MULTILABEL_SETTINGS = tuple(name for name in FILE_SETTINGS if name != "next_token")
-"""``calibkit multilabel``: every setting of a multi-label report."""
+_PER_LABEL = {setting for name in LABEL_METRICS for setting in metric(name).settings}
+MULTILABEL_SETTINGS = tuple(name for name in FILE_SETTINGS if name in _PER_LABEL or name == "ignore_index")
+"""``calibkit multilabel``: the settings of the metrics a multi-label report gives per label (not ``sce_bins``:
+SCE is not one of them, and a flag that changes nothing would read as one that works)."""
 CHOICE_SETTINGS = ("n_bins", "theta", "fce_variant")
 """``calibkit choices``: what :func:`calibkit.lm.multiple_choice.multiple_choice_report` takes."""
 COMPARISON_SETTINGS = ("ignore_index", "n_bins", "rbece_bins", "theta", "fce_variant")

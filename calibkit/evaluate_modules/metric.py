@@ -83,10 +83,13 @@ def _unpack(blob: dict[str, Any]) -> np.ndarray:
 
 
 def _renamed(message: str) -> str:
-    """Rename the core's ``probs``, ``sets``, ``labels`` in a message to ``predictions``, ``references``."""
-    return (
-        message.replace("`probs", "`predictions").replace("`sets`", "`predictions`").replace("`labels`", "`references`")
-    )
+    """Rename the core's ``probs``, ``sets``, ``labels`` in a message to ``predictions``, ``references``.
+
+    The core writes its arguments in backticks, indexed ones too (```labels[:, t + 1]```), so that
+    only the names are renamed, never the word "labels" in a sentence.
+    """
+    message = message.replace("`probs", "`predictions").replace("`sets`", "`predictions`")
+    return message.replace("`labels`", "`references`").replace("`labels[", "`references[")
 
 
 def _ignore_index(keywords: dict[str, Any]) -> int:
@@ -102,6 +105,21 @@ def _shifted(references: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     except ValueError as exc:  # the core names its `labels`; this configuration's are `references`
         raise ValueError(_renamed(str(exc))) from exc
     return shift_labels(labels.reshape(shape), UNSCORED)
+
+
+def _check_something_to_score(shifted: np.ndarray, ignore_index: int) -> None:
+    """next_token configuration: refuse references that leave no token to score after the shift, naming them.
+
+    Every reference ``ignore_index``, only position 0 labelled, sequences of one token: the core
+    would say its ``labels`` have no sample; this configuration's argument is ``references``,
+    and the shift is what left nothing.
+    """
+    if len(shifted) and (shifted == ignore_index).all():
+        raise ValueError(
+            "`references`: no token to score: in the next_token configuration the predictions at position t are "
+            f"scored against `references[:, t + 1]`, and every one of those is ignore_index={ignore_index} (give "
+            "`references` unshifted: the input ids, with ignore_index on padding and prompt)"
+        )
 
 
 def _with_next_token(keywords: dict[str, Any]) -> dict[str, Any]:
@@ -494,6 +512,7 @@ class CalibrationMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         if self.config_name == "next_token":  # the rows are the shifted tokens: the shift's gaps are skipped
             ignore_index = _ignore_index(settings)
             labels = np.where(labels == UNSCORED, ignore_index, labels)
+            _check_something_to_score(labels, ignore_index)
             reads_next_token = not callable(metric) or "next_token" in inspect.signature(metric).parameters
             if probs.ndim == 2 and reads_next_token:
                 # The core's own next-token input, so that its numbers are the module's (SPEC.md: over a

@@ -233,8 +233,8 @@ class CalibrationAccumulator:
         if self.settings.next_token and filled.statistics.n == 0:
             raise ValueError(
                 f"batch {batch} (counting from 0) has no token to score: with next_token=True the logits at "
-                f"position t are scored against labels[:, t + 1], and every one of those is "
-                f"ignore_index={self.ignore_index} (give the labels unshifted: the input ids, with "
+                f"position t are scored against `labels[:, t + 1]`, and every one of those is "
+                f"ignore_index={self.ignore_index} (give `labels` unshifted: the input ids, with "
                 f"ignore_index on padding and prompt)"
             )
         return self.add_statistics(filled.statistics)

@@ -534,8 +534,7 @@ def prepare(probs: Any, labels: Any, *, from_logits: bool, ignore_index: int, ne
             )
         if next_token:  # the model's loss shifts labels of the logits' own length; so does calibkit
             hint = (
-                "; with next_token=True give the labels unshifted, one per position of the logits "
-                "(calibkit shifts them)"
+                "; with next_token=True give `labels` unshifted, one per position of the logits (calibkit shifts them)"
             )
         raise ValueError(
             f"`labels` has shape {tuple(y_raw.shape)} but `probs` of shape {shape} needs labels of shape {expected}"

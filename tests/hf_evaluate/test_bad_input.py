@@ -2,6 +2,8 @@
 each ends in a ``ValueError`` naming the argument (``predictions``, ``references`` or the
 setting), and a failed ``compute`` keeps the batches added before it."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -141,3 +143,34 @@ def test_next_token_configuration_names_references_and_their_own_position(load, 
         module.compute(predictions=z, references=y + 0.5, from_logits=True)
     with pytest.raises(ValueError, match=r"`references` must be integers"):
         module.add_batch(predictions=list(z), references=list(y + 0.5))  # per-sequence lists
+
+
+NOTHING_TO_SCORE = {  # next_token: a sequence scores position t against the reference at t + 1
+    "every reference -100": (np.zeros((2, 5, 4)), np.full((2, 5), -100)),
+    "only position 0 labelled": (np.zeros((2, 5, 4)), np.array([[1, -100, -100, -100, -100], [2] + [-100] * 4])),
+    "sequences of length 1": (np.zeros((2, 1, 4)), np.array([[1], [2]])),
+}
+
+
+@pytest.mark.parametrize("name", MODULE_NAMES)
+@pytest.mark.parametrize("case", sorted(NOTHING_TO_SCORE))
+def test_next_token_with_nothing_to_score_names_references(load, name, case):
+    """Issue 62: with nothing left to score after the shift, ece, cece and ece_l2 said "labels[:, t + 1] ...
+    give the labels unshifted" (the others "no sample to evaluate"): in the next_token configuration the argument
+    is `references`, and every module says that the shift left nothing."""
+    try:
+        module = load(name, "next_token")
+    except ValueError:
+        pytest.skip(f"{name} has no next_token configuration")
+    predictions, references = NOTHING_TO_SCORE[case]
+    for add in (False, True):  # compute(predictions=...) and add_batch per sequence, then compute()
+        with pytest.raises(ValueError) as raised:
+            if add:
+                module.add_batch(predictions=list(predictions), references=list(references))
+                module.compute(from_logits=True)
+            else:
+                module.compute(predictions=predictions, references=references, from_logits=True)
+        message = str(raised.value)
+        assert not re.search(r"\blabels\b", message), message
+        assert "no token to score" in message and "scored against `references[:, t + 1]`" in message, message
+        assert "ignore_index=-100 (give `references` unshifted" in message, message

@@ -181,7 +181,7 @@ def test_a_label_outside_the_vocabulary_is_named_where_the_caller_put_it():
 def test_logits_and_labels_of_different_lengths_are_refused():
     logits, labels = causal_batch()
     with pytest.raises(
-        ValueError, match=r"needs labels of shape \(4, 11\); with next_token=True give the labels unshifted"
+        ValueError, match=r"needs labels of shape \(4, 11\); with next_token=True give `labels` unshifted"
     ):
         calibkit.calibration_report(logits[:, :-1], labels, from_logits=True, next_token=True)
 
