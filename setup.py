@@ -35,6 +35,8 @@ setup(
     extras_require={
         "test": [
             "pytest>=7",
+            # The suite runs on every core (pyproject's addopts: -n auto): half the time on 2 cores.
+            "pytest-xdist>=3.5",
             "hypothesis>=6",
             "scikit-learn>=1.3",
             "torchmetrics>=1.0",

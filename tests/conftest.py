@@ -35,6 +35,15 @@ def pytest_configure(config):
     torch.set_num_threads(1)
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): a worker a core, at most 8.
+
+    Each worker imports torch, transformers and the compiled kernels (about 1 GB); beyond 8 the
+    suite's few long tests, not the worker count, set its time.
+    """
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
 @pytest.fixture(autouse=True)
 def _autograd_left_as_found(request):
     """Fail the test that leaves autograd off for the process (lighteval's transformers model does at import):

@@ -4,6 +4,7 @@ import glob
 import json
 import math
 import os
+import socket
 import subprocess
 import sys
 import warnings
@@ -373,7 +374,11 @@ def test_two_processes_equal_one(tmp_path):
     double = tmp_path / "double.json"
     run = subprocess.run([sys.executable, str(script), str(single)], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
+    # A free port, not a fixed one: the suite runs in parallel workers, and another run may hold any given port.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", port]
     run = subprocess.run([*torchrun, str(script), str(double)], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     one, two = json.loads(single.read_text()), json.loads(double.read_text())
