@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -346,7 +347,7 @@ def test_bad_input_names_the_file_the_line_and_the_field(model_logprobs, tmp_pat
     with pytest.raises(ValueError, match=r"line 1: response\.body\.error \(status 400\): bad model"):
         read_served(_one_line(f, body_error), gold=gold)
 
-    with pytest.raises(ValueError, match=r"--gold: gold has no id '0'"):
+    with pytest.raises(ValueError, match=r"^`gold`: gold has no id '0'"):  # the argument, not a flag
         read_served(_one_line(f, chat), gold={"1": "A"})
     with pytest.raises(ValueError, match=r"carry no correctness"):
         read_served(f)
@@ -362,6 +363,53 @@ def test_bad_input_names_the_file_the_line_and_the_field(model_logprobs, tmp_pat
     empty_top["choices"][0]["logprobs"]["content"][3]["top_logprobs"] = []
     with pytest.raises(ValueError, match=r"content\[3\]\.top_logprobs: empty at the letter position"):
         read_served(_one_line(f, empty_top), gold=gold, letters=LETTERS)
+
+
+def test_a_repeated_custom_id_is_refused_naming_the_file_the_id_and_the_lines(model_logprobs, tmp_path):
+    """Both rows were read before: the report counted that question twice (issue 62, item 1)."""
+    input_file, _, inputs, outputs = batch_files(model_logprobs[:4], tmp_path)
+    out = tmp_path / "out.jsonl"
+    ids = ["q0", "dup", "q2", "dup"]
+    out.write_text("".join(json.dumps({**r, "custom_id": i}) + "\n" for r, i in zip(outputs, ids)))
+    gold = {i: "A" for i in ids}
+    with pytest.raises(
+        ValueError, match=rf"^`file`: {re.escape(str(out))}: custom_id 'dup' appears twice \(lines 2 and 4\)$"
+    ):
+        read_served(out, gold=gold)
+    doubled = tmp_path / "in.jsonl"
+    doubled.write_text("".join(json.dumps({**r, "custom_id": i}) + "\n" for r, i in zip(inputs, ids)))
+    with pytest.raises(
+        ValueError, match=r"^`batch_input`: .*in\.jsonl: custom_id 'dup' appears twice \(lines 2 and 4\)$"
+    ):
+        read_served(out, gold=gold, batch_input=doubled)
+
+
+@pytest.mark.parametrize(
+    "suffix, where", [(".jsonl", "lines 2 and 4"), (".csv", "lines 3 and 5"), (".parquet", "rows 1 and 3")]
+)
+def test_a_gold_file_that_gives_one_id_twice_is_refused(model_logprobs, tmp_path, suffix, where):
+    """The last line won before: the correctness depended on the order of the lines."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    file = tmp_path / "answers.jsonl"
+    file.write_text("".join(chat_response(*m).model_dump_json() + "\n" for m in model_logprobs[:3]))
+    rows = [("0", "A"), ("1", "B"), ("2", "C"), ("1", "D")]
+    gold = tmp_path / f"gold{suffix}"
+    if suffix == ".parquet":
+        pq.write_table(pa.table({"id": [r[0] for r in rows], "gold": [r[1] for r in rows]}), gold)
+    elif suffix == ".csv":
+        gold.write_text("id,gold\n" + "".join(f"{i},{g}\n" for i, g in rows))
+    else:
+        gold.write_text("".join(json.dumps({"id": i, "gold": g}) + "\n" for i, g in rows))
+    with pytest.raises(ValueError, match=rf"^`gold`: {re.escape(str(gold))}: id '1' appears twice \({where}\)$"):
+        read_served(file, gold=gold, letters=LETTERS)
+    same = tmp_path / "same.jsonl"  # the same gold twice: refused too, a repeat is a mistake of the file
+    same.write_text("".join(json.dumps({"id": i, "correct": 1}) + "\n" for i in ("0", "1", "2", "0")))
+    with pytest.raises(ValueError, match=r"same\.jsonl: id '0' appears twice \(lines 1 and 4\)"):
+        read_served(file, gold=same)
+    with pytest.raises(ValueError, match=r"^`gold`: the id '1' appears twice \(as 1 and '1'\)$"):
+        read_served(file, gold={0: "A", 1: "B", "1": "C", 2: "D"})
 
 
 def test_logprob_sources_reads_objects_and_empty_answers():
