@@ -256,7 +256,7 @@ def test_bad_input_names_the_file_and_the_row(tmp_path, change, message):
 
 def test_missing_columns_and_unknown_files(tmp_path):
     rows = [{k: v for k, v in r.items() if k != "id"} for r in answers(4)]
-    with pytest.raises(ValueError, match=r"--generations: .*gen.jsonl has no column 'id'"):
+    with pytest.raises(ValueError, match=r"^`location`: .*gen.jsonl has no column 'id'"):
         read_generations(write_jsonl(tmp_path / "gen.jsonl", rows))
     old = tmp_path / "samples_t_2026-01-01T00-00-00.jsonl"
     old.write_text(

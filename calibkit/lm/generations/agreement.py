@@ -383,7 +383,7 @@ def _harness_agreement(
                 f"{OPTION}: {where[i]}: the harness scored {scored[i]!r} (filter {chosen!r}), "
                 f"not the samples' majority {majority[i]!r}; {len(off)} of {len(samples)} questions are so: log the "
                 "task with a majority_vote filter, give `score` (the task's metric), or read the answers the harness "
-                "scored (answer='scored', --agreement-answer scored)"
+                "scored (`answer`='scored')"
             )
     if score is not None:
         values = [score(a, t) for a, t in zip(answers, targets)]
