@@ -4,8 +4,8 @@ The options that say how to read responses in OpenAI's schema (:mod:`calibkit.lm
 the multiple-choice section that ``--letters`` adds to the report: the class-wise metrics over
 the letters and what the unreturned mass leaves unknown (the bound on the ECE). The report is
 the generations report (:mod:`calibkit.cli.report_generations`) of the responses' sources.
-Until 0.4 these options were ``calibkit generations``'s; that form still works for one release
-(:mod:`calibkit.cli.legacy`).
+These options were ``calibkit generations``'s before this release; that form still works for
+one release (:mod:`calibkit.cli.legacy`).
 """
 
 from __future__ import annotations
