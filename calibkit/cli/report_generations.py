@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,16 +141,21 @@ def _share(verdict: dict[str, Any]) -> str:
     return f"better in {verdict['better']:.0%}, worse in {verdict['worse']:.0%} of the re-splits"
 
 
-def run(args: argparse.Namespace, served: bool = False) -> int:
-    """Run ``calibkit generations --answers PATH`` (and, ``served``, ``calibkit served``).
+def run(
+    args: argparse.Namespace,
+    served: dict[str, Any] | None = None,
+    letters: Callable[[argparse.Namespace], tuple[str, dict[str, Any]]] | None = None,
+) -> int:
+    """Run ``calibkit generations --answers PATH`` (and, for :mod:`calibkit.cli.report_served`, ``calibkit served``).
 
     Parameters
     ----------
     args : argparse.Namespace
         The parsed options of ``calibkit generations`` (or of ``calibkit served``).
-    served : bool, default False
-        The answers are a served model's responses, read with the served options
-        (:func:`calibkit.cli.report_served.served_options`).
+    served : dict, optional
+        The answers are a served model's responses, read with these keywords of ``read_served``.
+    letters : callable, optional
+        Returns a section to add to the report and its JSON (the served letters').
 
     Returns
     -------
@@ -168,10 +174,8 @@ def run(args: argparse.Namespace, served: bool = False) -> int:
     settings = check_options(args)
     if not (0 < args.threshold <= 1):
         raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
-    from calibkit.cli.report_served import letters_section, served_options
-
     asked = {s.strip() for s in args.confidence.split(",")} if args.confidence else set()
-    if not served and set(AGREEMENT_SOURCES) & asked:
+    if served is None and set(AGREEMENT_SOURCES) & asked:
         # several sampled answers a question: the majority answer, its agreement as confidence
         data = read_agreement(
             args.answers, metric=args.metric, harness_filter=args.harness_filter, answer=args.agreement_answer
@@ -179,9 +183,9 @@ def run(args: argparse.Namespace, served: bool = False) -> int:
     else:
         data = read_generations(
             args.answers, metric=args.metric, harness_filter=args.harness_filter,
-            served=served_options(args) if served else None,
+            served=served,
         )  # fmt: skip
-    names = _sources(args, data, served)
+    names = _sources(args, data, served is not None)
     report = generations_report(
         data, sources=names, threshold=args.threshold, bootstrap=args.bootstrap, seed=args.seed, **settings
     )
@@ -207,8 +211,8 @@ def run(args: argparse.Namespace, served: bool = False) -> int:
             },
             "verdicts": resplit["verdicts"],
         }
-    if served and args.letters:  # served multiple choice: the metrics over the letters, the unreturned mass
-        section, out["letters"] = letters_section(args)
+    if letters is not None:  # served multiple choice: the metrics over the letters, the unreturned mass
+        section, out["letters"] = letters(args)
         table += section
     text = json.dumps(json_ready(out), indent=2)
     print(text if args.json else f"calibkit report: {source}\n{table}")

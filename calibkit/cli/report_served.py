@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(
                 f"--answers: {file} holds {what}, not a served model's responses: calibkit generations reads it"
             )
-    return report(args, served=True)
+    return report(args, served=served_options(args), letters=letters_section if args.letters else None)
 
 
 def letters_section(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:

@@ -332,7 +332,7 @@ def read_agreement(
         elif kind == "table":
             if score is not None or answer != "majority":
                 raise ValueError(
-                    f"{OPTION}: {file} is a table: each row has its own correct, so `score` and answer='scored' "
+                    f"{OPTION}: {file} is a table: each row has its own correct, so `score` and `answer`='scored' "
                     "(harness logs' options) do not apply"
                 )
             parts.append(_table_agreement(file, grouping))

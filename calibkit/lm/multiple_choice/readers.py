@@ -290,6 +290,18 @@ def _gold(sample: dict, texts: list[str], ll: list[float], same_continuation: bo
     raise ValueError("no gold choice can be derived (`target` is the shared continuation; `acc` leaves it open)")
 
 
+def _check_once(task: np.ndarray, doc_id: np.ndarray, file: Path) -> None:
+    """Refuse a question given twice in a choice-format file: it would count twice, with either gold."""
+    first: dict[tuple[str, str], int] = {}
+    for i, key in enumerate(zip(task.astype(str).tolist(), doc_id.astype(str).tolist())):
+        if key in first:
+            raise ValueError(
+                f"`location`: {file}, doc_id {key[1]}: appears twice in task {key[0]!r} (questions {first[key]} and "
+                f"{i}); each question is given once per task"
+            )
+        first[key] = i
+
+
 def _read_choice_table(file: Path) -> ChoiceData:
     """Read calibkit's choice format (JSON Lines or Parquet), column by column."""
     import pyarrow as pa
@@ -348,6 +360,7 @@ def _read_choice_table(file: Path) -> ChoiceData:
         raise ValueError(f"`location`: {file}, question {i}: `gold` {gold[i]} is no index of {lengths[i]} choices")
     task = table.column("task").to_numpy(zero_copy_only=False).astype(str) if "task" in names else np.full(q, file.stem)
     doc_id = table.column("doc_id").to_numpy(zero_copy_only=False) if "doc_id" in names else np.arange(q)
+    _check_once(task, doc_id, file)
     return ChoiceData(
         task.astype(object), doc_id.astype(object), ll, gold, blocks.get("choice_chars"), blocks.get("choice_bytes"),
         np.full(q, str(file), dtype=object), blocks.get("choice_tokens"),
