@@ -25,7 +25,7 @@ def add_served_options(parser: argparse.ArgumentParser) -> None:
     ----------
     parser : argparse.ArgumentParser
     """
-    group = parser.add_argument_group("how to read the responses")
+    group = parser.add_argument_group("the right answers, and what was requested")
     group.add_argument(
         "--gold",
         help="the right answers of served responses: a file (JSON Lines, CSV, Parquet) with id and gold (the answer, "
