@@ -172,7 +172,7 @@ def test_a_table_of_repeated_ids(tmp_path, capsys):
     assert data.correct.tolist() == [r["correct"] for r in first_row]  # the majority answer's own sample
     np.testing.assert_array_equal(data.confidence["judge"], [r["judge"] for r in first_row])
     assert data.kinds["agreement"] == "agreement" and data.kinds["judge"] == "given"
-    with pytest.raises(ValueError, match="--confidence agreement reads them"):
+    with pytest.raises(ValueError, match="`read_agreement` reads them"):
         read_generations(file)  # one answer a question: the hint names the way in
     with pytest.raises(ValueError, match="is a table"):
         read_agreement(file, answer="scored")

@@ -11,7 +11,7 @@ from calibkit.cli import main
 from calibkit.cli import options as cli_options
 from calibkit.metrics.settings import CalibrationSettings, names
 
-COMMANDS = ["demo", "report", "choices", "generations", "multilabel", "compare", "install-modules", "warmup"]
+COMMANDS = ["demo", "report", "choices", "generations", "served", "multilabel", "compare", "install-modules", "warmup"]
 # reST that a terminal would print as it is: ``literal``, :role:`target`, `link`_ and .. directives.
 MARKUP = re.compile(r"``|:[a-z]+:`|`_|^\s*\.\. ", re.MULTILINE)
 
@@ -44,6 +44,18 @@ OWN = {
     "report": ["--predictions", "--approximate-ace", "--quiet", "--bootstrap", "--next-token", "--output", "--json"],
     "choices": ["--predictions", "--score", "--calibrate", "--resplits", "--n-bins", "--theta", "--fce-variant"],
     "generations": ["--answers", "--confidence", "--threshold", "--model", "--gguf-file", "--bootstrap", "--n-bins"],
+    "served": [
+        "--answers",
+        "--gold",
+        "--letters",
+        "--top-logprobs",
+        "--batch-input",
+        "--confidence",
+        "--threshold",
+        "--resplits",
+        "--abstention-alpha",
+        "--output",
+    ],
     "multilabel": ["--predictions", "--bootstrap", "--quiet", "--ace-ranges", "--eps", "--ignore-index", "--output"],
     "compare": ["--model", "--dataset", "--split", "--task", "--resplits", "--rbece-bins", "--output"],
 }
@@ -53,7 +65,9 @@ FOREIGN = {
     "choices": ["--model", "--bootstrap", "--approximate-ace", "--answers", "--multilabel", "--ace-ranges",
                 "--ignore-index"],
     "generations": ["--predictions", "--dataset", "--calibrate", "--score", "--multilabel", "--theta",
-                    "--approximate-ace", "--ignore-index"],
+                    "--approximate-ace", "--ignore-index", "--gold", "--letters", "--top-logprobs", "--batch-input"],
+    "served": ["--predictions", "--model", "--gguf-file", "--metric", "--harness-filter", "--agreement-answer",
+               "--theta", "--ignore-index"],
     "multilabel": ["--model", "--multilabel", "--next-token", "--calibrate", "--score",
                    "--approximate-ace", "--resplits", "--sce-bins"],
     "compare": ["--predictions", "--calibrate", "--score", "--answers", "--multilabel", "--ignore-index",
@@ -80,6 +94,7 @@ def test_a_command_lists_only_its_own_options(capsys, command):
         ("choices", cli_options.CHOICE_SETTINGS, "calibkit.lm.multiple_choice:multiple_choice_report"),
         ("compare", cli_options.COMPARE_SETTINGS, "calibkit.verdicts.comparison:compare_calibrators"),
         ("generations", cli_options.GENERATION_SETTINGS, "calibkit.lm.generations:generations_report"),
+        ("served", cli_options.GENERATION_SETTINGS, "calibkit.lm.generations:generations_report"),
     ],
 )
 def test_setting_flags_are_the_dataclass_fields_the_door_takes(capsys, command, settings, door):
@@ -114,6 +129,21 @@ def test_the_settings_help_is_the_dataclass_docstring_as_plain_text():
     assert set(texts) == set(names())
     assert texts["rbece_bins"] == "Equal-width bins for RBECE."
     assert not any(MARKUP.search(text) for text in texts.values())
+
+
+MAX_OPTIONS = 20
+"""The most options a command lists in its --help, -h/--help counted (issue 63: generations had 21)."""
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_at_most_twenty_options(capsys, command):
+    listed = re.findall(r"^  (-[-a-zA-Z]+)", help_text(capsys, [command]), re.MULTILINE)  # -h, --help is one
+    assert "-h" in listed and len(listed) == len(set(listed))
+    assert len(listed) <= MAX_OPTIONS, (command, len(listed), listed)
+    from calibkit.cli.parser import build_parser
+
+    parser = next(a for a in build_parser({c: print for c in COMMANDS})._actions if a.choices).choices[command]
+    assert len(listed) == len([a for a in parser._actions if a.option_strings])  # none hidden from --help
 
 
 def test_library_errors_name_the_flags():

@@ -256,8 +256,10 @@ def test_bad_input_names_the_file_and_the_row(tmp_path, change, message):
 
 def test_missing_columns_and_unknown_files(tmp_path):
     rows = [{k: v for k, v in r.items() if k != "id"} for r in answers(4)]
-    with pytest.raises(ValueError, match=r"--generations: .*gen.jsonl has no column 'id'"):
+    with pytest.raises(ValueError, match=r"^`location`: .*gen.jsonl has no column 'id'"):
         read_generations(write_jsonl(tmp_path / "gen.jsonl", rows))
+    with pytest.raises(ValueError, match=r"^`location`: no such file or folder: "):  # the argument: not --generations
+        read_generations(tmp_path / "nowhere")
     old = tmp_path / "samples_t_2026-01-01T00-00-00.jsonl"
     old.write_text(
         json.dumps({"doc_id": 0, "arguments": {"gen_args_0": {"arg_0": "q", "arg_1": {}}}, "filtered_resps": ["a"]})

@@ -316,6 +316,10 @@ def test_the_cli_table_names_the_score(tmp_path, capsys, score, named):
         ),
         ([{"choice_logprobs": [-1.0, -2.0], "gold": 0.5}], r"`gold` must hold one integer index"),
         ([{"choice_logprobs": [-1.0, -2.0]}], r"needs `choice_logprobs` and `gold` columns"),
+        (  # one question twice, with differing golds: which is right would depend on the order (issue 62)
+            [{"doc_id": d, "choice_logprobs": [-1.0, -2.0], "gold": g} for d, g in ((7, 0), (8, 1), (7, 1))],
+            r"^`location`: .*preds\.jsonl, doc_id 7: appears twice in task 'preds' \(questions 0 and 2\)",
+        ),
     ],
 )
 def test_the_choice_format_refuses_bad_questions_by_number(tmp_path, rows, message):

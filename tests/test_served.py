@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -350,7 +351,7 @@ def test_bad_input_names_the_file_the_line_and_the_field(model_logprobs, tmp_pat
     with pytest.raises(ValueError, match=r"line 1: response\.body\.error \(status 400\): bad model"):
         read_served(_one_line(f, body_error), gold=gold)
 
-    with pytest.raises(ValueError, match=r"--gold: gold has no id '0'"):
+    with pytest.raises(ValueError, match=r"^`gold`: gold has no id '0'"):  # the argument, not a flag
         read_served(_one_line(f, chat), gold={"1": "A"})
     with pytest.raises(ValueError, match=r"carry no correctness"):
         read_served(f)
@@ -366,6 +367,53 @@ def test_bad_input_names_the_file_the_line_and_the_field(model_logprobs, tmp_pat
     empty_top["choices"][0]["logprobs"]["content"][3]["top_logprobs"] = []
     with pytest.raises(ValueError, match=r"content\[3\]\.top_logprobs: empty at the letter position"):
         read_served(_one_line(f, empty_top), gold=gold, letters=LETTERS)
+
+
+def test_a_repeated_custom_id_is_refused_naming_the_file_the_id_and_the_lines(model_logprobs, tmp_path):
+    """Both rows were read before: the report counted that question twice (issue 62, item 1)."""
+    input_file, _, inputs, outputs = batch_files(model_logprobs[:4], tmp_path)
+    out = tmp_path / "out.jsonl"
+    ids = ["q0", "dup", "q2", "dup"]
+    out.write_text("".join(json.dumps({**r, "custom_id": i}) + "\n" for r, i in zip(outputs, ids)))
+    gold = {i: "A" for i in ids}
+    with pytest.raises(
+        ValueError, match=rf"^`file`: {re.escape(str(out))}: custom_id 'dup' appears twice \(lines 2 and 4\)$"
+    ):
+        read_served(out, gold=gold)
+    doubled = tmp_path / "in.jsonl"
+    doubled.write_text("".join(json.dumps({**r, "custom_id": i}) + "\n" for r, i in zip(inputs, ids)))
+    with pytest.raises(
+        ValueError, match=r"^`batch_input`: .*in\.jsonl: custom_id 'dup' appears twice \(lines 2 and 4\)$"
+    ):
+        read_served(out, gold=gold, batch_input=doubled)
+
+
+@pytest.mark.parametrize(
+    "suffix, where", [(".jsonl", "lines 2 and 4"), (".csv", "lines 3 and 5"), (".parquet", "rows 1 and 3")]
+)
+def test_a_gold_file_that_gives_one_id_twice_is_refused(model_logprobs, tmp_path, suffix, where):
+    """The last line won before: the correctness depended on the order of the lines."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    file = tmp_path / "answers.jsonl"
+    file.write_text("".join(chat_response(*m).model_dump_json() + "\n" for m in model_logprobs[:3]))
+    rows = [("0", "A"), ("1", "B"), ("2", "C"), ("1", "D")]
+    gold = tmp_path / f"gold{suffix}"
+    if suffix == ".parquet":
+        pq.write_table(pa.table({"id": [r[0] for r in rows], "gold": [r[1] for r in rows]}), gold)
+    elif suffix == ".csv":
+        gold.write_text("id,gold\n" + "".join(f"{i},{g}\n" for i, g in rows))
+    else:
+        gold.write_text("".join(json.dumps({"id": i, "gold": g}) + "\n" for i, g in rows))
+    with pytest.raises(ValueError, match=rf"^`gold`: {re.escape(str(gold))}: id '1' appears twice \({where}\)$"):
+        read_served(file, gold=gold, letters=LETTERS)
+    same = tmp_path / "same.jsonl"  # the same gold twice: refused too, a repeat is a mistake of the file
+    same.write_text("".join(json.dumps({"id": i, "correct": 1}) + "\n" for i in ("0", "1", "2", "0")))
+    with pytest.raises(ValueError, match=r"same\.jsonl: id '0' appears twice \(lines 1 and 4\)"):
+        read_served(file, gold=same)
+    with pytest.raises(ValueError, match=r"^`gold`: the id '1' appears twice \(as 1 and '1'\)$"):
+        read_served(file, gold={0: "A", 1: "B", "1": "C", 2: "D"})
 
 
 def test_logprob_sources_reads_objects_and_empty_answers():
@@ -386,7 +434,7 @@ def test_logprob_sources_reads_objects_and_empty_answers():
         logprob_sources([tokens], letters="AAB")
 
 
-def test_the_generations_command_reads_served_responses(model_logprobs, tmp_path, capsys):
+def test_the_served_command_reads_served_responses(model_logprobs, tmp_path, capsys):
     from calibkit.cli import main
     from calibkit.lm.generations import generations_report, kind_of, read_generations
     from calibkit.lm.multiple_choice import multiple_choice_report
@@ -396,7 +444,7 @@ def test_the_generations_command_reads_served_responses(model_logprobs, tmp_path
     letters = gold_letters(model_logprobs)
     gold.write_text("".join(json.dumps({"id": f"q{q}", "gold": letters[str(q)]}) + "\n" for q in range(QUESTIONS)))
     assert kind_of(output_file) == "served" and kind_of(input_file) is None
-    argv = ["generations", "--answers", str(output_file), "--gold", str(gold), "--letters", LETTERS, "--resplits", "0"]
+    argv = ["served", "--answers", str(output_file), "--gold", str(gold), "--letters", LETTERS, "--resplits", "0"]
     assert main([*argv, "--batch-input", str(input_file), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     served = {"gold": gold, "letters": LETTERS, "batch_input": input_file}
@@ -414,6 +462,87 @@ def test_the_generations_command_reads_served_responses(model_logprobs, tmp_path
     assert main(argv[:3]) == 2  # no gold
     err = capsys.readouterr().err
     assert "served responses carry no correctness" in err and err.count("\n") == 1
+    assert "(--gold: a file with id and gold or correct columns)" in err  # the argument `gold`, named as typed
+
+
+def test_the_served_command_names_its_flags_in_the_readers_errors(model_logprobs, tmp_path, capsys):
+    from calibkit.cli import main
+    from tests.test_generations import answers, write_jsonl
+
+    def error(*argv):
+        capsys.readouterr()
+        assert main(["served", *map(str, argv), "--resplits", "0"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("calibkit: error: ") and err.count("\n") == 1, err
+        return err[len("calibkit: error: ") : -1]
+
+    input_file, output_file, _, outputs = batch_files(model_logprobs[:4], tmp_path)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps({"id": i, "correct": 1}) + "\n" for i in ("q0", "q1", "q2", "q1", "q3")))
+    assert error("--answers", output_file, "--gold", gold) == f"--gold: {gold}: id 'q1' appears twice (lines 2 and 4)"
+    out = tmp_path / "dup" / "out.jsonl"
+    out.parent.mkdir()
+    out.write_text("".join(json.dumps({**r, "custom_id": i}) + "\n" for r, i in zip(outputs, ["q0", "q1", "q2", "q1"])))
+    assert error("--answers", out, "--gold", gold) == f"--answers: {out}: custom_id 'q1' appears twice (lines 2 and 4)"
+    assert error("--answers", output_file, "--gold", gold, "--batch-input", tmp_path / "none.jsonl").startswith(
+        "--batch-input: no such file: "
+    )
+    assert error("--answers", tmp_path / "none.jsonl", "--gold", gold).startswith("--answers: no such file or folder")
+    gold.write_text("".join(json.dumps({"id": f"q{q}", "correct": 1}) + "\n" for q in range(4)))
+    assert error("--answers", output_file, "--gold", gold, "--confidence", "ptrue").startswith(
+        "--confidence: 'ptrue' is neither a column of"
+    )
+    write_jsonl(out.parent / "table.jsonl", answers(4))  # another kind of answers beside the responses
+    assert error("--answers", out.parent, "--gold", gold) == (
+        f"--answers: {out.parent / 'table.jsonl'} holds a generations table, not a served model's responses: "
+        "calibkit generations reads it"
+    )
+
+
+@pytest.mark.parametrize(
+    "old, line",
+    [
+        (
+            ["generations", "--answers"],
+            "`calibkit generations` of a served model's responses is deprecated: use `calibkit served`",
+        ),
+        (["generations", "--answers=FILE"], "`calibkit generations` of a served model's responses is deprecated"),
+        (["report", "--generations"], "`calibkit report --generations` is deprecated: use `calibkit served --answers`"),
+    ],
+)
+def test_the_old_generations_form_of_served_responses_still_works(model_logprobs, tmp_path, capsys, old, line):
+    """Served responses had calibkit generations' options until the command had 21: one release more."""
+    from calibkit.cli import main
+
+    input_file, output_file, _, _ = batch_files(model_logprobs, tmp_path)
+    gold = tmp_path / "gold.jsonl"
+    letters = gold_letters(model_logprobs)
+    gold.write_text("".join(json.dumps({"id": f"q{q}", "gold": letters[str(q)]}) + "\n" for q in range(QUESTIONS)))
+    given = [old[1].replace("FILE", str(output_file))] if "=" in old[1] else [old[1], str(output_file)]
+    rest = ["--gol", str(gold), "--letters", LETTERS, "--batch-input", str(input_file), "--resplits", "0", "--json"]
+    capsys.readouterr()
+    assert main([old[0], *given, *rest]) == 0
+    was = capsys.readouterr()
+    assert was.err.count("\n") == 1 and was.err.startswith(f"calibkit: {line}"), was.err
+    assert "will be removed in the next release" in was.err
+    assert main(["served", "--answers", str(output_file), *rest]) == 0
+    now = capsys.readouterr()
+    assert now.err == "" and json.loads(now.out) == json.loads(was.out)
+    # the responses alone tell the old form: the served command then asks for the gold
+    assert main([old[0], *given, "--resplits", "0"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"calibkit: {line}") and "carry no correctness" in err[1] and "(--gold: " in err[1]
+
+
+def test_the_generations_command_without_served_responses_is_not_deprecated(tmp_path, capsys):
+    from calibkit.cli import main
+    from tests.test_generations import answers, write_jsonl
+
+    file = write_jsonl(tmp_path / "gen.jsonl", answers(30))
+    assert main(["generations", "--answers", str(file), "--resplits", "0", "--json"]) == 0
+    assert capsys.readouterr().err == ""
+    with pytest.raises(SystemExit):  # a flag of the served command's only
+        main(["served", "--answers", str(file), "--metric", "exact_match"])
 
 
 def test_the_demos_served_part_writes_the_models_own_log_probabilities(tmp_path):

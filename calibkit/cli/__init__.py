@@ -8,6 +8,8 @@ the outputs come from the parent parsers of :mod:`calibkit.cli.options`):
   :mod:`~calibkit.cli.report_shards`);
 - ``calibkit choices`` (:mod:`~calibkit.cli.report_choices`): multiple-choice logs;
 - ``calibkit generations`` (:mod:`~calibkit.cli.report_generations`): generated answers;
+- ``calibkit served`` (:mod:`~calibkit.cli.report_served`): a served model's responses (their
+  log-probabilities, in OpenAI's schema);
 - ``calibkit multilabel`` (:mod:`~calibkit.cli.report_multilabel`): multi-label predictions;
 - ``calibkit compare`` (:mod:`~calibkit.cli.report_model`): the calibrators' comparison for a
   model on a dataset;
@@ -19,7 +21,8 @@ the outputs come from the parent parsers of :mod:`calibkit.cli.options`):
   (first calls are fast anyway: they run on torch while the kernels compile).
 
 The old forms of ``calibkit report`` (``--generations``, ``--model``, ``--multilabel``,
-multiple-choice logs) still work for one release (:mod:`~calibkit.cli.legacy`).
+multiple-choice logs) and of ``calibkit generations`` (a served model's responses) still work
+for one release (:mod:`~calibkit.cli.legacy`).
 :mod:`calibkit.cli.common` holds what the commands share (option checks, the ``--output``
 folder, the flags named in errors, the table).
 """
@@ -50,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         report_generations,
         report_model,
         report_multilabel,
+        report_served,
         warmup,
     )
     from calibkit.cli.common import name_flags
@@ -61,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         "report": report.run,
         "choices": report_choices.run,
         "generations": report_generations.run,
+        "served": report_served.run,
         "multilabel": report_multilabel.run,
         "compare": report_model.run,
         "install-modules": install_modules.run,
@@ -70,10 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:  # bad input, files that cannot be read or written
-        from calibkit.io.prediction_files import for_option
-
-        message = for_option(str(exc), "--predictions")  # the readers name their Python argument
-        print(f"calibkit: error: {name_flags(message)}".splitlines()[0], file=sys.stderr)
+        # the library names its Python arguments; the command names its flags
+        print(f"calibkit: error: {name_flags(str(exc), args.command)}".splitlines()[0], file=sys.stderr)
         return 2
     except MemoryError as exc:
         detail = f" ({str(exc).splitlines()[0]})" if str(exc) else ""

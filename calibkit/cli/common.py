@@ -168,20 +168,58 @@ def writable_folder(location: str) -> Path:
     return folder
 
 
-FLAGS = {"n_boot": "--bootstrap", "resplits": "--resplits", "seed": "--seed", "threshold": "--threshold"}
-"""The library's argument names that the command line spells otherwise; a setting ``x_y`` is ``--x-y``."""
+_PREDICTIONS = {"path": "--predictions", "location": "--predictions", "predictions": "--predictions"}
+_ANSWERS = {
+    "location": "--answers",
+    "file": "--answers",
+    "sources": "--confidence",
+    "words": "--confidence-words",
+    "verbalized_confidence": "--confidence verbalized",
+}
+FLAGS: dict[str, dict[str, str]] = {
+    "*": {"n_boot": "--bootstrap", "resplits": "--resplits", "seed": "--seed", "threshold": "--threshold"},
+    "report": _PREDICTIONS,
+    "multilabel": _PREDICTIONS,
+    "choices": {**_PREDICTIONS, "file": "--predictions"},
+    "generations": {
+        **_ANSWERS,
+        "metric": "--metric",
+        "harness_filter": "--harness-filter",
+        "answer": "--agreement-answer",
+        "read_agreement": "--confidence agreement",
+        "whitebox_confidence": "--model DIR --confidence sequence,ptrue",
+    },
+    "served": {
+        **_ANSWERS,
+        "gold": "--gold",
+        "letters": "--letters",
+        "top_logprobs": "--top-logprobs",
+        "batch_input": "--batch-input",
+    },
+    "compare": {"model": "--model", "dataset": "--dataset", "label_column": "--label-column"},
+}
+"""What the command line says for a name a library message gives in backticks, by command (``"*"``: every
+command): its arguments (``gold`` of ``read_served`` is ``calibkit served``'s ``--gold``, ``location`` of
+``read_generations`` its ``--answers``) and the library functions the command reaches through a flag; a
+setting ``x_y`` is ``--x-y`` everywhere (:func:`calibkit.cli.options.flag`). The one table from Python
+names to flags: library code names its arguments, never a flag (tests/test_cli_errors_name_flags.py)."""
 
 
-def name_flags(message: str) -> str:
+def name_flags(message: str, command: str | None = None) -> str:
     """Name the flags the user typed where a library error names its Python arguments.
 
     A message naming ``n_bins`` in backticks ("must be an integer >= 1") names ``--n-bins``
-    instead; file columns (``labels``) are left as they are.
+    instead, and an argument of the library function a command called names that command's flag
+    (:data:`FLAGS`: ``gold`` is ``calibkit served``'s ``--gold``); other names (file columns such as
+    ``labels``) are left as they are.
 
     Parameters
     ----------
     message : str
         A ``ValueError``'s message.
+    command : str, optional
+        The sub-command that passed the arguments (default: the names every command shares, and
+        ``predictions``).
 
     Returns
     -------
@@ -190,7 +228,8 @@ def name_flags(message: str) -> str:
     from calibkit.cli.options import flag
     from calibkit.metrics.settings import names
 
-    flags = {**{name: flag(name) for name in names()}, "predictions": "--predictions", **FLAGS}
+    own = FLAGS.get(command, {}) if command else {"predictions": "--predictions"}
+    flags = {**{name: flag(name) for name in names()}, **FLAGS["*"], **own}
     return re.sub(r"`([a-z_]+)`", lambda m: flags.get(m.group(1), m.group(0)), message)
 
 

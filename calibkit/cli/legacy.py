@@ -5,7 +5,9 @@ pointing at them), generated answers (``--generations``), multi-label prediction
 (``--multilabel``) and a model on a dataset (``--model``, ``--dataset``). Such a command line is
 rewritten here to its new command (the same options, ``--generations`` renamed ``--answers``,
 ``--multilabel`` dropped), after one line on stderr naming it; the new command's parser then
-refuses any option that its input does not take.
+refuses any option that its input does not take. So is ``calibkit generations`` given a served
+model's responses (``--answers`` holding them, or ``--gold``, ``--letters``, ``--top-logprobs``,
+``--batch-input``): ``calibkit served`` reads them now.
 """
 
 from __future__ import annotations
@@ -54,8 +56,23 @@ def _is_option(token: str, name: str) -> bool:
     return token.startswith("--") and len(key) >= 4 and name.startswith(key)
 
 
+def _served(rest: list[str]) -> bool:
+    """Whether the options of ``calibkit generations REST`` are a served model's responses."""
+    from calibkit.cli.report_served import SERVED_ONLY, holds_served
+
+    if any(_is_option(token, option) for token in rest for option in SERVED_ONLY):
+        return True
+    detector = _Detector(add_help=False)
+    detector.add_argument("--answers")
+    try:
+        seen, _ = detector.parse_known_args(rest)
+    except LookupError:
+        return False
+    return bool(seen.answers) and holds_served(seen.answers)
+
+
 def rewrite(argv: list[str]) -> list[str]:
-    """Rewrite an old ``calibkit report`` command line to its new command, saying so on stderr.
+    """Rewrite an old ``calibkit report`` or ``calibkit generations`` command line to its new command, on stderr.
 
     Parameters
     ----------
@@ -67,6 +84,13 @@ def rewrite(argv: list[str]) -> list[str]:
     list of str
         ``argv`` itself when it is not an old form.
     """
+    if argv[:1] == ["generations"] and _served(argv[1:]):
+        print(
+            f"calibkit: `calibkit generations` of a served model's responses is deprecated: use `calibkit served`; "
+            f"{REMOVAL}",
+            file=sys.stderr,
+        )
+        return ["served", *argv[1:]]
     if not argv or argv[0] != "report":
         return argv
     found = _kind(argv[1:])
@@ -80,6 +104,8 @@ def rewrite(argv: list[str]) -> list[str]:
         if command == "generations" and _is_option(token, "--generations"):
             token = "--answers" + token[len(token.split("=", 1)[0]) :]
         rest.append(token)
-    new = "generations --answers" if command == "generations" else command
+    if command == "generations" and _served(rest):
+        command = "served"
+    new = f"{command} --answers" if command in ("generations", "served") else command
     print(f"calibkit: `calibkit report {old}` is deprecated: use `calibkit {new}`; {REMOVAL}", file=sys.stderr)
     return [command, *rest]

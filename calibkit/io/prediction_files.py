@@ -11,7 +11,8 @@ What this module guarantees (README, "Bad input"):
 - A file that cannot be read (corrupt, truncated, bad CRC, random bytes, an ``.npz`` header that
   claims more than the file holds) is a ``ValueError`` in one line that starts with the Python
   argument it is about (``"`path`: "``, ``"`location`: "`` in :mod:`calibkit.io.shards`); the command line
-  puts its option's name there with ``for_option``.
+  names its flag there (``calibkit.cli.common.name_flags``), a library caller another argument with
+  ``for_option``.
 - Memory: a file is read whole. Before reading, the arrays' size is compared with the memory
   available, and a file that does not fit is refused with the amount it needs; an ``.npz`` needs
   its arrays' size, a Parquet file about twice its uncompressed size, a CSV or JSON file about

@@ -332,7 +332,7 @@ def read_agreement(
         elif kind == "table":
             if score is not None or answer != "majority":
                 raise ValueError(
-                    f"{OPTION}: {file} is a table: each row has its own correct, so `score` and answer='scored' "
+                    f"{OPTION}: {file} is a table: each row has its own correct, so `score` and `answer`='scored' "
                     "(harness logs' options) do not apply"
                 )
             parts.append(_table_agreement(file, grouping))
@@ -383,7 +383,7 @@ def _harness_agreement(
                 f"{OPTION}: {where[i]}: the harness scored {scored[i]!r} (filter {chosen!r}), "
                 f"not the samples' majority {majority[i]!r}; {len(off)} of {len(samples)} questions are so: log the "
                 "task with a majority_vote filter, give `score` (the task's metric), or read the answers the harness "
-                "scored (answer='scored', --agreement-answer scored)"
+                "scored (`answer`='scored')"
             )
     if score is not None:
         values = [score(a, t) for a, t in zip(answers, targets)]

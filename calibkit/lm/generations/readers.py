@@ -33,7 +33,8 @@ from calibkit.io.prediction_files import parquet_columns, read_table
 from calibkit.lm.generations.data import RESERVED, Generations, concat
 from calibkit.lm.multiple_choice.readers import task_of
 
-OPTION = "--generations"
+OPTION = "`location`"
+"""What the messages about the files read name: the argument (the command line names its flag)."""
 
 
 def kind_of(file: Path) -> str | None:
@@ -247,7 +248,7 @@ def _harness_samples(file: Path, harness_filter: str | None) -> tuple[list[dict]
             where.append(f"{file}, line {number}")
     filters = list(dict.fromkeys(s.get("filter", "none") for s in samples))
     if len(filters) > 1 and harness_filter is None:
-        raise ValueError(f"{OPTION}: {file} holds the filters {filters}: name one (--harness-filter)")
+        raise ValueError(f"{OPTION}: {file} holds the filters {filters}: name one (`harness_filter`)")
     chosen = harness_filter if harness_filter is not None else filters[0]
     if chosen not in filters:
         raise ValueError(f"{OPTION}: {file} has no filter {chosen!r} (it has {filters})")
@@ -312,5 +313,5 @@ def _check_unique_ids(data: Generations) -> None:
         task, ident = key.split("\x1f")
         raise ValueError(
             f"{OPTION}: {data.origin[rows[0]]} and {data.origin[rows[1]]}: two answers to question id {ident!r} "
-            f"of task {task!r} (several sampled answers to a question: --confidence agreement reads them)"
+            f"of task {task!r} (several sampled answers to a question: `read_agreement` reads them)"
         )

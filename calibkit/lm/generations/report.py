@@ -243,8 +243,8 @@ def _checked_sources(data: Generations, sources: list[str] | None) -> list[str]:
         raise ValueError(f"unknown confidence source {unknown[0]!r}; the data has {sorted(data.confidence)}")
     if not names:
         raise ValueError(
-            "the generations have no confidence source: add a numeric column, --confidence verbalized, or a "
-            "model's (--model DIR --confidence sequence,ptrue)"
+            "the generations have no confidence source: add a numeric column, a verbalized confidence "
+            "(`verbalized_confidence`), or a model's (`whitebox_confidence`)"
         )
     return names
 

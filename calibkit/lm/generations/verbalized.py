@@ -166,5 +166,5 @@ def check_words(words: Any) -> dict[str, float] | None:
         try:
             out[word.strip()] = float(value)
         except ValueError:
-            raise ValueError(f"--confidence-words: expected word=number, got {entry!r}") from None
+            raise ValueError(f"`words`: expected word=number, got {entry!r}") from None
     return out

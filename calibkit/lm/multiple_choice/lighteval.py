@@ -71,7 +71,7 @@ def read_details(file: Path) -> ChoiceData:
     try:
         table = pq.read_table(file)
     except (pa.ArrowException, OSError) as exc:
-        raise ValueError(f"--predictions: {file} cannot be read as Parquet: {one_line(exc)}") from None
+        raise ValueError(f"`file`: {file} cannot be read as Parquet: {one_line(exc)}") from None
     names = table.column_names
     task = DETAILS.match(file.name)["task"] if DETAILS.match(file.name) else file.stem
     if _column(names, "doc") and _column(names, "response"):
@@ -87,7 +87,7 @@ def read_details(file: Path) -> ChoiceData:
         questions = _flat_questions(table)
     else:
         raise ValueError(
-            f"--predictions: {file} is no lighteval details file of a known layout (columns {names}): expected "
+            f"`file`: {file} is no lighteval details file of a known layout (columns {names}): expected "
             "doc/model_response/metric (lighteval >= 0.11) or predictions/gold_index/choices (0.8-0.10)"
         )
     return _choice_data(questions, task, file)
@@ -124,12 +124,12 @@ def _tokens(response: dict) -> list[int] | None:
 def _choice_data(questions: list[tuple], task: str, file: Path) -> ChoiceData:
     """Check each question (gold, scores, the file's own accuracies) and stack them."""
     if not questions:
-        raise ValueError(f"--predictions: {file} holds no question")
+        raise ValueError(f"`file`: {file} holds no question")
     width = max(len(q[1]) for q in questions) or 1
     table = np.full((4, len(questions), width), np.nan)
     gold = np.empty(len(questions), dtype=np.int64)
     for i, (doc_id, choices, logprobs, gold_index, metric, tokens) in enumerate(questions):
-        where = f"--predictions: {file}, question {doc_id}"
+        where = f"`file`: {file}, question {doc_id}"
         n = len(choices)
         if n == 0:
             raise ValueError(f"{where}: the question has no choice")

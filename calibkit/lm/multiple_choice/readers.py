@@ -107,22 +107,22 @@ def read_choices(location: str | Path) -> ChoiceData:
         kinds = {p: kind_of(p) for p in sorted(path.rglob("*")) if p.is_file()}
         logs = {p: kind for p, kind in kinds.items() if kind in READERS}
         if not logs:
-            raise ValueError(f"--predictions: no lm-evaluation-harness samples or lighteval details file in {location}")
+            raise ValueError(f"`location`: no lm-evaluation-harness samples or lighteval details file in {location}")
         seen: dict[str, Path] = {}
         for file in logs:
             task = task_of(file)
             if task in seen:
                 raise ValueError(
-                    f"--predictions: task {task!r} is in {seen[task]} and {file} (two runs?): point at one run's folder"
+                    f"`location`: task {task!r} is in {seen[task]} and {file} (two runs?): point at one run's folder"
                 )
             seen[task] = file
         return _concat([READERS[kind](file) for file, kind in logs.items()])
     if not path.is_file():
-        raise ValueError(f"--predictions: no such file or folder: {location}")
+        raise ValueError(f"`location`: no such file or folder: {location}")
     kind = kind_of(path)
     if kind is None:
         raise ValueError(
-            f"--predictions: {location} is no lm-evaluation-harness samples file, lighteval details file or "
+            f"`location`: {location} is no lm-evaluation-harness samples file, lighteval details file or "
             "choice-format file (choice_logprobs, gold)"
         )
     return READERS.get(kind, _read_choice_table)(path)
@@ -203,24 +203,24 @@ def _read_samples(file: Path) -> ChoiceData:
             try:
                 sample = json.loads(line)
             except ValueError as exc:
-                raise ValueError(f"--predictions: {file} line {number} is not JSON: {exc}") from None
+                raise ValueError(f"`location`: {file} line {number} is not JSON: {exc}") from None
             try:
                 rows.append(_sample_row(sample, delimiter))
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 doc = sample.get("doc_id", f"line {number}") if isinstance(sample, dict) else f"line {number}"
                 detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-                raise ValueError(f"--predictions: {file}, doc_id {doc}: {detail}") from None
+                raise ValueError(f"`location`: {file}, doc_id {doc}: {detail}") from None
             # The harness logs each question of a task once; a second sample with the same doc_id
             # would count one question twice, silently (two runs appended to one file, a merge).
             key = str(rows[-1][0])
             if key in first_line:
                 raise ValueError(
-                    f"--predictions: {file}, doc_id {rows[-1][0]}: appears twice (lines {first_line[key]} and "
+                    f"`location`: {file}, doc_id {rows[-1][0]}: appears twice (lines {first_line[key]} and "
                     f"{number}); each question is logged once per task"
                 )
             first_line[key] = number
     if not rows:
-        raise ValueError(f"--predictions: {file} holds no sample")
+        raise ValueError(f"`location`: {file} holds no sample")
     width = max(len(r[1]) for r in rows)
     table = np.full((3, len(rows), width), np.nan)
     for i, (_, ll, chars, nbytes, _) in enumerate(rows):  # per question, as parsed: the file is read once
@@ -292,6 +292,18 @@ def _gold(sample: dict, texts: list[str], ll: list[float], same_continuation: bo
     raise ValueError("no gold choice can be derived (`target` is the shared continuation; `acc` leaves it open)")
 
 
+def _check_once(task: np.ndarray, doc_id: np.ndarray, file: Path) -> None:
+    """Refuse a question given twice in a choice-format file: it would count twice, with either gold."""
+    first: dict[tuple[str, str], int] = {}
+    for i, key in enumerate(zip(task.astype(str).tolist(), doc_id.astype(str).tolist())):
+        if key in first:
+            raise ValueError(
+                f"`location`: {file}, doc_id {key[1]}: appears twice in task {key[0]!r} (questions {first[key]} and "
+                f"{i}); each question is given once per task"
+            )
+        first[key] = i
+
+
 def _read_choice_table(file: Path) -> ChoiceData:
     """Read calibkit's choice format (JSON Lines or Parquet), column by column."""
     import pyarrow as pa
@@ -302,19 +314,17 @@ def _read_choice_table(file: Path) -> ChoiceData:
     table = read_table(file)
     names = table.column_names
     if "choice_logprobs" not in names or "gold" not in names:
-        raise ValueError(f"--predictions: {file} needs `choice_logprobs` and `gold` columns; it has {names}")
+        raise ValueError(f"`location`: {file} needs `choice_logprobs` and `gold` columns; it has {names}")
     q = table.num_rows
     if q == 0:
-        raise ValueError(f"--predictions: {file} holds no question")
+        raise ValueError(f"`location`: {file} holds no question")
     blocks, lengths = {}, None
     for name in ("choice_logprobs", "choice_chars", "choice_bytes", "choice_tokens"):
         if name not in names:
             continue
         column = table.column(name).combine_chunks()
         if not pa.types.is_list(column.type) and not pa.types.is_large_list(column.type):
-            raise ValueError(
-                f"--predictions: {file}: `{name}` must hold a list of numbers a question, not {column.type}"
-            )
+            raise ValueError(f"`location`: {file}: `{name}` must hold a list of numbers a question, not {column.type}")
         counts = pc.list_value_length(column).fill_null(-1).to_numpy(zero_copy_only=False)
         if lengths is None:  # choice_logprobs: at least one choice per question
             lengths, bad = counts, np.flatnonzero(counts < 1)
@@ -323,13 +333,13 @@ def _read_choice_table(file: Path) -> ChoiceData:
         if bad.size:
             i = int(bad[0])
             raise ValueError(
-                f"--predictions: {file}, question {i}: `{name}` holds {max(int(counts[i]), 0)} values for "
+                f"`location`: {file}, question {i}: `{name}` holds {max(int(counts[i]), 0)} values for "
                 f"{max(int(lengths[i]), 0)} choices"
             )
         try:
             flat = column.flatten().cast(pa.float64()).to_numpy(zero_copy_only=False)
         except pa.ArrowException as exc:
-            raise ValueError(f"--predictions: {file}: `{name}` must hold numbers ({exc})") from None
+            raise ValueError(f"`location`: {file}: `{name}` must hold numbers ({exc})") from None
         out = np.full((q, int(lengths.max())), np.nan)
         out[np.arange(out.shape[1]) < lengths[:, None]] = flat  # row-major: each question's values in order
         blocks[name] = out
@@ -338,22 +348,21 @@ def _read_choice_table(file: Path) -> ChoiceData:
     bad = np.flatnonzero((present & ~np.isfinite(np.where(present, ll, 0.0))).any(axis=1))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(f"--predictions: {file}, question {i}: a log-likelihood is not finite: {ll[i, : lengths[i]]}")
+        raise ValueError(f"`location`: {file}, question {i}: a log-likelihood is not finite: {ll[i, : lengths[i]]}")
     gold_column = table.column("gold")
     if gold_column.null_count:  # a row without `gold`: name the question, not the column's type
         missing = int(np.flatnonzero(gold_column.is_null().to_numpy(zero_copy_only=False))[0])
-        raise ValueError(f"--predictions: {file}, question {missing}: no `gold` (the index of the right choice)")
+        raise ValueError(f"`location`: {file}, question {missing}: no `gold` (the index of the right choice)")
     if not pa.types.is_integer(gold_column.type):
-        raise ValueError(
-            f"--predictions: {file}: `gold` must hold one integer index a question, not {gold_column.type}"
-        )
+        raise ValueError(f"`location`: {file}: `gold` must hold one integer index a question, not {gold_column.type}")
     gold = gold_column.to_numpy().astype(np.int64)
     bad = np.flatnonzero((gold < 0) | (gold >= lengths))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(f"--predictions: {file}, question {i}: `gold` {gold[i]} is no index of {lengths[i]} choices")
+        raise ValueError(f"`location`: {file}, question {i}: `gold` {gold[i]} is no index of {lengths[i]} choices")
     task = table.column("task").to_numpy(zero_copy_only=False).astype(str) if "task" in names else np.full(q, file.stem)
     doc_id = table.column("doc_id").to_numpy(zero_copy_only=False) if "doc_id" in names else np.arange(q)
+    _check_once(task, doc_id, file)
     return ChoiceData(
         task.astype(object), doc_id.astype(object), ll, gold, blocks.get("choice_chars"), blocks.get("choice_bytes"),
         np.full(q, str(file), dtype=object), blocks.get("choice_tokens"),

@@ -42,7 +42,8 @@ from calibkit.lm.multiple_choice.data import ChoiceData
 from calibkit.lm.multiple_choice.readers import task_of
 from calibkit.lm.served.sources import LETTER_STRIP, LogprobSources, letter_of, logprob_sources
 
-OPTION = "--answers"
+OPTION = "`file`"
+"""What the messages about the responses file name: its argument (the command line names its flag)."""
 SOURCES = ("sequence", "sequence_normalized", "least_token")
 """The confidence sources every served answer gets (see :func:`logprob_sources`)."""
 _RESPONSES = ("chat.completion", "text_completion")
@@ -270,26 +271,33 @@ def _records(file: Path):
     if not file.is_file():
         raise ValueError(f"{OPTION}: no such file: {file}")
     text = file.read_text(encoding="utf-8")
-    lines = None
+    lines, unit = None, "items"
     if file.suffix.lower() != ".jsonl":  # one JSON: a response or a list of them
         try:
             whole = json.loads(text)
-            lines = [(f"{file}", r) for r in (whole if isinstance(whole, list) else [whole])]
+            lines = [(f"{file}", n, r) for n, r in enumerate(whole if isinstance(whole, list) else [whole])]
         except ValueError:
             pass  # JSON Lines under another name
     if lines is None:
-        lines = []
+        lines, unit = [], "lines"
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                lines.append((f"{file}, line {number}", json.loads(line)))
+                lines.append((f"{file}, line {number}", number, json.loads(line)))
             except ValueError as exc:
                 raise ValueError(f"{OPTION}: {file}, line {number} is not JSON: {exc}") from None
-    for position, (place, record) in enumerate(lines):
+    seen: dict[str, int] = {}  # custom_id -> where it was first read: a repeat would count a question twice
+    for position, (place, number, record) in enumerate(lines):
         kind = _record_kind(record)
         if kind == "batch":
-            yield place, str(record["custom_id"]), _batch_body(record, place)
+            ident = str(record["custom_id"])
+            if ident in seen:
+                raise ValueError(
+                    f"{OPTION}: {file}: custom_id {ident!r} appears twice ({unit} {seen[ident]} and {number})"
+                )
+            seen[ident] = number
+            yield place, ident, _batch_body(record, place)
         elif kind == "response":
             yield place, str(position), record
         else:
@@ -386,8 +394,8 @@ def _check_asked(content: list, asked: int, at: str) -> None:
 def _read_batch_input(file: Path) -> dict[str, dict]:
     """Return the Batch API input's request bodies by ``custom_id``, checked: log-probabilities asked."""
     if not file.is_file():
-        raise ValueError(f"--batch-input: no such file: {file}")
-    requests = {}
+        raise ValueError(f"`batch_input`: no such file: {file}")
+    requests, first = {}, {}
     with open(file, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -397,12 +405,17 @@ def _read_batch_input(file: Path) -> dict[str, dict]:
                 ident, body = str(record["custom_id"]), record["body"]
             except (ValueError, KeyError, TypeError):
                 raise ValueError(
-                    f"--batch-input: {file}, line {number}: not a Batch API request (custom_id, body)"
+                    f"`batch_input`: {file}, line {number}: not a Batch API request (custom_id, body)"
                 ) from None
+            if ident in requests:
+                raise ValueError(
+                    f"`batch_input`: {file}: custom_id {ident!r} appears twice (lines {first[ident]} and {number})"
+                )
+            first[ident] = number
             chat = "messages" in body
             if (chat and not body.get("logprobs")) or (not chat and body.get("logprobs") is None):
                 raise ValueError(
-                    f"--batch-input: {file}, line {number}: body.logprobs: no log-probabilities were requested "
+                    f"`batch_input`: {file}, line {number}: body.logprobs: no log-probabilities were requested "
                     f"(custom_id {ident!r})"
                 )
             requests[ident] = body
@@ -438,39 +451,63 @@ def _prompt(request: dict | None, legacy: bool = False) -> str | None:
 def _read_gold(gold: Any) -> tuple[dict[str, Any], str, str]:
     """Return the gold by id, its column (``gold`` or ``correct``, or ``mixed`` for a mapping) and its name."""
     if isinstance(gold, Mapping):
-        return {str(k): v for k, v in gold.items()}, "mixed", "gold"
+        by_id = {str(k): v for k, v in gold.items()}
+        if len(by_id) < len(gold):  # 1 and "1": one id
+            keys = [k for k in gold if [str(o) for o in gold].count(str(k)) > 1]
+            raise ValueError(f"`gold`: the id {str(keys[0])!r} appears twice (as {keys[0]!r} and {keys[1]!r})")
+        return by_id, "mixed", "gold"
     path = Path(gold)
     if not path.is_file():
-        raise ValueError(f"--gold: no such file: {gold}")
-    table = read_table(path, option="--gold")
+        raise ValueError(f"`gold`: no such file: {gold}")
+    table = read_table(path, option="`gold`")
     column = "gold" if "gold" in table.column_names else "correct" if "correct" in table.column_names else None
     if "id" not in table.column_names or column is None:
         raise ValueError(
-            f"--gold: {path} needs an id column and a gold or correct column (columns: {table.column_names})"
+            f"`gold`: {path} needs an id column and a gold or correct column (columns: {table.column_names})"
         )
     ids = [str(i) for i in table.column("id").to_pylist()]
-    return dict(zip(ids, table.column(column).to_pylist())), column, str(path)
+    by_id = dict(zip(ids, table.column(column).to_pylist()))
+    if len(by_id) < len(ids):  # the last line would win: the correctness would depend on the order
+        first: dict[str, int] = {}
+        for row, ident in enumerate(ids):
+            if ident in first:
+                raise ValueError(
+                    f"`gold`: {path}: id {ident!r} appears twice ({_rows(path, first[ident], row, len(ids))})"
+                )
+            first[ident] = row
+    return by_id, column, str(path)
+
+
+def _rows(path: Path, a: int, b: int, count: int) -> str:
+    """Say where rows ``a`` and ``b`` of a table file of ``count`` rows are: lines where each row is one, else rows."""
+    if path.suffix.lower() in (".csv", ".jsonl", ".json"):
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            numbers = [n for n, line in enumerate(handle, start=1) if line.strip()]
+        numbers = numbers[1:] if path.suffix.lower() == ".csv" else numbers  # the header
+        if len(numbers) == count:  # a row a line (not one JSON document, nor a CSV field over lines)
+            return f"lines {numbers[a]} and {numbers[b]}"
+    return f"rows {a} and {b}"
 
 
 def _correctness(gold, ids, answers, chosen, letters, where) -> tuple[np.ndarray, np.ndarray]:
     """Return each answer's correctness and, with letters, the gold letter's index."""
     if gold is None:
         raise ValueError(
-            f"{OPTION}: served responses carry no correctness: give the right answers (--gold FILE with id and gold "
-            "or correct columns)"
+            f"{OPTION}: served responses carry no correctness: give the right answers (`gold`: a file with id and "
+            "gold or correct columns)"
         )
     table, column, name = _read_gold(gold)
     correct = np.empty(len(ids))
     gold_index = np.full(len(ids), -1, dtype=np.int64)
     for i, ident in enumerate(ids):
         if ident not in table:
-            raise ValueError(f"--gold: {name} has no id {ident!r} ({where[i].rsplit(', choices', 1)[0]})")
+            raise ValueError(f"`gold`: {name} has no id {ident!r} ({where[i].rsplit(', choices', 1)[0]})")
         value = table[ident]
         is_score = column == "correct" or (column == "mixed" and isinstance(value, bool | int | float))
         if is_score:
             correct[i] = float(value) if value is not None else np.nan
             if not 0 <= correct[i] <= 1:
-                raise ValueError(f"--gold: {name}, id {ident!r}: correct = {value!r} is neither 0/1 nor in [0, 1]")
+                raise ValueError(f"`gold`: {name}, id {ident!r}: correct = {value!r} is neither 0/1 nor in [0, 1]")
         elif letters is not None:
             gold_index[i] = _gold_letter(value, letters, name, ident)
             correct[i] = float(chosen[i] == gold_index[i])
@@ -484,7 +521,7 @@ def _gold_letter(value: Any, letters: str, name: str, ident: str) -> int:
         return value
     index = letter_of(str(value), letters)
     if index < 0:
-        raise ValueError(f"--gold: {name}, id {ident!r}: gold = {value!r} is none of the letters {letters!r}")
+        raise ValueError(f"`gold`: {name}, id {ident!r}: gold = {value!r} is none of the letters {letters!r}")
     return index
 
 
