@@ -124,10 +124,26 @@ CASES = {
         "--answers", "{lm_answers}", "--model", "{lm}", "--gguf-file", "model.gguf", "--confidence", "sequence",
         "--resplits", "0", "--json",
     ],
-    ("generations", "--gold"): other("{gold2}", *SERVED, "--letters", "ABCD"),
-    ("generations", "--letters"): [*SERVED, "--letters", "ABCD"],
-    ("generations", "--top-logprobs"): [*SERVED, "--top-logprobs", "5"],
-    ("generations", "--batch-input"): [*SERVED, "--batch-input", "{batch_input}"],
+    # served: a Batch API output of chat completions, its input file, gold letters or scores
+    ("served", "--answers"): other("{batch_output2}", *SERVED),
+    ("served", "--gold"): other("{gold2}", *SERVED, "--letters", "ABCD"),
+    ("served", "--letters"): [*SERVED, "--letters", "ABCD"],
+    ("served", "--top-logprobs"): [*SERVED, "--top-logprobs", "5"],
+    ("served", "--batch-input"): [*SERVED, "--batch-input", "{batch_input}"],
+    ("served", "--bootstrap"): [*SERVED, "--bootstrap", "20"],
+    ("served", "--resplits"): other(
+        "1", "--answers", "{batch_output}", "--gold", "{gold}", "--resplits", "2", "--json"
+    ),
+    ("served", "--seed"): [*SERVED, "--bootstrap", "20", "--seed", "1"],
+    ("served", "--n-bins"): [*SERVED, "--n-bins", "3"],
+    ("served", "--abstention-alpha"): [*SERVED, "--abstention-alpha", "0.9"],
+    ("served", "--abstention-delta"): [*SERVED, "--abstention-alpha", "0.9", "--abstention-delta", "0.01"],
+    ("served", "--json"): [*SERVED],
+    ("served", "--output"): [*SERVED, "--output", "{out}"],
+    ("served", "--confidence"): [*SERVED, "--confidence", "least_token"],
+    ("served", "--threshold"): ["--answers", "{batch_output}", "--gold", "{scores}", "--threshold", "0.8",
+                                "--resplits", "0", "--json"],
+    ("served", "--confidence-words"): [*SERVED, "--confidence", "verbalized", "--confidence-words", "the=0.9"],
     # multilabel: a value per label and multi-hot labels (shards for --quiet)
     ("multilabel", "--predictions"): other("{multilabel2}", "--predictions", "{multilabel}", "--json"),
     ("multilabel", "--bootstrap"): ["--predictions", "{multilabel}", "--bootstrap", "20", "--json"],
@@ -183,7 +199,7 @@ CASES = {
 EXCUSED = {
     ("compare", "--batch-size"): "how many rows the model reads at once: speed and memory only, same numbers",
     **{(command, "--help"): "prints the help and exits: tests/test_cli_help.py" for command in (
-        "demo", "report", "choices", "generations", "multilabel", "compare", "install-modules", "warmup")},
+        "demo", "report", "choices", "generations", "served", "multilabel", "compare", "install-modules", "warmup")},
 }  # fmt: skip
 """(command, flag) -> why dropping it cannot change what the command produces."""
 
@@ -192,7 +208,7 @@ CONTROLS = {  # one command line per command, run twice: what it produces must b
     "report (shards)": ("report", "--approximate-ace"),
     "choices": ("choices", "--output"),
     "generations": ("generations", "--output"),
-    "served": ("generations", "--letters"),
+    "served": ("served", "--letters"),
     "multilabel": ("multilabel", "--output"),
     "compare": ("compare", "--output"),
     "demo": ("demo", "--documents"),
@@ -252,11 +268,13 @@ def _served(folder: Path, k: int = 4, questions: int = 12, seed: int = 0) -> dic
         inputs.append({"custom_id": f"q{q}", "method": "POST", "url": "/v1/chat/completions", "body": request})
     gold = [{"id": f"q{q}", "gold": "ABCD"[q % 4]} for q in range(questions)]
     gold2 = [{"id": f"q{q}", "gold": "ABCD"[(q * 3 + 1) % 4]} for q in range(questions)]
+    scores = [{"id": f"q{q}", "correct": (0.3, 0.6, 0.9)[q % 3]} for q in range(questions)]  # --threshold decides
     return {
         "batch_output": write_jsonl(folder / "batch_output.jsonl", outputs),
         "batch_input": write_jsonl(folder / "batch_input.jsonl", inputs),
         "gold": write_jsonl(folder / "gold.jsonl", gold),
         "gold2": write_jsonl(folder / "gold2.jsonl", gold2),
+        "scores": write_jsonl(folder / "scores.jsonl", scores),
     }
 
 
@@ -371,6 +389,8 @@ def _compare(folder: Path) -> dict[str, Path]:
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("flags")
     found = {**_predictions(folder), **_logs(folder), **_generations(folder), **_served(folder)}
+    (folder / "second").mkdir()
+    found["batch_output2"] = _served(folder / "second", seed=1)["batch_output"]
     found.update(_compare(folder / "compare"))
     model, tokenizer = tiny_lm_and_tokenizer(folder)
     model.save_pretrained(folder / "lm")

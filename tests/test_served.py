@@ -666,3 +666,19 @@ def test_the_generations_command_honours_top_logprobs(model_logprobs, tmp_path, 
     asked = json.loads(capsys.readouterr().out)
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out) == asked
+
+
+def test_a_source_the_responses_give_is_read_from_them_not_asked_of_a_model(model_logprobs, tmp_path, capsys):
+    """`calibkit served --confidence sequence,verbalized` judges the responses' own sequence probability: it
+    once asked for a causal LM (--model, a flag the command does not have), as for a white-box source."""
+    from calibkit.cli import main
+
+    _, output_file, _, _ = batch_files(model_logprobs, tmp_path)
+    gold = tmp_path / "gold.csv"
+    gold.write_text("id,correct\n" + "".join(f"q{q},{q % 2}\n" for q in range(QUESTIONS)))
+    argv = ["served", "--answers", str(output_file), "--gold", str(gold), "--resplits", "0", "--json"]
+    assert main([*argv, "--confidence", "sequence,verbalized"]) == 0, capsys.readouterr().err
+    both = json.loads(capsys.readouterr().out)["pooled"]["sources"]
+    assert main([*argv, "--confidence", "sequence"]) == 0
+    alone = json.loads(capsys.readouterr().out)["pooled"]["sources"]
+    assert set(both) == {"sequence", "verbalized"} and both["sequence"] == alone["sequence"]

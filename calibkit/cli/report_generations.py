@@ -53,7 +53,7 @@ def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[
     if asked_verbal:
         data.confidence["verbalized"], data.kinds["verbalized"] = verbal, "verbalized"
         names.append("verbalized")
-    whitebox = [s for s in (asked or []) if s in WHITEBOX]
+    whitebox = [s for s in (asked or []) if s in WHITEBOX and s not in data.confidence]  # not read from the file
     if whitebox:
         if not args.model:
             raise ValueError(f"--confidence {','.join(whitebox)}: white-box sources need the causal LM: --model DIR")
