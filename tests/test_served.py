@@ -492,11 +492,19 @@ def test_the_served_command_names_its_flags_in_the_readers_errors(model_logprobs
     assert error("--answers", output_file, "--gold", gold, "--confidence", "ptrue").startswith(
         "--confidence: 'ptrue' is neither a column of"
     )
-    write_jsonl(out.parent / "table.jsonl", answers(4))  # another kind of answers beside the responses
-    assert error("--answers", out.parent, "--gold", gold) == (
-        f"--answers: {out.parent / 'table.jsonl'} holds a generations table, not a served model's responses: "
-        "calibkit generations reads it"
+    table = tmp_path / "table" / "table.jsonl"
+    table.parent.mkdir()
+    write_jsonl(table, answers(4))  # another kind of answers, and no response
+    assert error("--answers", table.parent, "--gold", gold) == (
+        f"--answers: {table} holds a generations table, not a served model's responses: calibkit generations reads it"
     )
+    mixed = tmp_path / "mixed"  # beside the responses: read with them, as generations read such a folder
+    mixed.mkdir()
+    (mixed / "out.jsonl").write_text(output_file.read_text())
+    write_jsonl(mixed / "table.jsonl", answers(4))
+    capsys.readouterr()
+    assert main(["served", "--answers", str(mixed), "--gold", str(gold), "--resplits", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pooled"]["questions"] == 8
 
 
 @pytest.mark.parametrize(

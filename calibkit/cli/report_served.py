@@ -111,15 +111,16 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.cli.report_generations import run as report
     from calibkit.lm.generations import kind_of
 
-    for file in _files(args.answers):
-        kind = kind_of(file)
-        if kind not in (None, "served"):
-            what = {"harness": "lm-evaluation-harness samples", "table": "a generations table"}.get(
-                kind, f"{kind} logs"
-            )
-            raise ValueError(
-                f"--answers: {file} holds {what}, not a served model's responses: calibkit generations reads it"
-            )
+    # Other answers beside the responses are read too, as `calibkit generations` read such a folder before
+    # this command existed; a location with no response at all is another command's input.
+    kinds = {file: kind_of(file) for file in _files(args.answers)}
+    others = [(file, kind) for file, kind in kinds.items() if kind not in (None, "served")]
+    if others and "served" not in kinds.values():
+        file, kind = others[0]
+        what = {"harness": "lm-evaluation-harness samples", "table": "a generations table"}.get(kind, f"{kind} logs")
+        raise ValueError(
+            f"--answers: {file} holds {what}, not a served model's responses: calibkit generations reads it"
+        )
     return report(args, served=served_options(args), letters=letters_section if args.letters else None)
 
 
