@@ -63,6 +63,7 @@ def test_the_guide_has_python_blocks():
     assert sum(len(python_blocks(p)) for p in PAGES) >= 20
 
 
+@pytest.mark.slow  # processes of their own, each importing torch: the default run's time, in .ci/run's slow pass
 @pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
 def test_guide_blocks_run_as_written(page, tmp_path):
     blocks = python_blocks(page)

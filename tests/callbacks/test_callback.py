@@ -366,6 +366,7 @@ def test_push_to_hub_uploads_the_calibrated_folder(tmp_path, monkeypatch):
     assert calls and calls[0]["repo_id"] == "someone/tiny" and calls[0]["path_in_repo"] == "calibrated-wts"
 
 
+@pytest.mark.slow  # processes of their own, each importing torch: the default run's time, in .ci/run's slow pass
 def test_two_processes_equal_one(tmp_path):
     """torchrun --nproc_per_node 2 (gloo, CPU) gives the single-process numbers: Trainer gathers first."""
     script = HERE / "ddp_evaluate.py"

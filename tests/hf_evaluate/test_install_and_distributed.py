@@ -79,6 +79,7 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # processes of their own, each importing torch: the default run's time, in .ci/run's slow pass
 def test_two_processes_give_the_one_process_result(tmp_path, data):
     probs, labels = data(7, "multiclass", n=500)
     np.savez(tmp_path / "data.npz", probs=probs, labels=labels)

@@ -287,6 +287,7 @@ print(chosen[0])
 """
 
 
+@pytest.mark.slow  # processes of their own, each importing torch: the default run's time, in .ci/run's slow pass
 def test_a_process_that_exits_during_its_compile_leaves_it_cached(tmp_path):
     """The first call of a short script runs on torch and the script ends at once: its exit waits
     for the compile, so the next process's first call runs on the kernels (never pays twice)."""
@@ -323,6 +324,7 @@ print(json.dumps({{"engines": chosen, "first": first, "second": second}}, defaul
 """
 
 
+@pytest.mark.slow  # processes of their own, each importing torch: the default run's time, in .ci/run's slow pass
 def test_cold_process_first_call_runs_on_torch_and_gives_the_kernels_numbers(tmp_path):
     """A fresh process with an empty numba cache: the first report runs on torch without waiting for
     a compile, the next on the kernels once compiled, and both give the same numbers, also for

@@ -168,6 +168,7 @@ if pl is not None:
                     json.dump(logged, f)
 
 
+@pytest.mark.slow  # processes of their own, each importing torch: the default run's time, in .ci/run's slow pass
 def test_two_processes_in_a_lightning_trainer_log_the_report_of_all_their_data(tmp_path):
     if pl is None:
         pytest.skip("lightning is not installed")
