@@ -117,6 +117,36 @@ def test_several_scores_of_one_task_share_its_table_and_equal_calibkit_on_many_q
     assert "brier_chars" not in results and "ece_ci_lower" not in results  # metrics= and n_boot=0 are heeded
 
 
+@pytest.mark.parametrize(
+    ("logprobs", "gold", "words"),
+    [
+        ([-1.0, -2.0], 3, "2 log-probabilities for 4 choices"),
+        ([-1.0, float("nan"), -3.0, -4.0], 3, r"a log-probability is not finite: \[-1.0, nan, -3.0, -4.0\]"),
+        ([-1.0, -2.0, -3.0, -4.0], 4, "`gold_index` 4 is not one index of the 4 choices"),
+    ],
+)
+def test_the_plugin_and_the_details_reader_refuse_a_question_in_the_same_words(tmp_path, logprobs, gold, words):
+    """One question check (check_question): lighteval's details file and the plugin's question say the same."""
+    import pyarrow as pa
+    from lighteval.models.model_output import ModelResponse
+    from lighteval.tasks.requests import Doc
+
+    from calibkit.plugins.lighteval import ChoiceLogprobs
+
+    source = details_file("calibkit_mc4")
+    table = pq.read_table(source)
+    rows = table.to_pylist()
+    rows[0]["doc"]["gold_index"], rows[0]["model_response"]["logprobs"] = gold, logprobs
+    bad = tmp_path / source.name
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), bad)
+    d = rows[0]["doc"]
+    with pytest.raises(ValueError, match=rf"question {d['id']}: {words}$"):
+        read_choices(bad)
+    doc = Doc(query=d["query"], choices=d["choices"], gold_index=gold, id=d["id"], task_name=d["task_name"])
+    with pytest.raises(ValueError, match=rf"doc {d['id']!r}: {words}$"):
+        ChoiceLogprobs().compute(doc=doc, model_response=ModelResponse(logprobs=logprobs))
+
+
 def test_bad_questions_are_refused_naming_the_doc():
     from lighteval.models.model_output import ModelResponse
     from lighteval.tasks.requests import Doc
