@@ -93,6 +93,7 @@ API_MODULES = {
     "calibkit.plugins.inspect_ai": "In Inspect AI",
     "calibkit.plugins.lighteval": "In lighteval",
     "calibkit.plugins.torchmetrics": "In Lightning and torchmetrics",
+    "calibkit.plugins.skeleton": "What every plugin shares (its rows, their direction)",
     "calibkit.verdicts.comparison": "Comparing calibrators",
     "calibkit.verdicts.resplits": "Re-splits and verdicts",
     "calibkit.verdicts.claims": "The papers' claims",

@@ -60,8 +60,8 @@ def test_llm_demo_on_smollm2(tmp_path):
     # calibkit's rows in the harness's own results table (calibkit.plugins.lm_eval), equal to calibkit choices
     harness = answers["harness_table"]
     rows = {key.split(",")[0]: value for key, value in harness["results"].items()}  # "ece,none": the filter's
-    assert {"ece", "brier", "nll", "aurc", "ece_ci95_lower", "ece_ci95_upper"} <= set(rows)
-    assert "ece_ci95_lower" in harness["table"]
+    assert {"ece", "brier", "nll", "aurc", "ece_ci_lower", "ece_ci_upper"} <= set(rows)
+    assert "ece_ci_lower" in harness["table"]
     from calibkit.lm.multiple_choice import multiple_choice_report, read_choices
 
     pooled = multiple_choice_report(read_choices(harness["samples"]))["pooled"]

@@ -84,6 +84,7 @@ PUBLIC_MODULES = (
     "calibkit.plugins.inspect_ai",
     "calibkit.plugins.lighteval",
     "calibkit.plugins.torchmetrics",
+    "calibkit.plugins.skeleton",
     "calibkit.evaluate_modules",
     "calibkit.evaluate_modules.cards",
     "calibkit.evaluate_modules.metric",

@@ -202,19 +202,9 @@ def choice_data(model: Any, tokenizer: Any, tasks: dict[str, list[Question]]) ->
     sums, _ = answer_logprobs(model, tokenizer, prompts, [c for i in rest for c in questions[i][1]])
     sums = np.split(sums, np.cumsum([len(questions[i][1]) for i in rest])[:-1]) if len(rest) else []
     by_question.update(zip(rest.tolist(), sums))
-    sums = np.concatenate([by_question[i] for i in range(len(questions))])
-    width = max(len(cs) for _, cs, _ in questions)
-    loglik = np.full((len(questions), width), np.nan)
-    chars = np.full_like(loglik, np.nan)
-    where = np.repeat(np.arange(len(questions)), [len(cs) for _, cs, _ in questions])
-    column = np.concatenate([np.arange(len(cs)) for _, cs, _ in questions])
-    loglik[where, column] = sums
-    chars[where, column] = [len(c) - 1 for _, cs, _ in questions for c in cs]  # the choice, not its space
-    gold = np.array([g for _, _, g in questions])
-    n = len(questions)
-    return ChoiceData(
-        task, np.arange(n).astype(object), loglik, gold, chars, chars.copy(), np.array(["demo"] * n, dtype=object)
-    )
+    chars = [[len(c) - 1 for c in cs] for _, cs, _ in questions]  # the choice, not its space
+    loglik = [by_question[i] for i in range(len(questions))]
+    return ChoiceData.stack(loglik, [g for _, _, g in questions], task=task, source="demo", chars=chars, bytes=chars)
 
 
 def free_text(model: Any, tokenizer: Any, examples: list[dict[str, Any]], folder: Path) -> Any:

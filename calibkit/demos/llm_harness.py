@@ -221,7 +221,7 @@ def harness_choice_section(
         "",
         f"Multiple choice in lm-evaluation-harness's own results table (task {CHOICE_TASK}: the plain task plus "
         "the two lines of calibkit.plugins.lm_eval; Stderr of calibkit's rows: its 95% bootstrap interval's "
-        "width / 3.92, the interval beside as _ci95_lower/_upper):",
+        "width / 3.92, the interval beside as _ci_lower/_ci_upper):",
         "",
         *("    " + line for line in table.strip().splitlines()),  # a code block: the table as the harness prints it
     ]

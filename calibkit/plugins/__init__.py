@@ -10,5 +10,9 @@ tool's own output, computed by calibkit's functional core (never re-derived here
 - ``calibkit.plugins.torchmetrics``: a ``torchmetrics.Metric`` backed by the accumulator's
   sums, for Lightning.
 
+What no tool changes is in ``calibkit.plugins.skeleton`` (the rows, their intervals' names, their
+direction) and ``calibkit.lm.multiple_choice`` (``ChoiceData.stack``, ``check_question``): a new
+tool's module holds its glue only, and one line here.
+
 None of them is imported by ``import calibkit``: each imports its tool.
 """

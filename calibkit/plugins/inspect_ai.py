@@ -53,7 +53,7 @@ RIGHT = 0.5
 ``generations_report``'s default threshold reads it."""
 
 
-def _metric(function: Callable[..., Metric]) -> Callable[..., Metric]:
+def _registered(function: Callable[..., Metric]) -> Callable[..., Metric]:
     """Register ``function`` as Inspect's ``@metric`` does, keeping its docstring and signature (help, docs)."""
     return functools.update_wrapper(metric(function), function)
 
@@ -107,7 +107,7 @@ def sample_confidence(state: TaskState, answer: str | None, source: str | None =
     return name, None if math.isnan(value) else value
 
 
-@_metric
+@_registered
 def ece(n_bins: int = DEFAULTS.n_bins) -> Metric:
     """Measure the expected calibration error of the confidence that :func:`calibrated` records.
 
@@ -123,52 +123,45 @@ def ece(n_bins: int = DEFAULTS.n_bins) -> Metric:
     -------
     inspect_ai.scorer.Metric
     """
-    return _metric("ece", n_bins)
+    return _of_sources("ece", n_bins)
 
 
-@_metric
-def brier() -> Metric:
-    """Brier score of the confidence that :func:`calibrated` records: ``mean (conf - right)^2``.
+def _of_sources(name: str, n_bins: int) -> Metric:
+    """Return Inspect's metric function: ``name`` of :func:`calibkit.lm.generations.source_metrics` on the scores."""
 
-    Returns
-    -------
-    inspect_ai.scorer.Metric
-    """
-    return _metric("brier", DEFAULTS.n_bins)
-
-
-@_metric
-def nll() -> Metric:
-    """Negative log-likelihood of the answers' correctness under the confidence :func:`calibrated` records.
-
-    Returns
-    -------
-    inspect_ai.scorer.Metric
-    """
-    return _metric("nll", DEFAULTS.n_bins)
-
-
-@_metric
-def aurc() -> Metric:
-    """Area under the risk-coverage curve of the confidence that :func:`calibrated` records.
-
-    The mean, over coverages ``k/n``, of the error rate of the ``k`` most confident answers
-    (Geifman and El-Yaniv 2017), computed by :func:`calibkit.lm.generations.source_metrics`.
-
-    Returns
-    -------
-    inspect_ai.scorer.Metric
-    """
-    return _metric("aurc", DEFAULTS.n_bins)
-
-
-def _metric(name: str, n_bins: int) -> Metric:
     def compute(scores: list[SampleScore]) -> float:
         confidence, right = confidence_and_right(scores)
         value = source_metrics(confidence, right, n_bins=n_bins)[name] if len(right) else None
         return math.nan if value is None else float(value)
 
     return compute
+
+
+def _without_settings(name: str, what: str) -> Callable[[], Metric]:
+    """Return Inspect's registered metric ``name`` (no setting): :func:`_of_sources` under its name and docstring."""
+
+    def build() -> Metric:
+        return _of_sources(name, DEFAULTS.n_bins)
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = f"""{what} of the confidence that :func:`calibrated` records.
+
+    Computed by :func:`calibkit.lm.generations.source_metrics` (right: a score of at least :data:`RIGHT`).
+
+    Returns
+    -------
+    inspect_ai.scorer.Metric
+    """
+    return _registered(build)
+
+
+brier = _without_settings("brier", "Brier score, ``mean (conf - right)^2``,")
+nll = _without_settings("nll", "Negative log-likelihood of the answers' correctness")
+aurc = _without_settings(
+    "aurc",
+    "Area under the risk-coverage curve (the mean over coverages ``k/n`` of the error rate of the ``k`` most "
+    "confident answers; Geifman and El-Yaniv 2017)",
+)
 
 
 def confidence_and_right(scores: list[SampleScore]) -> tuple[np.ndarray, np.ndarray]:

@@ -19,8 +19,9 @@ lighteval's own standard error is turned off for these rows, and replaced: its b
 replicates divided by ``sqrt(1000)`` (``mean_stderr`` of the replicates), 32 times too small, and
 it pickles the aggregation into a process pool. lighteval computes no standard error for an
 aggregation that returns a ``dict`` (``MetricsLogger.aggregate``), so :class:`ChoiceCalibration`
-returns every metric at once, each with ``{name}_ci_low`` and ``{name}_ci_high``: calibkit's
-percentile interval (95% by default), printed as rows of their own in lighteval's table.
+returns every metric at once, each with ``{name}_ci_lower`` and ``{name}_ci_upper``: calibkit's
+percentile interval (95% by default), printed as rows of their own in lighteval's table (the rows
+of every plugin: :mod:`calibkit.plugins.skeleton`).
 
 HLE (Humanity's Last Exam): lighteval's ``hle`` task reports ``calibration_error`` from the HLE
 authors' ``calib_err``, which skips the last, most confident bin (``range(len(bins) - 1)``);
@@ -50,11 +51,19 @@ from lighteval.metrics.utils.metric_utils import CorpusLevelMetric, CorpusLevelM
 from lighteval.tasks.requests import SamplingMethod
 
 from calibkit.lm.generations import source_metrics
-from calibkit.lm.multiple_choice import ChoiceData, check_score, choice_probabilities, multiple_choice_report
+from calibkit.lm.multiple_choice import (
+    ChoiceData,
+    check_question,
+    check_score,
+    choice_probabilities,
+    multiple_choice_report,
+)
+from calibkit.lm.multiple_choice.lighteval import choice_lengths
 from calibkit.metrics.bootstrap import MAX_REPLICATES, bootstrap_intervals
 from calibkit.metrics.registry import HARNESS_METRICS, OVER_CLASSES, metric, metric_names
 from calibkit.metrics.settings import DEFAULTS, resolve_settings
 from calibkit.metrics.validation import check_positive_int
+from calibkit.plugins.skeleton import higher_is_better, metric_rows
 
 __all__ = [
     "CHOICE_METRICS",
@@ -132,37 +141,13 @@ class ChoiceLogprobs(SampleLevelComputation):
             Naming the task and the doc's id: no choice, not ``n`` or ``2n`` log-probabilities, one
             not finite, or a gold that is not one index of the choices (calibration needs one).
         """
-        where = f"lighteval task {doc.task_name}, doc {doc.id!r}"
         n = len(doc.choices)
-        logprobs = list(model_response.logprobs or [])
-        if n == 0 or len(logprobs) not in (n, 2 * n):
-            raise ValueError(f"{where}: {len(logprobs)} log-probabilities for {n} choices (SamplingMethod.LOGPROBS)")
-        ll = np.asarray(logprobs[:n], dtype=np.float64)  # 2n: the unconditioned half (PMI) follows
-        if not np.isfinite(ll).all():
-            raise ValueError(f"{where}: a choice's log-probability is not finite: {ll.tolist()}")
-        gold = doc.gold_index if isinstance(doc.gold_index, list) else [doc.gold_index]
-        if len(gold) != 1 or not isinstance(gold[0], (int, np.integer)) or not 0 <= gold[0] < n:
-            raise ValueError(f"{where}: `gold_index` {doc.gold_index!r} is not one index of the {n} choices")
+        where = f"lighteval task {doc.task_name}, doc {doc.id!r}"
+        ll, gold = check_question(where, n, list(model_response.logprobs or []), doc.gold_index)
         tokens = model_response.output_tokens or []
         counts = [len(t) for t in tokens[:n]] if len(tokens) >= n and all(isinstance(t, list) for t in tokens) else []
-        return {
-            "logprobs": ll.tolist(),
-            "gold": int(gold[0]),
-            "chars": [len(c) for c in doc.choices],
-            "bytes": [len(c.encode("utf-8")) for c in doc.choices],
-            "tokens": counts,
-        }
-
-
-def _padded(rows: list[list[float]], width: int) -> np.ndarray:
-    """Stack ragged rows into ``(len(rows), width)``, NaN past each row's end."""
-    lengths = np.array([len(r) for r in rows], dtype=np.int64)
-    out = np.full((len(rows), width), np.nan)
-    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    out[np.repeat(np.arange(len(rows)), lengths), np.arange(lengths.sum()) - starts] = np.concatenate(
-        [np.asarray(r, dtype=np.float64) for r in rows]
-    )
-    return out
+        chars, nbytes = choice_lengths(doc.choices)
+        return {"logprobs": ll.tolist(), "gold": gold, "chars": chars, "bytes": nbytes, "tokens": counts}
 
 
 def choice_data(items: list[dict[str, Any]], task: str = "lighteval") -> ChoiceData:
@@ -178,7 +163,8 @@ def choice_data(items: list[dict[str, Any]], task: str = "lighteval") -> ChoiceD
     Returns
     -------
     ChoiceData
-        ``tokens`` is None unless every question has its choices' token counts.
+        ``tokens`` is None where no question has its choices' token counts (NaN for a question
+        without them).
 
     Raises
     ------
@@ -187,15 +173,10 @@ def choice_data(items: list[dict[str, Any]], task: str = "lighteval") -> ChoiceD
     """
     if not items:
         raise ValueError("`items`: no question to compute calibkit's metrics on")
-    width = max(len(item["logprobs"]) for item in items)
-    q = len(items)
-    with_tokens = all(len(item["tokens"]) == len(item["logprobs"]) for item in items)
-    return ChoiceData(
-        np.full(q, task, dtype=object), np.arange(q).astype(object),
-        _padded([item["logprobs"] for item in items], width), np.array([item["gold"] for item in items]),
-        _padded([item["chars"] for item in items], width), _padded([item["bytes"] for item in items], width),
-        np.full(q, task, dtype=object),
-        _padded([item["tokens"] for item in items], width) if with_tokens else None,
+    rows = {key: [item[key] for item in items] for key in ("logprobs", "gold", "chars", "bytes", "tokens")}
+    return ChoiceData.stack(
+        rows["logprobs"], rows["gold"], task=task, source=task, chars=rows["chars"], bytes=rows["bytes"],
+        tokens=rows["tokens"],
     )  # fmt: skip
 
 
@@ -263,7 +244,7 @@ class ChoiceCalibration(CorpusLevelComputation):
         Returns
         -------
         dict of str to float
-            ``{name}``, ``{name}_ci_low`` and ``{name}_ci_high`` per metric, ``name`` the metric with
+            ``{name}``, ``{name}_ci_lower`` and ``{name}_ci_upper`` per metric, ``name`` the metric with
             ``_{score}`` appended unless the score is ``loglik`` (``ece``, ``ece_chars``, ...).
             A dict: lighteval shows each entry as a row and computes no standard error of its own.
         """
@@ -273,7 +254,6 @@ class ChoiceCalibration(CorpusLevelComputation):
         # the report's own metric list: calibration_report's, AURC (always computed by the report) left out
         asked = [m for m in names if m not in ("aurc", "selective_accuracy")] or ["ece"]
         report = multiple_choice_report(data, score=self.score, n_bins=self.n_bins, metrics=asked)["pooled"]
-        suffix = _suffix(self.score)
         ci: dict[str, Any] = {}
         if self.n_boot:
             probs = choice_probabilities(data, self.score)
@@ -281,14 +261,8 @@ class ChoiceCalibration(CorpusLevelComputation):
                 probs, data.gold, metrics=names, n_boot=self.n_boot, confidence=self.confidence, seed=self.seed,
                 n_bins=self.n_bins,
             )["intervals"]  # fmt: skip
-        out: dict[str, float] = {}
-        for m in names:  # each metric, then its interval: adjacent rows in lighteval's table
-            if report.get(m) is None:  # not defined here (a class no question has as its answer, ...)
-                continue
-            out[f"{m}{suffix}"] = float(report[m])
-            if m in ci:
-                out[f"{m}{suffix}_ci_low"], out[f"{m}{suffix}_ci_high"] = ci[m]
-        return out
+        # a metric not defined here (a class no question has as its answer, ...) gets no row
+        return metric_rows(report, ci, names, _suffix(self.score))
 
 
 def choice_calibration(
@@ -330,7 +304,8 @@ def choice_calibration(
     corpus = ChoiceCalibration(score, metrics, n_bins, n_boot, confidence, seed)
     return CorpusLevelMetric(
         metric_name=f"calibkit{_suffix(corpus.score)}",
-        higher_is_better=False,  # errors; lighteval reads this flag nowhere in 0.13
+        # one flag for every row (lighteval reads it nowhere in 0.13): higher is better only if it is for each
+        higher_is_better=all(higher_is_better(m) for m in corpus.wanted(True)),
         category=SamplingMethod.LOGPROBS,
         sample_level_fn=ChoiceLogprobs(),
         corpus_level_fn=corpus,
@@ -445,7 +420,7 @@ class HLECalibration(CorpusLevelComputation):
             ``calibration_error_all_bins``: HLE's RMS error over every bin, the confidence in [0,
             1], times 100 (:func:`hle_rms_calibration_error`); ``ece``, ``brier``, ``nll``, ``aurc``
             of the stated confidence (calibkit's 1-D binary convention, class 1 = right) and
-            ``{name}_ci_low``, ``{name}_ci_high`` for the first three.
+            ``{name}_ci_lower``, ``{name}_ci_upper`` for the first three.
 
         Raises
         ------
@@ -463,11 +438,7 @@ class HLECalibration(CorpusLevelComputation):
         out = {name: float(original[name]) for name in HLE_NAMES}
         out["calibration_error_all_bins"] = 100 * hle_rms_calibration_error(stated / 100, right, self.per_bin)
         judged = source_metrics(stated / 100, right, n_bins=self.n_bins, bootstrap=self.n_boot, seed=self.seed)
-        for name in CHOICE_METRICS:
-            out[name] = float(judged[name])
-            if name in judged.get("intervals", {}):
-                out[f"{name}_ci_low"], out[f"{name}_ci_high"] = judged["intervals"][name]
-        return out
+        return {**out, **metric_rows(judged, judged.get("intervals", {}), CHOICE_METRICS)}
 
 
 def hle_calibration(
@@ -496,11 +467,8 @@ def hle_calibration(
     extra = ("calibration_error_all_bins", *CHOICE_METRICS)
     return CorpusLevelMetricGrouping(
         metric_name=[*HLE_NAMES, *extra],
-        # lighteval flags its calibration_error higher-is-better; every error here is lower-is-better
-        higher_is_better={
-            "accuracy": True,
-            **dict.fromkeys(["confidence_half_width", "calibration_error", *extra], False),
-        },
+        # lighteval flags its calibration_error higher-is-better; each row's direction here is the registry's
+        higher_is_better={name: higher_is_better(name) for name in (*HLE_NAMES, *extra)},
         category=SamplingMethod.GENERATIVE,
         sample_level_fn=sample_level_fn,
         corpus_level_fn=HLECalibration(n_bins=n_bins, n_boot=n_boot, seed=seed),

@@ -23,8 +23,9 @@ are added:
   (:func:`calibkit.lm.generations.source_metrics`).
 
 Intervals: calibkit's bootstrap (1000 replicates by question, seed 0) gives each metric a 95%
-percentile interval, shown beside the metric as two rows ``<metric>_ci95_lower`` and
-``<metric>_ci95_upper``; the harness's ``Stderr`` column shows the standard error a normal
+percentile interval, shown beside the metric as two rows ``<metric>_ci_lower`` and
+``<metric>_ci_upper`` (the rows of every plugin: :mod:`calibkit.plugins.skeleton`); the harness's
+``Stderr`` column shows the standard error a normal
 interval of the same width would have, ``(upper - lower) / (2 * 1.959964)`` (the harness
 computes a standard error only for its own aggregations, so calibkit returns it as the
 ``<metric>_stderr`` value the table reads).
@@ -47,7 +48,6 @@ array; this class logs it as a list of numbers.
 from __future__ import annotations
 
 import math
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ from calibkit.metrics.bootstrap import bootstrap_intervals
 from calibkit.metrics.registry import CONFIDENCE_METRICS, HARNESS_METRICS, ON_REQUEST
 from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_positive_int
+from calibkit.plugins.skeleton import higher_is_better, interval_rows
 
 try:
     from lm_eval.api.task import ConfigurableTask
@@ -163,7 +164,7 @@ class CalibratedTask(ConfigurableTask):
             raise ValueError(f"calibkit.plugins.lm_eval, task {name!r}: the task already has metrics named {clash}")
         for key, (metric, part) in self._keys().items():
             self._aggregation_list[key] = _Aggregation(self, metric, part)
-            self._higher_is_better[key] = metric in ("accuracy", "selective_accuracy")
+            self._higher_is_better[key] = higher_is_better(metric)
 
     def _keys(self) -> dict[str, tuple[str, str]]:
         """Each key calibkit adds to the per-sample results -> (metric, part), in the order of the table."""
@@ -173,8 +174,8 @@ class CalibratedTask(ConfigurableTask):
             if self._calibkit["bootstrap"] and self._has_interval(metric):
                 # after the metric: the harness writes "N/A" as its stderr, then this key's value over it
                 keys[f"{metric}_stderr"] = (metric, "stderr")
-                keys[f"{metric}_ci95_lower"] = (metric, "lower")
-                keys[f"{metric}_ci95_upper"] = (metric, "upper")
+                lower, upper = interval_rows(metric)
+                keys[lower], keys[upper] = (metric, "lower"), (metric, "upper")
         return keys
 
     def _has_interval(self, metric: str) -> bool:
@@ -335,16 +336,8 @@ def choices_of(items: list[dict], task: str = "lm_eval") -> ChoiceData:
     calibkit.lm.multiple_choice.ChoiceData
         One row per question, padded with NaN past its last choice.
     """
-    lls = [i["loglik"] for i in items]
-    lengths = np.fromiter(map(len, lls), dtype=np.int64, count=len(lls))
-    loglik = np.full((len(lls), int(lengths.max())), np.nan)
-    loglik[np.arange(loglik.shape[1]) < lengths[:, None]] = np.fromiter(chain.from_iterable(lls), dtype=float)
-    q = len(lls)
-    return ChoiceData(
-        np.full(q, task, dtype=object), np.arange(q).astype(object), loglik,
-        np.fromiter((i["gold"] for i in items), dtype=np.int64, count=q), None, None,
-        np.full(q, "lm-evaluation-harness", dtype=object),
-    )  # fmt: skip
+    loglik, gold = [i["loglik"] for i in items], [i["gold"] for i in items]
+    return ChoiceData.stack(loglik, gold, task=task, source="lm-evaluation-harness")
 
 
 def write_task(

@@ -78,7 +78,7 @@ def test_lighteval_results_equal_calibkit_choices_on_the_details_file(task, scor
     fixed = task == "calibkit_mc4"  # 4 choices each; mcvar has 3 to 5
     suffix = "" if score == "loglik" else f"_{score}"
     names = [*CHOICE_METRICS, *(CLASSWISE if fixed else ())]
-    assert {k for k in results if not k.endswith(("_ci_low", "_ci_high"))} == {f"{m}{suffix}" for m in names}
+    assert {k for k in results if not k.endswith(("_ci_lower", "_ci_upper"))} == {f"{m}{suffix}" for m in names}
     for m in names:
         assert results[f"{m}{suffix}"] == pytest.approx(expected[m], abs=1e-12, rel=0), m
     assert not [k for k in results if k.endswith("_stderr")]  # lighteval's own 32x-too-small stderr is off
@@ -86,8 +86,8 @@ def test_lighteval_results_equal_calibkit_choices_on_the_details_file(task, scor
     data = read_choices(file)
     ci = bootstrap_intervals(choice_probabilities(data, score), data.gold, metrics=tuple(names), n_boot=200)
     for m in names:
-        assert (results[f"{m}{suffix}_ci_low"], results[f"{m}{suffix}_ci_high"]) == pytest.approx(ci["intervals"][m])
-        assert results[f"{m}{suffix}_ci_low"] <= results[f"{m}{suffix}_ci_high"]
+        assert (results[f"{m}{suffix}_ci_lower"], results[f"{m}{suffix}_ci_upper"]) == pytest.approx(ci["intervals"][m])
+        assert results[f"{m}{suffix}_ci_lower"] <= results[f"{m}{suffix}_ci_upper"]
 
 
 def test_several_scores_of_one_task_share_its_table_and_equal_calibkit_on_many_questions(tmp_path, capsys):
@@ -114,7 +114,37 @@ def test_several_scores_of_one_task_share_its_table_and_equal_calibkit_on_many_q
     assert results["ece_chars"] == pytest.approx(chars["ece"], abs=1e-12)
     assert results["aurc_chars"] == pytest.approx(chars["aurc"], abs=1e-12)
     assert results["ece"] != pytest.approx(results["ece_chars"])  # two scores, two different numbers
-    assert "brier_chars" not in results and "ece_ci_low" not in results  # metrics= and n_boot=0 are heeded
+    assert "brier_chars" not in results and "ece_ci_lower" not in results  # metrics= and n_boot=0 are heeded
+
+
+@pytest.mark.parametrize(
+    ("logprobs", "gold", "words"),
+    [
+        ([-1.0, -2.0], 3, "2 log-probabilities for 4 choices"),
+        ([-1.0, float("nan"), -3.0, -4.0], 3, r"a log-probability is not finite: \[-1.0, nan, -3.0, -4.0\]"),
+        ([-1.0, -2.0, -3.0, -4.0], 4, "`gold_index` 4 is not one index of the 4 choices"),
+    ],
+)
+def test_the_plugin_and_the_details_reader_refuse_a_question_in_the_same_words(tmp_path, logprobs, gold, words):
+    """One question check (check_question): lighteval's details file and the plugin's question say the same."""
+    import pyarrow as pa
+    from lighteval.models.model_output import ModelResponse
+    from lighteval.tasks.requests import Doc
+
+    from calibkit.plugins.lighteval import ChoiceLogprobs
+
+    source = details_file("calibkit_mc4")
+    table = pq.read_table(source)
+    rows = table.to_pylist()
+    rows[0]["doc"]["gold_index"], rows[0]["model_response"]["logprobs"] = gold, logprobs
+    bad = tmp_path / source.name
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), bad)
+    d = rows[0]["doc"]
+    with pytest.raises(ValueError, match=rf"question {d['id']}: {words}$"):
+        read_choices(bad)
+    doc = Doc(query=d["query"], choices=d["choices"], gold_index=gold, id=d["id"], task_name=d["task_name"])
+    with pytest.raises(ValueError, match=rf"doc {d['id']!r}: {words}$"):
+        ChoiceLogprobs().compute(doc=doc, model_response=ModelResponse(logprobs=logprobs))
 
 
 def test_bad_questions_are_refused_naming_the_doc():
@@ -239,7 +269,7 @@ def test_hle_keeps_lightevals_numbers_beside_the_error_over_every_bin():
     judged = source_metrics(stated / 100, right, bootstrap=100)
     for m in ("ece", "brier", "nll", "aurc"):
         assert results[m] == pytest.approx(judged[m], abs=1e-12)
-    assert (results["ece_ci_low"], results["ece_ci_high"]) == pytest.approx(judged["intervals"]["ece"])
+    assert (results["ece_ci_lower"], results["ece_ci_upper"]) == pytest.approx(judged["intervals"]["ece"])
     assert not [k for k in results if k.endswith("_stderr")]
     assert metric.higher_is_better["calibration_error_all_bins"] is False
 
@@ -311,7 +341,7 @@ def _run_lightevals_pipeline(tmp_path, monkeypatch, capsys):
     pipeline.save_and_push_results()
     pipeline.show_results()
     table = capsys.readouterr().out
-    for row in ("ece", "ece_ci_low", "ece_ci_high", "cece", "aurc"):  # lighteval's printed table has calibkit's rows
+    for row in ("ece", "ece_ci_lower", "ece_ci_upper", "cece", "aurc"):  # lighteval's printed table has calibkit's rows
         assert re.search(rf"\|{row}\s+\|\d+\.\d{{4}}\|", table), row
     results = json.loads(next((tmp_path / "out" / "results").rglob("results_*.json")).read_text())["results"]
     for task in ("calibkit_mc4", "calibkit_mcvar"):
@@ -320,6 +350,6 @@ def _run_lightevals_pipeline(tmp_path, monkeypatch, capsys):
                                     capsys)  # fmt: skip
         for m in ("ece", "brier", "nll", "aurc"):
             assert got[m] == pytest.approx(expected[m], abs=1e-12, rel=0), (task, m)
-            assert f"{m}_stderr" not in got and got[f"{m}_ci_low"] <= got[f"{m}_ci_high"]
+            assert f"{m}_stderr" not in got and got[f"{m}_ci_lower"] <= got[f"{m}_ci_upper"]
         assert ("cece" in got) == (task == "calibkit_mc4")  # class-wise only where the number of choices is fixed
         assert got["acc_stderr"] > 0  # lighteval's own rows keep their standard error

@@ -107,8 +107,8 @@ def test_the_choice_rows_equal_calibkit_choices_on_the_samples_file(choice_run, 
     for metric, (low, high) in ci.items():
         if metric == "accuracy":
             continue
-        assert abs(row[f"{metric}_ci95_lower,none"] - low) <= 1e-12
-        assert abs(row[f"{metric}_ci95_upper,none"] - high) <= 1e-12
+        assert abs(row[f"{metric}_ci_lower,none"] - low) <= 1e-12
+        assert abs(row[f"{metric}_ci_upper,none"] - high) <= 1e-12
         assert abs(row[f"{metric}_stderr,none"] - (high - low) / (2 * Z95)) <= 1e-12
         assert low <= row[f"{metric},none"] <= high or metric == "ece"  # ECE's bootstrap is biased upwards
 
@@ -116,7 +116,7 @@ def test_the_choice_rows_equal_calibkit_choices_on_the_samples_file(choice_run, 
 def test_the_harness_table_prints_the_rows_with_their_stderr(choice_run):
     result, _, _ = choice_run
     lines = {line.split("|")[5].strip(): line for line in make_table(result).splitlines()[2:]}
-    rows = {"acc", "brier_score", "ece", "brier", "nll", "aurc", "cece", "ece_ci95_lower", "ece_ci95_upper"}
+    rows = {"acc", "brier_score", "ece", "brier", "nll", "aurc", "cece", "ece_ci_lower", "ece_ci_upper"}
     assert rows <= set(lines)
     assert "ece_stderr" not in lines  # the stderr key is read into its metric's row, not shown as one
     stderr = result["results"]["tiny_mc_calibkit"]["ece_stderr,none"]
@@ -143,7 +143,7 @@ def test_a_gold_given_as_a_list_of_one_index_is_that_choice(choice_run, tmp_path
     )
     listed, out = _run(hflm(path), tmp_path, tmp_path, ["tiny_mc_list_calibkit"])
     row, plain = listed["results"]["tiny_mc_list_calibkit"], result["results"]["tiny_mc_calibkit"]
-    for metric in ("acc", "ece", "brier", "nll", "aurc", "cece", "ece_ci95_lower", "ece_ci95_upper"):
+    for metric in ("acc", "ece", "brier", "nll", "aurc", "cece", "ece_ci_lower", "ece_ci_upper"):
         assert row[f"{metric},none"] == pytest.approx(plain[f"{metric},none"], abs=1e-12), metric  # as the index
     sample = json.loads(next(out.rglob("samples_tiny_mc_list_calibkit_*.jsonl")).read_text().splitlines()[0])
     assert json.loads(str(sample["target"])) == [rows[0]["gold"][0]] and sample["ece"]["gold"] == rows[0]["gold"][0]
@@ -212,8 +212,8 @@ def test_the_generation_rows_equal_calibkit_generations_on_the_samples_file(gene
         assert abs(row[f"{metric},none"] - verbal[metric]) <= 1e-12, metric
     for metric in ("ece", "brier", "nll"):
         low, high = verbal["intervals"][metric]
-        assert abs(row[f"{metric}_ci95_lower,none"] - low) <= 1e-12
-        assert abs(row[f"{metric}_ci95_upper,none"] - high) <= 1e-12
+        assert abs(row[f"{metric}_ci_lower,none"] - low) <= 1e-12
+        assert abs(row[f"{metric}_ci_upper,none"] - high) <= 1e-12
     assert "aurc_stderr,none" not in row or row["aurc_stderr,none"] == "N/A"  # no bootstrap of AURC there
     assert 0 < row["exact_match,none"] < 1
 
@@ -340,7 +340,7 @@ def test_the_llm_demo_shows_the_harness_table_with_calibkits_rows(choice_run, tm
         part = harness_choice_section(model, tokenizer, examples, "Q: what is red ?\nA: red\n\n", tmp_path)
     text, numbers = "\n".join(part["lines"]), part["json"]["results"]
     shown = {line.split("|")[5].strip() for line in text.splitlines() if line.count("|") == 10}
-    assert {"Metric", "acc", "ece", "ece_ci95_lower", "brier", "nll", "aurc"} <= shown and "cece" not in shown
+    assert {"Metric", "acc", "ece", "ece_ci_lower", "brier", "nll", "aurc"} <= shown and "cece" not in shown
     assert main(["choices", "--predictions", part["json"]["samples"], "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["tasks"][CHOICE_TASK]
     assert report["questions"] == 12

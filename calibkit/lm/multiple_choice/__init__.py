@@ -34,7 +34,14 @@ Readers (:func:`read_choices`):
   ``choice_bytes`` and ``choice_tokens`` (lengths, for the normalised scores).
 """
 
-from calibkit.lm.multiple_choice.data import SCORES, ChoiceData, check_score, choice_logits, choice_probabilities
+from calibkit.lm.multiple_choice.data import (
+    SCORES,
+    ChoiceData,
+    check_question,
+    check_score,
+    choice_logits,
+    choice_probabilities,
+)
 from calibkit.lm.multiple_choice.readers import is_choice_location, read_choices
 from calibkit.lm.multiple_choice.report import (
     POSITION_METRICS,
@@ -54,6 +61,7 @@ __all__ = [
     "ChoiceData",
     "at_chance",
     "chance_notes",
+    "check_question",
     "check_score",
     "choice_logits",
     "choice_probabilities",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +78,160 @@ class ChoiceData:
             self.task[rows], self.doc_id[rows], cut(self.loglik), self.gold[rows], cut(self.chars),
             cut(self.bytes), self.source[rows], cut(self.tokens),
         )  # fmt: skip
+
+    @classmethod
+    def stack(
+        cls,
+        loglik: Sequence[Sequence[float]] | np.ndarray,
+        gold: Sequence[int] | np.ndarray,
+        *,
+        task: str | Sequence[str],
+        source: str | Sequence[str],
+        doc_id: Sequence[Any] | None = None,
+        chars: Sequence[Sequence[float] | None] | np.ndarray | None = None,
+        bytes: Sequence[Sequence[float] | None] | np.ndarray | None = None,  # noqa: A002 - the field's name
+        tokens: Sequence[Sequence[float] | None] | np.ndarray | None = None,
+    ) -> ChoiceData:
+        """Stack questions of different numbers of choices into one table, NaN past each one's last choice.
+
+        Every reader and plugin builds its :class:`ChoiceData` here: one padding rule, one
+        broadcast of the task and source names, one rule for lengths that are unknown.
+
+        Parameters
+        ----------
+        loglik : sequence of sequences of float, or ndarray of shape (Q, K)
+            Each question's choices' log-likelihoods (a 2-D array: padded with NaN already).
+        gold : sequence of int
+            Each question's right choice.
+        task, source : str or sequence of str
+            The task and the file (or tool) of each question; a string names every question's.
+        doc_id : sequence, optional
+            Each question's id in its task; default its place, 0 to Q - 1.
+        chars, bytes, tokens : sequence of (sequence of float or None), or ndarray, optional
+            The choices' lengths; a question's row that is None, or of another length than its
+            log-likelihoods, is unknown (NaN). A table with no known length is None.
+
+        Returns
+        -------
+        ChoiceData
+
+        Examples
+        --------
+        >>> data = ChoiceData.stack([[-1.0, -2.0], [-0.5, -1.5, -3.0]], [0, 2], task="t", source="f")
+        >>> data.loglik.tolist()
+        [[-1.0, -2.0, nan], [-0.5, -1.5, -3.0]]
+        >>> data.n_choices.tolist(), data.doc_id.tolist()
+        ([2, 3], [0, 1])
+        """
+        table = _padded(loglik)
+        q, width = table.shape
+        counts = np.sum(~np.isnan(table), axis=1) if isinstance(loglik, np.ndarray) else [len(r) for r in loglik]
+
+        def lengths(rows: Any) -> np.ndarray | None:
+            if rows is None:
+                return None
+            if isinstance(rows, np.ndarray):
+                out = np.full((q, width), np.nan)
+                out[:, : rows.shape[1]] = rows
+            else:
+                known = [r if r is not None and len(r) == n else () for r, n in zip(rows, counts)]
+                out = _padded(known, width)
+            return None if np.isnan(out).all() else out
+
+        def names(value: Any) -> np.ndarray:
+            return np.full(q, value, dtype=object) if isinstance(value, str) else np.asarray(value, dtype=object)
+
+        ids = np.arange(q).astype(object) if doc_id is None else np.asarray(doc_id, dtype=object)
+        return cls(
+            names(task), ids, table, np.asarray(gold, dtype=np.int64).reshape(q), lengths(chars), lengths(bytes),
+            names(source), lengths(tokens),
+        )  # fmt: skip
+
+
+def _padded(rows: Any, width: int | None = None) -> np.ndarray:
+    """Stack ragged rows into ``(len(rows), width)`` (default the longest row), NaN past each row's end."""
+    if isinstance(rows, np.ndarray) and rows.ndim == 2:
+        return rows.astype(np.float64, copy=False)
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    flat = [np.asarray(r, dtype=np.float64).reshape(-1) for r in rows]
+    return pad_flat(np.concatenate(flat) if flat else np.empty(0), lengths, width)
+
+
+def pad_flat(flat: np.ndarray, lengths: np.ndarray, width: int | None = None) -> np.ndarray:
+    """Lay rows given end to end out as a table, NaN past each row's end.
+
+    Parameters
+    ----------
+    flat : ndarray of float, shape (sum(lengths),)
+        The rows' values, one row after the other.
+    lengths : ndarray of int, shape (Q,)
+        Each row's number of values.
+    width : int, optional
+        The table's width; default the longest row.
+
+    Returns
+    -------
+    ndarray of float64, shape (Q, width)
+
+    Examples
+    --------
+    >>> pad_flat(np.array([1.0, 2.0, 3.0]), np.array([2, 1])).tolist()
+    [[1.0, 2.0], [3.0, nan]]
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    width = int(lengths.max(initial=0)) if width is None else width
+    out = np.full((lengths.size, width), np.nan)
+    out[np.arange(width) < lengths[:, None]] = flat  # row-major: each row's values in order
+    return out
+
+
+def check_question(where: str, n_choices: int, logprobs: Sequence[float] | None, gold: Any) -> tuple[np.ndarray, int]:
+    """Check one question's scored choices and return its log-probabilities and its right choice.
+
+    The check every tool's question passes (lighteval's details files and its plugin's questions):
+    one log-probability per choice, or two (a PMI task appends the unconditioned ones: the first
+    half is kept), all finite, and one gold index among the choices (calibration needs one).
+
+    Parameters
+    ----------
+    where : str
+        Where the question is, for the message (a file and its question, a task and its doc).
+    n_choices : int
+        The question's number of choices.
+    logprobs : sequence of float or None
+        ``n_choices`` or ``2 * n_choices`` log-probabilities.
+    gold : int or list of one int
+        The index of the right choice.
+
+    Returns
+    -------
+    (ndarray of float64, int)
+        The ``n_choices`` log-probabilities and the gold index.
+
+    Raises
+    ------
+    ValueError
+        Beginning with ``where``: no choice, another count of log-probabilities, one not
+        finite, a gold that is not one index of the choices.
+
+    Examples
+    --------
+    >>> check_question("doc 1", 2, [-0.1, -2.3, -0.5, -1.0], [1])  # PMI: the unconditioned half dropped
+    (array([-0.1, -2.3]), 1)
+    """
+    n = n_choices
+    if n == 0:
+        raise ValueError(f"{where}: the question has no choice")
+    count = 0 if logprobs is None else len(logprobs)
+    if count not in (n, 2 * n):
+        raise ValueError(f"{where}: {count} log-probabilities for {n} choices")
+    ll = np.asarray(logprobs[:n], dtype=np.float64)  # 2n: the unconditioned half (PMI) follows
+    if not np.isfinite(ll).all():
+        raise ValueError(f"{where}: a log-probability is not finite: {ll.tolist()}")
+    golds = gold if isinstance(gold, list) else [gold]
+    if len(golds) != 1 or not isinstance(golds[0], (int, np.integer)) or not 0 <= golds[0] < n:
+        raise ValueError(f"{where}: `gold_index` {gold!r} is not one index of the {n} choices")
+    return ll, int(golds[0])
 
 
 def choice_probabilities(data: ChoiceData, score: str = "loglik") -> np.ndarray:

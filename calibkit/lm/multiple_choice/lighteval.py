@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.lm.multiple_choice.data import ChoiceData
+from calibkit.lm.multiple_choice.data import ChoiceData, check_question
 
 DETAILS = re.compile(r"^details_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.parquet$")
 """The name lighteval gives a details file."""
@@ -122,48 +122,59 @@ def _tokens(response: dict) -> list[int] | None:
 
 
 def _choice_data(questions: list[tuple], task: str, file: Path) -> ChoiceData:
-    """Check each question (gold, scores, the file's own accuracies) and stack them."""
+    """Check each question (`check_question`, then the file's own accuracies) and stack them."""
     if not questions:
         raise ValueError(f"`file`: {file} holds no question")
-    width = max(len(q[1]) for q in questions) or 1
-    table = np.full((4, len(questions), width), np.nan)
-    gold = np.empty(len(questions), dtype=np.int64)
-    for i, (doc_id, choices, logprobs, gold_index, metric, tokens) in enumerate(questions):
-        where = f"`file`: {file}, question {doc_id}"
-        n = len(choices)
-        if n == 0:
-            raise ValueError(f"{where}: the question has no choice")
-        if logprobs is None or len(logprobs) not in (n, 2 * n):
-            count = 0 if logprobs is None else len(logprobs)
-            raise ValueError(f"{where}: {count} log-likelihoods for {n} choices")
-        ll = np.asarray(logprobs[:n], dtype=np.float64)  # 2n: the unconditioned half (PMI) follows
-        if not np.isfinite(ll).all():
-            raise ValueError(f"{where}: a log-likelihood is not finite: {ll.tolist()}")
-        golds = gold_index if isinstance(gold_index, list) else [gold_index]
-        if len(golds) != 1 or not isinstance(golds[0], int) or not 0 <= golds[0] < n:
-            raise ValueError(f"{where}: `gold_index` {gold_index!r} is not one index of the {n} choices")
-        chars = np.array([len(c) for c in choices], dtype=np.float64)  # as lighteval's acc_norm counts
-        nbytes = np.array([len(c.encode("utf-8")) for c in choices], dtype=np.float64)
-        counts = np.full(n, np.nan) if tokens is None or len(tokens) != n else np.asarray(tokens, dtype=np.float64)
-        # lighteval logs both of its character normalisations as `acc_norm`: the length as stored,
-        # and (ignore_first_space, used by the agieval tasks and many suites) one less where the
-        # choice starts with a space; the file's value must agree with one of them
-        nospace = np.maximum(chars - np.array([c.startswith(" ") for c in choices]), 1.0)
-        checks = [("acc", (ll,)), ("acc_norm", (ll / chars, ll / nospace))]
-        checks += [] if np.isnan(counts).any() else [("acc_norm_token", (ll / counts,))]
-        for name, variants in checks:
-            if metric.get(name) is None:
-                continue
-            picks = [int(np.argmax(scores)) for scores in variants]
-            if all((pick == golds[0]) != (float(metric[name]) == 1.0) for pick in picks):
-                raise ValueError(
-                    f"{where}: the file's `{name}` is {metric[name]}, but its log-likelihoods pick choice "
-                    f"{' or '.join(map(str, dict.fromkeys(picks)))} for the gold {golds[0]}"
-                )
-        table[0, i, :n], table[1, i, :n], table[2, i, :n], table[3, i, :n] = ll, chars, nbytes, counts
-        gold[i] = golds[0]
-    q = len(questions)
-    return ChoiceData(
-        np.full(q, task, dtype=object), np.array([x[0] for x in questions], dtype=object), table[0], gold,
-        table[1], table[2], np.full(q, str(file), dtype=object), None if np.isnan(table[3]).all() else table[3],
+    lls, golds = [], []
+    for doc_id, choices, logprobs, gold_index, metric, tokens in questions:
+        ll, gold = check_question(f"`file`: {file}, question {doc_id}", len(choices), logprobs, gold_index)
+        _check_accuracies(f"`file`: {file}, question {doc_id}", ll, gold, choices, metric, tokens)
+        lls.append(ll)
+        golds.append(gold)
+    chars, nbytes = zip(*(choice_lengths(q[1]) for q in questions))
+    return ChoiceData.stack(
+        lls, golds, task=task, source=str(file), doc_id=[q[0] for q in questions], chars=chars, bytes=nbytes,
+        tokens=[q[5] for q in questions],
     )  # fmt: skip
+
+
+def choice_lengths(choices: list[str]) -> tuple[list[int], list[int]]:
+    """Return each choice's length in characters and in UTF-8 bytes, as lighteval's ``acc_norm`` counts it.
+
+    Parameters
+    ----------
+    choices : list of str
+        The choices as lighteval stores them (a leading space included).
+
+    Returns
+    -------
+    (list of int, list of int)
+        Characters and bytes of each choice.
+
+    Examples
+    --------
+    >>> choice_lengths([" yes", " née"])
+    ([4, 4], [4, 5])
+    """
+    return [len(c) for c in choices], [len(c.encode("utf-8")) for c in choices]
+
+
+def _check_accuracies(where: str, ll: np.ndarray, gold: int, choices: list[str], metric: dict, tokens: Any) -> None:
+    """Refuse a question whose file's own ``acc``/``acc_norm``/``acc_norm_token`` disagree with its gold."""
+    chars = np.array([len(c) for c in choices], dtype=np.float64)
+    # lighteval logs both of its character normalisations as `acc_norm`: the length as stored,
+    # and (ignore_first_space, used by the agieval tasks and many suites) one less where the
+    # choice starts with a space; the file's value must agree with one of them
+    nospace = np.maximum(chars - np.array([c.startswith(" ") for c in choices]), 1.0)
+    checks = [("acc", (ll,)), ("acc_norm", (ll / chars, ll / nospace))]
+    if tokens is not None and len(tokens) == len(choices):
+        checks.append(("acc_norm_token", (ll / np.asarray(tokens, dtype=np.float64),)))
+    for name, variants in checks:
+        if metric.get(name) is None:
+            continue
+        picks = [int(np.argmax(scores)) for scores in variants]
+        if all((pick == gold) != (float(metric[name]) == 1.0) for pick in picks):
+            raise ValueError(
+                f"{where}: the file's `{name}` is {metric[name]}, but its log-likelihoods pick choice "
+                f"{' or '.join(map(str, dict.fromkeys(picks)))} for the gold {gold}"
+            )

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.io.prediction_files import parquet_columns
-from calibkit.lm.multiple_choice.data import ChoiceData
+from calibkit.lm.multiple_choice.data import ChoiceData, pad_flat
 from calibkit.lm.multiple_choice.lighteval import DETAILS, read_details
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
@@ -221,14 +221,8 @@ def _read_samples(file: Path) -> ChoiceData:
             first_line[key] = number
     if not rows:
         raise ValueError(f"`location`: {file} holds no sample")
-    width = max(len(r[1]) for r in rows)
-    table = np.full((3, len(rows), width), np.nan)
-    for i, (_, ll, chars, nbytes, _) in enumerate(rows):  # per question, as parsed: the file is read once
-        table[0, i, : len(ll)], table[1, i, : len(ll)], table[2, i, : len(ll)] = ll, chars, nbytes
-    return ChoiceData(
-        np.full(len(rows), task, dtype=object), np.array([r[0] for r in rows], dtype=object), table[0],
-        np.array([r[4] for r in rows], dtype=np.int64), table[1], table[2], np.full(len(rows), str(file), dtype=object),
-    )  # fmt: skip
+    doc_id, ll, chars, nbytes, gold = zip(*rows)
+    return ChoiceData.stack(ll, gold, task=task, source=str(file), doc_id=doc_id, chars=chars, bytes=nbytes)
 
 
 def _sample_row(sample: dict, delimiter: str) -> tuple[Any, list[float], list[float], list[float], int]:
@@ -340,9 +334,7 @@ def _read_choice_table(file: Path) -> ChoiceData:
             flat = column.flatten().cast(pa.float64()).to_numpy(zero_copy_only=False)
         except pa.ArrowException as exc:
             raise ValueError(f"`location`: {file}: `{name}` must hold numbers ({exc})") from None
-        out = np.full((q, int(lengths.max())), np.nan)
-        out[np.arange(out.shape[1]) < lengths[:, None]] = flat  # row-major: each question's values in order
-        blocks[name] = out
+        blocks[name] = pad_flat(flat, lengths)
     ll = blocks["choice_logprobs"]
     present = np.arange(ll.shape[1]) < lengths[:, None]
     bad = np.flatnonzero((present & ~np.isfinite(np.where(present, ll, 0.0))).any(axis=1))
@@ -363,9 +355,9 @@ def _read_choice_table(file: Path) -> ChoiceData:
     task = table.column("task").to_numpy(zero_copy_only=False).astype(str) if "task" in names else np.full(q, file.stem)
     doc_id = table.column("doc_id").to_numpy(zero_copy_only=False) if "doc_id" in names else np.arange(q)
     _check_once(task, doc_id, file)
-    return ChoiceData(
-        task.astype(object), doc_id.astype(object), ll, gold, blocks.get("choice_chars"), blocks.get("choice_bytes"),
-        np.full(q, str(file), dtype=object), blocks.get("choice_tokens"),
+    return ChoiceData.stack(
+        ll, gold, task=task, source=str(file), doc_id=doc_id, chars=blocks.get("choice_chars"),
+        bytes=blocks.get("choice_bytes"), tokens=blocks.get("choice_tokens"),
     )  # fmt: skip
 
 
