@@ -127,8 +127,7 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str], str]]:
     gold = write_jsonl(tmp / "gold.jsonl", [{"id": f"q{q}", "gold": "B"} for q in range(3)])
     gold_e = write_jsonl(tmp / "gold_e.jsonl", [{"id": f"q{q}", "gold": "E"} for q in range(3)])
     gold_twice = write_jsonl(tmp / "gold2.jsonl", [{"id": i, "gold": "B"} for i in ("q0", "q1", "q2", "q1")])
-    write_jsonl(tmp / "m" / "answers.jsonl", answers(4))
-    (tmp / "m" / "out.jsonl").write_text(batch.read_text())
+    write_jsonl(tmp / "m" / "answers.jsonl", answers(4))  # answers, and no served response
     np.savez(tmp / "nolabels.npz", probs=np.eye(2))
     bad_choice = write_jsonl(tmp / "choices.jsonl", [{"choice_logprobs": [-1.0, -2.0], "gold": 5}])
     (tmp / "empty").mkdir()
