@@ -19,10 +19,12 @@ import numpy as np
 from calibkit.cli.common import check_options, format_value, writable_folder
 from calibkit.io.jsonable import json_ready
 from calibkit.lm.generations.report import COVERAGE, DECOMPOSED
+from calibkit.lm.sources import AGREEMENT, VERBALIZED, WHITEBOX, check_source, current_name, source_kind
 from calibkit.metrics.registry import CONFIDENCE_METRICS
 from calibkit.plots.tables import markdown_table
 
-WHITEBOX_HELP = "sequence, sequence_normalized, ptrue"
+WHITEBOX_HELP = ", ".join(WHITEBOX)
+"""The white-box sources, as the help and the messages list them."""
 
 
 def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[str]:
@@ -31,28 +33,23 @@ def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[
     Served responses have their log-probabilities' sources as columns, and verbalized: no model to run.
     """
     from calibkit.lm.generations.verbalized import check_words, verbalized_confidence
-    from calibkit.lm.generations.whitebox import WHITEBOX
 
-    asked = [s.strip() for s in args.confidence.split(",")] if args.confidence else None
+    asked = _asked(args.confidence, data.confidence) if args.confidence else None
     names = list(data.confidence) if asked is None else []
     texts = data.raw if data.raw is not None else data.answers
     verbal = verbalized_confidence(texts, data.origin, check_words(args.confidence_words))
     if asked is None and not np.isnan(verbal).all():  # by default, when some answer states one
         asked_verbal = True
     else:
-        asked_verbal = asked is not None and "verbalized" in asked
+        asked_verbal = asked is not None and VERBALIZED in asked
+    computed = (VERBALIZED,) if served else (VERBALIZED, *WHITEBOX, *AGREEMENT)
     for name in asked or []:
+        check_source(name, "sources", among=computed, columns=sorted(data.confidence))
         if name in data.confidence:
             names.append(name)
-        elif name not in ("verbalized", *(() if served else WHITEBOX)):
-            others = "" if served else f", {WHITEBOX_HELP}"
-            raise ValueError(
-                f"--confidence: {name!r} is neither a column of {args.answers} ({sorted(data.confidence)}) nor "
-                f"verbalized{others}"
-            )
     if asked_verbal:
-        data.confidence["verbalized"], data.kinds["verbalized"] = verbal, "verbalized"
-        names.append("verbalized")
+        data.confidence[VERBALIZED], data.kinds[VERBALIZED] = verbal, source_kind(VERBALIZED)
+        names.append(VERBALIZED)
     whitebox = [s for s in (asked or []) if s in WHITEBOX]
     if whitebox:
         if not args.model:
@@ -64,9 +61,14 @@ def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[
 
         computed = whitebox_confidence(model, tokenizer, data.questions, data.answers, tuple(whitebox))
         for name, values in computed.items():
-            data.confidence[name], data.kinds[name] = values, name
+            data.confidence[name], data.kinds[name] = values, source_kind(name)
             names.append(name)
     return names
+
+
+def _asked(confidence: str, columns: dict) -> list[str]:
+    """Return the sources ``--confidence`` names, each by its one name (a file's column as it is)."""
+    return [s if s in columns else current_name(s, "sources") for s in (x.strip() for x in confidence.split(","))]
 
 
 def _causal_lm(folder: str, gguf_file: str | None) -> tuple[Any, Any]:
@@ -232,7 +234,6 @@ def run(
         prints as exit status 2).
     """
     from calibkit.lm.generations import (
-        AGREEMENT_SOURCES,
         generations_report,
         read_agreement,
         read_generations,
@@ -243,7 +244,7 @@ def run(
     if not (0 < args.threshold <= 1):
         raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
     asked = {s.strip() for s in args.confidence.split(",")} if args.confidence else set()
-    if served is None and set(AGREEMENT_SOURCES) & asked:
+    if served is None and set(AGREEMENT) & asked:
         # several sampled answers a question: the majority answer, its agreement as confidence
         data = read_agreement(
             args.answers, metric=args.metric, harness_filter=args.harness_filter, answer=args.agreement_answer

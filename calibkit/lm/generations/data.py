@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calibkit.lm.sources import KINDS, source_kind
+
 RESERVED = ("task", "id", "question", "answer", "correct")
 """The columns of the generations format that are not confidences."""
 
@@ -29,8 +31,9 @@ class Generations:
         Each source's confidence that the answer is right, in [0, 1]; NaN where the source gave
         none (a verbalized confidence the answer does not state).
     kinds : dict of str to str
-        Each source's kind: ``given`` (a column), ``verbalized`` (parsed from the answer),
-        ``sequence``, ``sequence_normalized`` or ``ptrue`` (computed with a causal LM).
+        Each source's kind, one of :data:`calibkit.lm.sources.KINDS`: a registered source's
+        (``log-probabilities``, ``white-box``, ``verbalized``, ``samples``), ``given`` for any
+        other column of a file (:func:`calibkit.lm.sources.source_kind`).
     questions : list of str, optional
         The questions (or prompts), for the white-box sources.
     origin : list of str, default []
@@ -53,7 +56,7 @@ class Generations:
         """Return the number of answers."""
         return len(self.answers)
 
-    def with_source(self, name: str, values: np.ndarray, kind: str) -> Generations:
+    def with_source(self, name: str, values: np.ndarray, kind: str | None = None) -> Generations:
         """Return these generations with one more confidence source.
 
         Parameters
@@ -62,8 +65,9 @@ class Generations:
             The source's name in every output.
         values : ndarray of shape (N,)
             In [0, 1], NaN where absent.
-        kind : str
-            Its kind (see ``kinds``).
+        kind : str, optional
+            Its kind, one of :data:`calibkit.lm.sources.KINDS` (default: the registered source's
+            kind, ``given`` for any other name).
 
         Returns
         -------
@@ -72,8 +76,11 @@ class Generations:
         Raises
         ------
         ValueError
-            When ``name`` is taken or ``values`` has the wrong length.
+            When ``name`` is taken, ``values`` has the wrong length or ``kind`` is not a kind.
         """
+        kind = source_kind(name) if kind is None else kind
+        if kind not in KINDS:
+            raise ValueError(f"`kind`: {kind!r} is not a kind of confidence source; known: {', '.join(KINDS)}")
         if name in self.confidence:
             raise ValueError(f"a confidence source named {name!r} exists already: {sorted(self.confidence)}")
         values = np.asarray(values, dtype=np.float64)
