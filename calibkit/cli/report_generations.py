@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from calibkit.cli.common import check_options, format_value, writable_folder
+from calibkit.cli.common import check_options, format_value, name_flags, writable_folder
 from calibkit.io.jsonable import json_ready
 from calibkit.lm.generations.report import COVERAGE, DECOMPOSED
 from calibkit.lm.sources import AGREEMENT, VERBALIZED, WHITEBOX, check_source, current_name, source_kind
@@ -34,7 +36,7 @@ def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[
     """
     from calibkit.lm.generations.verbalized import check_words, verbalized_confidence
 
-    asked = _asked(args.confidence, data.confidence) if args.confidence else None
+    asked = _asked(args, data.confidence) if args.confidence else None
     names = list(data.confidence) if asked is None else []
     texts = data.raw if data.raw is not None else data.answers
     verbal = verbalized_confidence(texts, data.origin, check_words(args.confidence_words))
@@ -44,7 +46,7 @@ def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[
         asked_verbal = asked is not None and VERBALIZED in asked
     computed = (VERBALIZED,) if served else (VERBALIZED, *WHITEBOX, *AGREEMENT)
     for name in asked or []:
-        check_source(name, "sources", among=computed, columns=sorted(data.confidence))
+        check_source(name, "sources", among=computed, present=data.confidence)
         if name in data.confidence:
             names.append(name)
     if asked_verbal:
@@ -66,9 +68,18 @@ def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[
     return names
 
 
-def _asked(confidence: str, columns: dict) -> list[str]:
-    """Return the sources ``--confidence`` names, each by its one name (a file's column as it is)."""
-    return [s if s in columns else current_name(s, "sources") for s in (x.strip() for x in confidence.split(","))]
+def _asked(args: argparse.Namespace, columns: dict) -> list[str]:
+    """Return the sources ``--confidence`` names, each by its one name (a file's column as it is).
+
+    An old spelling (``letters``) is read, after one line on stderr, as the other old forms are.
+    """
+    asked = [s.strip() for s in args.confidence.split(",")]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", FutureWarning)
+        names = [s if s in columns else current_name(s, "sources") for s in asked]
+    for warning in said:
+        print(f"calibkit: {name_flags(str(warning.message), args.command)}", file=sys.stderr)
+    return names
 
 
 def _causal_lm(folder: str, gguf_file: str | None) -> tuple[Any, Any]:

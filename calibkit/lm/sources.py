@@ -255,7 +255,7 @@ def current_name(name: str, argument: str = "source") -> str:
 
 
 def check_source(
-    name: str, argument: str = "source", among: Iterable[str] | None = None, columns: Iterable[str] = ()
+    name: str, argument: str = "source", among: Iterable[str] | None = None, present: Iterable[str] = ()
 ) -> str:
     """Return the one name of a source, or refuse an unknown one with the known ones listed.
 
@@ -267,8 +267,9 @@ def check_source(
         The argument it came in (named in backticks: the command line names its flag).
     among : iterable of str, optional
         The sources this door computes (default: every registered one).
-    columns : iterable of str, default ()
-        Further names this door reads (an answers file's columns), listed in the message.
+    present : iterable of str, default ()
+        The sources the data holds (an answers file's columns, a reader's sources): known too,
+        listed first, and taken as they are (a column named as an old spelling is that column).
 
     Returns
     -------
@@ -280,15 +281,15 @@ def check_source(
     ValueError
         One line: the unknown name and the known ones.
     """
-    known = tuple(names() if among is None else among)
-    columns = tuple(columns)
-    if name in columns:
+    present = sorted(present)
+    known = [s for s in (names() if among is None else among) if s not in present]
+    if name in present:
         return name
     current = current_name(name, argument)
-    if current in known or current in columns:
+    if current in known or current in present:
         return current
-    also = f"the columns {list(columns)} or " if columns else ""
-    raise ValueError(f"`{argument}`: unknown confidence source {name!r}; known: {also}{', '.join(known)}")
+    listed = [*(f"{s} (in the data)" for s in present), *known]
+    raise ValueError(f"`{argument}`: unknown confidence source {name!r}; known: {', '.join(listed) or 'none'}")
 
 
 def lookup(name: str, argument: str = "source") -> Source:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibkit.lm.sources import KINDS, source_kind
+from calibkit.lm.sources import KINDS, check_source, source_kind
 
 RESERVED = ("task", "id", "question", "answer", "correct")
 """The columns of the generations format that are not confidences."""
@@ -90,6 +91,28 @@ class Generations:
             self.task, self.ids, self.answers, self.correct, {**self.confidence, name: values},
             {**self.kinds, name: kind}, self.questions, self.origin, self.raw,
         )  # fmt: skip
+
+    def source_names(self, sources: Iterable[str] | None) -> list[str]:
+        """Return the sources asked for (default: every one), each by its one name; each one these hold.
+
+        Parameters
+        ----------
+        sources : iterable of str, optional
+            Names of :attr:`confidence` (an old spelling of a registered source, ``letters``, is
+            read with a :class:`FutureWarning`).
+
+        Returns
+        -------
+        list of str
+
+        Raises
+        ------
+        ValueError
+            On a source these generations do not hold, with the ones they hold.
+        """
+        if sources is None:
+            return list(self.confidence)
+        return [check_source(s, "sources", among=(), present=self.confidence) for s in sources]
 
     def subset(self, rows: np.ndarray) -> Generations:
         """Return the rows ``rows`` (indices or a mask).

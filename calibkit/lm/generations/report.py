@@ -238,10 +238,7 @@ def recalibration_resplits(
 
 def _checked_sources(data: Generations, sources: list[str] | None) -> list[str]:
     """Return the sources asked for (default: all), each one the data has; at least one."""
-    names = list(data.confidence) if sources is None else list(sources)
-    unknown = [s for s in names if s not in data.confidence]
-    if unknown:
-        raise ValueError(f"unknown confidence source {unknown[0]!r}; the data has {sorted(data.confidence)}")
+    names = data.source_names(sources)
     if not names:
         raise ValueError(
             "the generations have no confidence source: add a numeric column, a verbalized confidence "
