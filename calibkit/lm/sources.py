@@ -12,9 +12,9 @@ new source is one entry here plus the function that computes it (see CONTRIBUTIN
 
 A column of an answers file that is not a registered source is a *given* source (a tool's own
 score), of kind ``given``. An unknown name gets one message listing the known ones
-(:func:`check_source`); an old spelling (:attr:`Source.old_names`: ``letters``, the letters'
+(:func:`check_source`); an old spelling (``Source.old_names``: ``letters``, the letters'
 source as the Inspect reader and plugin once spelled it) is still read, with a
-:class:`FutureWarning`.
+``FutureWarning``.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class Source:
     choices : bool
         Only for a multiple-choice answer (the letters' distribution).
     old_names : tuple of str
-        Spellings still read, with a :class:`FutureWarning`.
+        Spellings still read, with a ``FutureWarning``.
     """
 
     name: str
@@ -274,7 +274,7 @@ def check_source(
     Returns
     -------
     str
-        ``name``, or its current spelling (with a :class:`FutureWarning`).
+        ``name``, or its current spelling (with a ``FutureWarning``).
 
     Raises
     ------
@@ -341,14 +341,20 @@ def sources_table() -> str:
     lines = [
         ".. list-table::",
         "   :header-rows: 1",
-        "   :widths: 18 14 14 54",
+        "   :widths: 18 14 14 16 38",
         "",
         "   * - source",
         "     - kind",
         "     - needs",
+        "     - computed by",
         "     - what it is",
     ]
-    for s in REGISTRY:
-        needs = ", ".join(n for n in NEEDS if n in s.needs)
-        lines += [f"   * - ``{s.name}``", f"     - {s.kind}", f"     - {needs}", f"     - {s.description}"]
+    rows = [(f"``{s.name}``", s.kind, [n for n in NEEDS if n in s.needs], s.doors, s.description) for s in REGISTRY]
+    rows.append(("any other column", GIVEN, ["nothing"], ("the file",), KINDS[GIVEN]))
+    for name, kind, needs, doors, description in rows:
+        lines += [f"   * - {name}", f"     - {kind}", f"     - {', '.join(needs)}", f"     - {', '.join(doors)}"]
+        lines += [f"     - {description}"]
+    lines += ["", "Where calibkit computes them:", ""]
+    for door, where in DOORS.items():
+        lines += [f"- **{door}**: {where}"]
     return "\n".join(lines) + "\n"

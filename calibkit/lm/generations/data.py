@@ -98,8 +98,8 @@ class Generations:
         Parameters
         ----------
         sources : iterable of str, optional
-            Names of :attr:`confidence` (an old spelling of a registered source, ``letters``, is
-            read with a :class:`FutureWarning`).
+            Names of ``confidence`` (an old spelling of a registered source, ``letters``, is
+            read with a ``FutureWarning``).
 
         Returns
         -------
