@@ -320,7 +320,7 @@ def test_the_library_doors_refuse_bad_arguments_by_name(tmp_path):
     data = read_generations(write_jsonl(tmp_path / "gen.jsonl", answers(40)))
     with pytest.raises(
         ValueError,
-        match=r"`sources`: unknown confidence source 'nope'; known: judge \(in the data\), overconfident \(in the data\)$",
+        match=r"`sources`: unknown confidence source 'nope'; known: judge \(in the data\), overconfident \(in the data",
     ):
         generations_report(data, sources=["nope"])
     with pytest.raises(ValueError, match="the generations have no confidence source"):

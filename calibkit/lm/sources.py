@@ -61,13 +61,13 @@ NEEDS = ("weights", "log-probabilities", "samples", "text")
 returned by a server), several sampled answers a question, the answer's text."""
 
 DOORS = {
-    "model": "computed with a causal LM (calibkit.lm.generations.whitebox_confidence; calibkit generations --model)",
+    "model": "computed with a causal LM (calibkit.lm.generations.whitebox_confidence; calibkit generations with "
+    "the model)",
     "served": "read from a served model's returned log-probabilities (calibkit.lm.served.read_served; calibkit served)",
     "inspect": "read from an Inspect log's log-probabilities (calibkit.lm.inspect_logs.read_inspect_logs; the "
     "Inspect plugin's calibrated(source=...))",
     "text": "parsed from any answer's text (calibkit.lm.generations.verbalized_confidence)",
-    "samples": "from several sampled answers a question (calibkit.lm.generations.read_agreement; calibkit "
-    "generations --confidence agreement)",
+    "samples": "from several sampled answers a question (calibkit.lm.generations.read_agreement; calibkit generations)",
 }
 """Where calibkit computes a source, each with its function and command."""
 
