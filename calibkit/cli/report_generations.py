@@ -44,9 +44,9 @@ def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[
         asked_verbal = True
     else:
         asked_verbal = asked is not None and VERBALIZED in asked
-    computed = (VERBALIZED,) if served else (VERBALIZED, *WHITEBOX, *AGREEMENT)
+    offered = (VERBALIZED,) if served else (VERBALIZED, *WHITEBOX, *AGREEMENT)  # besides the data's own
     for name in asked or []:
-        check_source(name, "sources", among=computed, present=data.confidence)
+        check_source(name, "sources", among=offered, present=data.confidence)
         if name in data.confidence:
             names.append(name)
     if asked_verbal:

@@ -59,7 +59,7 @@ SOURCES = TOKENS
 
 LETTERS = LETTER
 """The source of a multiple-choice answer: its letter's probability among the choice letters
-(:data:`calibkit.lm.sources.LETTER`, ``letter``; spelled ``letters`` before 0.x, still read with a warning)."""
+(:data:`calibkit.lm.sources.LETTER`, ``letter``; spelled ``letters`` before the registry, still read with a warning)."""
 
 FIX = (
     "Inspect's hf provider samples by default (do_sample=True) and logs the most likely token at each step, "
