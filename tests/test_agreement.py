@@ -171,7 +171,7 @@ def test_a_table_of_repeated_ids(tmp_path, capsys):
     first_row = [next(r for r in by_id[i] if r["answer"] == a) for i, a in zip(ids, want["answer"])]
     assert data.correct.tolist() == [r["correct"] for r in first_row]  # the majority answer's own sample
     np.testing.assert_array_equal(data.confidence["judge"], [r["judge"] for r in first_row])
-    assert data.kinds["agreement"] == "agreement" and data.kinds["judge"] == "given"
+    assert data.kinds["agreement"] == "samples" and data.kinds["judge"] == "given"
     with pytest.raises(ValueError, match="`read_agreement` reads them"):
         read_generations(file)  # one answer a question: the hint names the way in
     with pytest.raises(ValueError, match="is a table"):
@@ -254,7 +254,7 @@ def test_the_command_reads_a_repeats_log(repeats_log, capsys):
     argv = ["generations", "--answers", str(out), "--confidence", "agreement,semantic_entropy"]
     assert main([*argv, "--agreement-answer", "scored", "--json", "--resplits", "0"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got["pooled"]["questions"] == 10 and got["kinds"]["semantic_entropy"] == "semantic_entropy"
+    assert got["pooled"]["questions"] == 10 and got["kinds"]["semantic_entropy"] == "samples"
     scored = read_agreement(out, answer="scored")
     assert got["pooled"]["sources"]["agreement"]["mean_confidence"] == pytest.approx(
         scored.confidence["agreement"].mean()

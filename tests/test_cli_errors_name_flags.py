@@ -152,7 +152,7 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str], str]]:
         ("generations", ["--answers", str(filters), "--harness-filter", "x"], "--answers: "),
         ("generations", ["--answers", str(table), "--confidence-words", "high"], "--confidence-words: expected"),
         ("generations", ["--answers", str(table), "--threshold", "2"], "--threshold"),
-        ("generations", ["--answers", str(table), "--confidence", "nope"], "--confidence: 'nope'"),
+        ("generations", ["--answers", str(table), "--confidence", "nope"], "--confidence: unknown confidence"),
         ("generations", ["--answers", str(table), "--confidence", "ptrue"], "--model DIR"),
         ("generations", ["--answers", str(table), "--abstention-alpha", "2"], "--abstention-alpha"),
         ("generations", ["--answers", str(nostated)], "(--confidence verbalized), or a model's (--model DIR"),

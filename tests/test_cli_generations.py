@@ -7,6 +7,7 @@ import pytest
 
 from calibkit.cli import main
 from calibkit.lm.generations import generations_report, read_generations, verbalized_confidence
+from calibkit.lm.sources import source_kind
 from tests.test_generations import answers, tiny_lm_and_tokenizer, write_jsonl
 from tests.test_pages import check_page
 
@@ -37,7 +38,7 @@ def test_table_json_and_report_agree_with_the_library(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--confidence", "nope"], "--confidence: 'nope' is neither a column of"),
+        (["--confidence", "nope"], "--confidence: unknown confidence source 'nope'; known: judge (in the data), "),
         (["--confidence", "ptrue"], "white-box sources need the causal LM: --model DIR"),
         (["--threshold", "0"], "--threshold must be a number in (0, 1], got 0.0"),
     ],
@@ -74,7 +75,7 @@ def test_whitebox_sources_from_a_saved_causal_lm(tmp_path, capsys):
     want = whitebox_confidence(model, tokenizer, [r["question"] for r in rows], [r["answer"] for r in rows])
     right = np.array([r["correct"] for r in rows])
     for name, values in want.items():
-        assert got["kinds"][name] == name
+        assert got["kinds"][name] == source_kind(name)  # sequence's log-probabilities, ptrue's white-box
         brier = float(np.mean((values - right) ** 2))
         assert got["pooled"]["sources"][name]["brier"] == pytest.approx(brier, rel=1e-6)
 

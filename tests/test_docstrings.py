@@ -57,6 +57,7 @@ PUBLIC_MODULES = (
     "calibkit.lm.multiple_choice",
     "calibkit.lm.generations",
     "calibkit.lm.generations.whitebox",
+    "calibkit.lm.sources",
     "calibkit.demos.llm",
     "calibkit.demos.llm_harness",
     "calibkit.cli",

@@ -318,7 +318,10 @@ def test_the_library_doors_refuse_bad_arguments_by_name(tmp_path):
     from calibkit.lm.generations.whitebox import whitebox_confidence
 
     data = read_generations(write_jsonl(tmp_path / "gen.jsonl", answers(40)))
-    with pytest.raises(ValueError, match="unknown confidence source 'nope'; the data has"):
+    with pytest.raises(
+        ValueError,
+        match=r"`sources`: unknown confidence source 'nope'; known: judge \(in the data\), overconfident \(in the data",
+    ):
         generations_report(data, sources=["nope"])
     with pytest.raises(ValueError, match="the generations have no confidence source"):
         generations_report(data, sources=[])
@@ -335,7 +338,9 @@ def test_the_library_doors_refuse_bad_arguments_by_name(tmp_path):
     with pytest.raises(ValueError, match="no answer with a confidence to fit"):
         fit_score_map("platt", np.array([]), np.array([]))
     model, tokenizer = tiny_lm_and_tokenizer(tmp_path)
-    with pytest.raises(ValueError, match="unknown white-box source 'entropy'"):
+    with pytest.raises(
+        ValueError, match="`sources`: unknown confidence source 'entropy'; known: sequence, sequence_normalized, ptrue$"
+    ):
         whitebox_confidence(model, tokenizer, ["q"], ["a"], ("entropy",))
     with pytest.raises(ValueError, match="2 questions for 1 answers"):
         whitebox_confidence(model, tokenizer, ["q", "r"], ["a"])

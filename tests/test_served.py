@@ -450,7 +450,7 @@ def test_the_served_command_reads_served_responses(model_logprobs, tmp_path, cap
     served = {"gold": gold, "letters": LETTERS, "batch_input": input_file}
     want = generations_report(read_generations(output_file, served=served))
     for source in ("sequence", "sequence_normalized", "least_token", "letter"):
-        assert got["kinds"][source] == "served"
+        assert got["kinds"][source] == "log-probabilities"
         assert got["pooled"]["sources"][source]["ece"] == pytest.approx(want["pooled"]["sources"][source]["ece"])
     read = read_served(output_file, **served)
     choices = multiple_choice_report(read.choices())
@@ -490,7 +490,7 @@ def test_the_served_command_names_its_flags_in_the_readers_errors(model_logprobs
     assert error("--answers", tmp_path / "none.jsonl", "--gold", gold).startswith("--answers: no such file or folder")
     gold.write_text("".join(json.dumps({"id": f"q{q}", "correct": 1}) + "\n" for q in range(4)))
     assert error("--answers", output_file, "--gold", gold, "--confidence", "ptrue").startswith(
-        "--confidence: 'ptrue' is neither a column of"
+        "--confidence: unknown confidence source 'ptrue'; known: least_token (in the data), "
     )
     table = tmp_path / "table" / "table.jsonl"
     table.parent.mkdir()

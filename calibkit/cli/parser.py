@@ -7,6 +7,7 @@ module docstring (whose reST markup would print as it is).
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -22,6 +23,7 @@ from calibkit.cli.options import (
 )
 from calibkit.cli.report_served import add_served_options
 from calibkit.lm.multiple_choice.data import SCORES
+from calibkit.lm.sources import AGREEMENT, LETTER, TOKENS, VERBALIZED, WHITEBOX, lookup
 
 DESCRIPTION = """\
 calibkit: can a classifier's probabilities be trusted, per class and per region of certainty?
@@ -104,15 +106,30 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"calibkit: error: {message} (see `{self.prog} --help`)\n")
 
 
+def _sources_help(sources: tuple[str, ...]) -> str:
+    """Return the epilog's lines on the sources a command computes: each one's name and description."""
+    width = max(len(s) for s in sources) + 2
+    lines = ["", "", "confidence sources (--confidence):"]
+    for name in sources:
+        lines += textwrap.wrap(
+            lookup(name).description, 100, initial_indent=f"  {name:<{width}}", subsequent_indent=" " * (width + 2)
+        )
+    return "\n".join(lines)
+
+
 def _command(
-    sub: argparse._SubParsersAction, name: str, summary: str, parents: tuple[argparse.ArgumentParser, ...] = ()
+    sub: argparse._SubParsersAction,
+    name: str,
+    summary: str,
+    parents: tuple[argparse.ArgumentParser, ...] = (),
+    sources: tuple[str, ...] = (),
 ) -> argparse.ArgumentParser:
     description, example = HELP[name]
     return sub.add_parser(
         name,
         help=summary,
         description=description,
-        epilog=f"example:\n  {example}",
+        epilog=f"example:\n  {example}" + (_sources_help(sources) if sources else ""),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=list(parents),
     )
@@ -234,7 +251,8 @@ def _generations(sub: argparse._SubParsersAction) -> None:
         settings_parent(GENERATION_SETTINGS),
         outputs_parent("report.html, report.json and table.md"),
     )
-    gen = _command(sub, "generations", "the confidence of generated answers, per source", parents)
+    computed = (VERBALIZED, *WHITEBOX, *AGREEMENT)
+    gen = _command(sub, "generations", "the confidence of generated answers, per source", parents, computed)
     gen.add_argument(
         "--answers",
         required=True,
@@ -244,9 +262,9 @@ def _generations(sub: argparse._SubParsersAction) -> None:
     )
     gen.add_argument(
         "--confidence",
-        help="the sources to judge, comma-separated: column names, verbalized, sequence, sequence_normalized, ptrue, "
-        "agreement, semantic_entropy (several sampled answers a question: harness repeats, repeated ids) "
-        "(default: every numeric column, and verbalized where answers state one)",
+        help=f"the sources to judge, comma-separated: column names, {', '.join((VERBALIZED, *WHITEBOX, *AGREEMENT))} "
+        f"({', '.join(AGREEMENT)}: several sampled answers a question: harness repeats, repeated ids) "
+        f"(default: every numeric column, and {VERBALIZED} where answers state one)",
     )
     gen.add_argument(
         "--agreement-answer", choices=("majority", "scored"), default="majority",
@@ -267,7 +285,10 @@ def _served(sub: argparse._SubParsersAction) -> None:
         settings_parent(GENERATION_SETTINGS),
         outputs_parent("report.html, report.json and table.md"),
     )
-    served = _command(sub, "served", "the confidence of a served model's answers, from its log-probabilities", parents)
+    served = _command(
+        sub, "served", "the confidence of a served model's answers, from its log-probabilities", parents,
+        (*TOKENS, LETTER, VERBALIZED),
+    )  # fmt: skip
     served.add_argument(
         "--answers",
         required=True,
@@ -277,8 +298,8 @@ def _served(sub: argparse._SubParsersAction) -> None:
     add_served_options(served)
     served.add_argument(
         "--confidence",
-        help="the sources to judge, comma-separated: sequence, sequence_normalized, least_token, letter (with "
-        "--letters) and verbalized (default: all of them, verbalized where answers state one)",
+        help=f"the sources to judge, comma-separated: {', '.join(TOKENS)}, {LETTER} (with --letters) and {VERBALIZED} "
+        f"(default: all of them, {VERBALIZED} where answers state one)",
     )
     served.add_argument("--threshold", type=float, default=0.5, help="an answer is right when correct >= this")
     served.add_argument("--confidence-words", help="words of verbalized confidence, e.g. high=0.9,low=0.3")

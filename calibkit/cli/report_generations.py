@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from calibkit.cli.common import check_options, format_value, writable_folder
+from calibkit.cli.common import check_options, format_value, name_flags, writable_folder
 from calibkit.io.jsonable import json_ready
 from calibkit.lm.generations.report import COVERAGE, DECOMPOSED
+from calibkit.lm.sources import AGREEMENT, VERBALIZED, WHITEBOX, check_source, current_name, source_kind
 from calibkit.metrics.registry import CONFIDENCE_METRICS
 from calibkit.plots.tables import markdown_table
 
-WHITEBOX_HELP = "sequence, sequence_normalized, ptrue"
+WHITEBOX_HELP = ", ".join(WHITEBOX)
+"""The white-box sources, as the help and the messages list them."""
 
 
 def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[str]:
@@ -31,28 +35,23 @@ def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[
     Served responses have their log-probabilities' sources as columns, and verbalized: no model to run.
     """
     from calibkit.lm.generations.verbalized import check_words, verbalized_confidence
-    from calibkit.lm.generations.whitebox import WHITEBOX
 
-    asked = [s.strip() for s in args.confidence.split(",")] if args.confidence else None
+    asked = _asked(args, data.confidence) if args.confidence else None
     names = list(data.confidence) if asked is None else []
     texts = data.raw if data.raw is not None else data.answers
     verbal = verbalized_confidence(texts, data.origin, check_words(args.confidence_words))
     if asked is None and not np.isnan(verbal).all():  # by default, when some answer states one
         asked_verbal = True
     else:
-        asked_verbal = asked is not None and "verbalized" in asked
+        asked_verbal = asked is not None and VERBALIZED in asked
+    offered = (VERBALIZED,) if served else (VERBALIZED, *WHITEBOX, *AGREEMENT)  # besides the data's own
     for name in asked or []:
+        check_source(name, "sources", among=offered, present=data.confidence)
         if name in data.confidence:
             names.append(name)
-        elif name not in ("verbalized", *(() if served else WHITEBOX)):
-            others = "" if served else f", {WHITEBOX_HELP}"
-            raise ValueError(
-                f"--confidence: {name!r} is neither a column of {args.answers} ({sorted(data.confidence)}) nor "
-                f"verbalized{others}"
-            )
     if asked_verbal:
-        data.confidence["verbalized"], data.kinds["verbalized"] = verbal, "verbalized"
-        names.append("verbalized")
+        data.confidence[VERBALIZED], data.kinds[VERBALIZED] = verbal, source_kind(VERBALIZED)
+        names.append(VERBALIZED)
     whitebox = [s for s in (asked or []) if s in WHITEBOX and s not in data.confidence]  # not read from the file
     if whitebox:
         if not args.model:
@@ -64,8 +63,22 @@ def _sources(args: argparse.Namespace, data: Any, served: bool = False) -> list[
 
         computed = whitebox_confidence(model, tokenizer, data.questions, data.answers, tuple(whitebox))
         for name, values in computed.items():
-            data.confidence[name], data.kinds[name] = values, name
+            data.confidence[name], data.kinds[name] = values, source_kind(name)
             names.append(name)
+    return names
+
+
+def _asked(args: argparse.Namespace, columns: dict) -> list[str]:
+    """Return the sources ``--confidence`` names, each by its one name (a file's column as it is).
+
+    An old spelling (``letters``) is read, after one line on stderr, as the other old forms are.
+    """
+    asked = [s.strip() for s in args.confidence.split(",")]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", FutureWarning)
+        names = [s if s in columns else current_name(s, "sources") for s in asked]
+    for warning in said:
+        print(f"calibkit: {name_flags(str(warning.message), args.command)}", file=sys.stderr)
     return names
 
 
@@ -232,7 +245,6 @@ def run(
         prints as exit status 2).
     """
     from calibkit.lm.generations import (
-        AGREEMENT_SOURCES,
         generations_report,
         read_agreement,
         read_generations,
@@ -243,7 +255,7 @@ def run(
     if not (0 < args.threshold <= 1):
         raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
     asked = {s.strip() for s in args.confidence.split(",")} if args.confidence else set()
-    if served is None and set(AGREEMENT_SOURCES) & asked:
+    if served is None and set(AGREEMENT) & asked:
         # several sampled answers a question: the majority answer, its agreement as confidence
         data = read_agreement(
             args.answers, metric=args.metric, harness_filter=args.harness_filter, answer=args.agreement_answer

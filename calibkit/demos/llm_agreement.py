@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.lm.sources import names
+
 REPEATS = 5
 """Sampled answers a question (``repeats`` of the harness's task)."""
 
@@ -34,8 +36,9 @@ QUESTIONS = 40
 TEMPERATURE = 1.0
 """The sampling temperature: the model's own distribution."""
 
-COMPARED = ("sequence", "sequence_normalized")
-"""The white-box sources of the majority answer the agreement is compared with."""
+COMPARED = names("model", kind="log-probabilities")
+"""The white-box sources of the majority answer the agreement is compared with (its log-probabilities': ``sequence``
+and ``sequence_normalized``)."""
 
 
 def sampled_answers(
@@ -90,7 +93,7 @@ def sampled_answers(
     for name, values in computed.items():
         column = np.full(len(data), np.nan)
         column[said] = values
-        data = data.with_source(name, column, name)
+        data = data.with_source(name, column)
     return data
 
 

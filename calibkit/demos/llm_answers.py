@@ -235,7 +235,7 @@ def free_text(model: Any, tokenizer: Any, examples: list[dict[str, Any]], folder
     order = np.argsort(data.ids.astype(int))  # the questions' order, for the re-splits' seeds to mean the same
     data = data.subset(order)
     for name, values in whitebox_confidence(model, tokenizer, data.questions, data.answers).items():
-        data = data.with_source(name, values, name)
+        data = data.with_source(name, values)
     return data
 
 

@@ -12,9 +12,10 @@ in the shape of OpenAI's chat completions. Each sample becomes one answer of
   (``value_to_float``: ``C`` 1, ``I`` 0, ``P`` 0.5, ``N`` 0, numbers as they are);
 - confidence sources computed by :func:`calibkit.lm.served.logprob_sources` on the answer's
   tokens: ``sequence``, ``sequence_normalized`` and ``least_token``, and for a multiple-choice
-  sample ``letters``: the probability of the chosen letter in the distribution over the choice
-  letters found in ``top_logprobs`` at the letter's position (the last token of the answer that
-  spells the scored letter).
+  sample ``letter`` (spelled ``letters`` before): the probability of the chosen letter in the
+  distribution over the choice letters found in ``top_logprobs`` at the letter's position (the
+  last token of the answer that spells the scored letter); :mod:`calibkit.lm.sources` describes
+  every source.
 
 The answer's tokens are those whose text makes the completion: tokens past it (the end-of-text
 token, and in a batch the positions generated after a row had finished) are not the answer's. A
@@ -37,6 +38,7 @@ import numpy as np
 
 from calibkit.lm.generations.data import Generations, concat
 from calibkit.lm.served import letter_of, logprob_sources
+from calibkit.lm.sources import LETTER, TOKENS, source_kind
 
 __all__ = [
     "BYTE_LEVEL",
@@ -52,11 +54,12 @@ __all__ = [
     "score_value",
 ]
 
-SOURCES = ("sequence", "sequence_normalized", "least_token")
+SOURCES = TOKENS
 """The sources of every answer with logged log-probabilities, in the order of every output."""
 
-LETTERS = "letters"
-"""The source of a multiple-choice answer: its letter's probability among the choice letters."""
+LETTERS = LETTER
+"""The source of a multiple-choice answer: its letter's probability among the choice letters
+(:data:`calibkit.lm.sources.LETTER`, ``letter``; spelled ``letters`` before the registry, still read with a warning)."""
 
 FIX = (
     "Inspect's hf provider samples by default (do_sample=True) and logs the most likely token at each step, "
@@ -246,7 +249,7 @@ def output_sources(
     -------
     dict of str to ndarray
         ``sequence``, ``sequence_normalized``, ``least_token`` (shape (N,)); with a
-        multiple-choice sample, ``letters`` (the chosen letter's probability among the letters;
+        multiple-choice sample, ``letter`` (the chosen letter's probability among the letters;
         NaN for a generation, or where no token spells the scored letter), and the letter
         position's ``outside_mass`` and ``absent_bound`` and the ``confidence_shift`` that
         ``calibkit.lm.served.LogprobSources.ece_bound`` averages (NaN likewise).
@@ -372,7 +375,7 @@ def _read_one(file: Path, scorer: str | None) -> tuple[Generations, dict[str, np
     data = Generations(
         np.array([log.eval.task] * len(samples), dtype=object), np.array(ids, dtype=object),
         [a or "" for a in answers], np.array(correct, dtype=np.float64), confidence,
-        {k: k for k in confidence}, [_input_text(s) for s in samples], where,
+        {k: source_kind(k) for k in confidence}, [_input_text(s) for s in samples], where,
     )  # fmt: skip
     extra = {k: v for k, v in sources.items() if k not in confidence}
     extra["n_tokens"] = np.array([len(t) for t in tokens], dtype=np.int64)
@@ -424,7 +427,7 @@ def read_inspect_logs(
         One answer per sample (and epoch: its id is ``id#epoch`` when a task ran several), its
         task the Inspect task's name, its confidence sources ``sequence``,
         ``sequence_normalized``, ``least_token`` and, with multiple-choice samples,
-        ``letters``. ``calibkit.lm.generations.generations_report`` judges them.
+        ``letter``. ``calibkit.lm.generations.generations_report`` judges them.
 
     Raises
     ------

@@ -12,7 +12,7 @@ in ``inspect eval``'s output and the eval log's ``results``::
 sample's answer is recorded in ``Score.metadata["calibkit"]`` (``{"source", "confidence"}``),
 computed from the output's logged token log-probabilities exactly as
 :func:`calibkit.lm.inspect_logs.read_inspect_logs` reads them from the log afterwards (one
-function, :func:`calibkit.lm.inspect_logs.output_sources`): ``letters`` (the chosen letter's
+function, :func:`calibkit.lm.inspect_logs.output_sources`): ``letter`` (the chosen letter's
 probability among the choice letters) for a multiple-choice sample, ``sequence`` otherwise, or
 the source named. The metrics :func:`ece`, :func:`brier`, :func:`nll` and :func:`aurc` read it
 and the score (right when Inspect's ``value_to_float`` gives at least 0.5) and are computed by
@@ -41,6 +41,7 @@ from inspect_ai.util import registry_info
 
 from calibkit.lm.generations import source_metrics
 from calibkit.lm.inspect_logs import LETTERS, SHUFFLED, SOURCES, answer_tokens, output_sources, score_value
+from calibkit.lm.sources import check_source
 from calibkit.metrics.settings import DEFAULTS
 
 KEY = "calibkit"
@@ -68,8 +69,9 @@ def sample_confidence(state: TaskState, answer: str | None, source: str | None =
     answer : str or None
         The scorer's answer (the letter, for a multiple-choice sample).
     source : str, optional
-        ``sequence``, ``sequence_normalized``, ``least_token`` or ``letters``; default
-        ``letters`` for a multiple-choice sample and ``sequence`` otherwise.
+        ``sequence``, ``sequence_normalized``, ``least_token`` or ``letter`` (its old spelling
+        ``letters`` still read, with a warning); default ``letter`` for a multiple-choice sample and
+        ``sequence`` otherwise (:mod:`calibkit.lm.sources`).
 
     Returns
     -------
@@ -88,8 +90,7 @@ def sample_confidence(state: TaskState, answer: str | None, source: str | None =
     if any(i != c.original_position for i, c in enumerate(state.choices or [])):
         raise ValueError(f"sample {state.sample_id} epoch {state.epoch}: {SHUFFLED}")
     name = source or (LETTERS if n_choices else SOURCES[0])
-    if name not in (*SOURCES, LETTERS):
-        raise ValueError(f"`source` must be one of {[*SOURCES, LETTERS]}, got {source!r}")
+    name = check_source(name, "source", among=(*SOURCES, LETTERS))
     output = state.output
     choice = output.choices[0] if output.choices else None
     where = f"sample {state.sample_id} epoch {state.epoch}"
@@ -201,9 +202,9 @@ def calibrated(
         Any scorer (``choice()``, ``match()``, ``includes()``, a model grader, your own); its
         scores are kept as they are.
     source : str, optional
-        The confidence: ``letters`` (default for a multiple-choice sample), ``sequence``
-        (default otherwise), ``sequence_normalized`` or ``least_token``
-        (:mod:`calibkit.lm.inspect_logs`).
+        The confidence: ``letter`` (default for a multiple-choice sample; ``letters``, its old
+        spelling, still read with a warning), ``sequence`` (default otherwise),
+        ``sequence_normalized`` or ``least_token`` (:mod:`calibkit.lm.sources`).
     metrics : list of inspect_ai.scorer.Metric, optional
         Default ``[accuracy(), stderr(), ece(), brier(), nll(), aurc()]``.
     name : str, optional
@@ -220,8 +221,8 @@ def calibrated(
         On an unknown source (here), and in the sample's scoring when its logged tokens do not
         spell its output (the ``hf`` provider's sampling: run with ``-M do_sample=False``).
     """
-    if source is not None and source not in (*SOURCES, LETTERS):
-        raise ValueError(f"`source` must be one of {[*SOURCES, LETTERS]}, got {source!r}")
+    if source is not None:  # checked here, before any sample: an unknown one listed with the known ones
+        source = check_source(source, "source", among=(*SOURCES, LETTERS))
     if name is None:
         name = registry_info(base).name.split("/")[-1]
 

@@ -184,7 +184,7 @@ def plain_sources(sample: dict) -> dict[str, float]:
             word = text(alternative["token"]).strip()
             if word in mass:
                 mass[word] += math.exp(alternative["logprob"])
-        out["letters"] = mass[chosen] / sum(mass.values())
+        out["letter"] = mass[chosen] / sum(mass.values())
     return out
 
 
@@ -199,7 +199,7 @@ def test_each_source_equals_a_plain_loop_over_the_logs_json(runs, which, form, t
     data = read_inspect_logs(location)
     samples = {str(s["id"]): s for s in plain_samples(location)}
     assert sorted(data.ids) == sorted(samples) and len(data) == N
-    expected_sources = {"sequence", "sequence_normalized", "least_token"} | ({"letters"} if which == "mc" else set())
+    expected_sources = {"sequence", "sequence_normalized", "least_token"} | ({"letter"} if which == "mc" else set())
     assert set(data.confidence) == expected_sources
     for row, ident in enumerate(data.ids):
         sample = samples[ident]
@@ -222,7 +222,7 @@ def test_inspect_results_show_calibkits_metrics_equal_to_the_report_of_the_log(r
     (scores,) = log.results.scores
     shown = {name: m.value for name, m in scores.metrics.items()}
     assert {"accuracy", "ece", "brier", "nll", "aurc"} <= set(shown)
-    source = "letters" if which == "mc" else "sequence"
+    source = "letter" if which == "mc" else "sequence"
     report = generations_report(read_inspect_logs(log.location), sources=[source])
     judged = report["pooled"]["sources"][source]
     for name in ("ece", "brier", "nll", "aurc"):
@@ -233,7 +233,7 @@ def test_inspect_results_show_calibkits_metrics_equal_to_the_report_of_the_log(r
 
 def test_the_scorer_records_the_confidence_the_reader_reads(runs):
     _, _, logs = runs
-    for which, source in (("mc", "letters"), ("gen", "sequence")):
+    for which, source in (("mc", "letter"), ("gen", "sequence")):
         log = read_eval_log(logs[which].location)
         data = read_inspect_logs(log.location)
         recorded = {str(s.id): next(iter(s.scores.values())).metadata[KEY] for s in log.samples}
@@ -338,7 +338,7 @@ def test_a_folder_reads_every_log_and_two_runs_of_one_task_are_refused(runs, tmp
     assert sorted(set(data.task)) == ["tiny_gen", "tiny_mc"] and len(data) == 2 * N
     report = generations_report(data)
     assert set(report["tasks"]) == {"tiny_gen", "tiny_mc"}
-    assert np.isnan(data.confidence["letters"][data.task == "tiny_gen"]).all()  # letters: multiple choice only
+    assert np.isnan(data.confidence["letter"][data.task == "tiny_gen"]).all()  # letters: multiple choice only
     copy = tmp_path / "twice"
     copy.mkdir()
     for name in ("a", "b"):
@@ -364,8 +364,34 @@ def test_a_partial_score_is_right_as_the_guide_says():
     assert brier()(scores) == pytest.approx((4 * 0.2**2 + 2 * 0.8**2) / 6, abs=1e-12)  # P counted right
 
 
+UNKNOWN = r"^`source`: unknown confidence source 'entropy'; known: sequence, sequence_normalized, least_token, letter$"
+"""The one message of an unknown source (:func:`calibkit.lm.sources.check_source`), listing the known ones."""
+
+
+def test_the_letters_old_spelling_is_still_read_with_a_warning(runs, capsys):
+    """``letters``, the Inspect reader's and plugin's name of the letters' source, is ``letter`` (the registry's)."""
+    from calibkit.cli import main
+
+    _, _, logs = runs
+    data = read_inspect_logs(logs["mc"].location)
+    assert "letter" in data.confidence and "letters" not in data.confidence
+    new = generations_report(data, sources=["letter"])["pooled"]["sources"]["letter"]
+    with pytest.warns(FutureWarning, match=r"`sources`: the confidence source 'letters' is renamed 'letter'"):
+        old = generations_report(data, sources=["letters"])["pooled"]["sources"]["letter"]
+    assert old == new
+    with pytest.warns(FutureWarning, match=r"`source`: the confidence source 'letters' is renamed 'letter'"):
+        calibrated(choice(), source="letters")
+    capsys.readouterr()
+    argv = ["generations", "--answers", logs["mc"].location, "--resplits", "0", "--json", "--confidence"]
+    assert main([*argv, "letters"]) == 0
+    shown, err = capsys.readouterr()
+    assert err.startswith("calibkit: --confidence: the confidence source 'letters' is renamed 'letter'")
+    assert main([*argv, "letter"]) == 0
+    assert json.loads(shown) == json.loads(capsys.readouterr().out)
+
+
 def test_calibrated_refuses_an_unknown_source():
-    with pytest.raises(ValueError, match=r"`source` must be one of"):
+    with pytest.raises(ValueError, match=UNKNOWN):
         calibrated(choice(), source="entropy")
 
 
@@ -387,8 +413,8 @@ def test_read_generations_and_the_command_line_read_inspect_logs(runs, tmp_path,
     capsys.readouterr()
     assert main(["generations", "--answers", logs["mc"].location, "--resplits", "0", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    judged = generations_report(direct.subset(direct.task == "tiny_mc"))["pooled"]["sources"]["letters"]
-    assert shown["pooled"]["sources"]["letters"]["ece"] == pytest.approx(judged["ece"], abs=1e-12)
+    judged = generations_report(direct.subset(direct.task == "tiny_mc"))["pooled"]["sources"]["letter"]
+    assert shown["pooled"]["sources"]["letter"]["ece"] == pytest.approx(judged["ece"], abs=1e-12)
 
 
 def test_the_scorer_refuses_an_output_without_log_probabilities_and_passes_on_no_output():
@@ -403,7 +429,7 @@ def test_the_scorer_refuses_an_output_without_log_probabilities_and_passes_on_no
         sample_confidence(state, "A")
     state.output = ModelOutput(model="m")  # the model gave nothing
     assert sample_confidence(state, None) == ("sequence", None)
-    with pytest.raises(ValueError, match=r"`source` must be one of"):
+    with pytest.raises(ValueError, match=UNKNOWN):
         sample_confidence(state, None, "entropy")
 
 
@@ -481,6 +507,6 @@ def test_inspect_eval_on_the_command_line_prints_calibkits_metrics(runs, tmp_pat
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     (log,) = (tmp_path / "logs").glob("*.eval")
-    report = generations_report(read_inspect_logs(log), sources=["letters"])["pooled"]["sources"]["letters"]
+    report = generations_report(read_inspect_logs(log), sources=["letter"])["pooled"]["sources"]["letter"]
     for name in ("ece", "brier", "nll", "aurc"):
         assert re.search(rf"^{name}\s+{report[name]:.3f}\s*$", done.stdout, re.M), (name, done.stdout[-2000:])

@@ -13,6 +13,8 @@ When a model answers in its own words, its confidence is not a softmax over choi
 - **agreement** of several sampled answers (:func:`read_agreement`): the majority answer's share
   of the samples, and ``exp(-SE)`` of the semantic entropy over the groups of answers that agree.
 
+Every source calibkit computes has one name, kind and description in :mod:`calibkit.lm.sources`.
+
 Each source is judged as a binary classifier of "the answer is right" (calibkit's 1-D binary
 convention, class 1 = right): ECE, ACE, Brier, NLL, AURC and the selective accuracy, per task and
 pooled, with bootstrap intervals by question (:func:`generations_report`); and its recalibration

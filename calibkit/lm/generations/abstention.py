@@ -136,9 +136,8 @@ def abstention_resplits(
         On an unknown source, ``resplits`` not an integer in [1, 10000], ``threshold`` outside
         (0, 1], or a bad level.
     """
-    names = list(data.confidence) if sources is None else list(sources)
-    unknown = [s for s in names if s not in data.confidence]
-    if unknown or not names:
+    names = data.source_names(sources)
+    if not names:
         raise ValueError(f"`sources` must name confidence sources of the data {sorted(data.confidence)}, got {names}")
     resplits = check_positive_int(resplits, "resplits", 10_000)
     if isinstance(threshold, bool) or not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):

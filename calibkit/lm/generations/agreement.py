@@ -42,9 +42,10 @@ from calibkit.lm.generations.readers import (
     _read_table_file,
 )
 from calibkit.lm.multiple_choice.readers import task_of
+from calibkit.lm.sources import AGREEMENT, source_kind
 
-AGREEMENT_SOURCES = ("agreement", "semantic_entropy")
-"""The two confidence sources computed from several sampled answers a question."""
+AGREEMENT_SOURCES = AGREEMENT
+"""The confidence sources computed from several sampled answers a question (:data:`calibkit.lm.sources.AGREEMENT`)."""
 
 ANSWERS = ("majority", "scored")
 """Which answer a harness log's row stands for: the samples' majority, or the one the harness scored."""
@@ -392,7 +393,8 @@ def _harness_agreement(
         np.array([task_of(file)] * len(samples), dtype=object),
         np.array([str(s["doc_id"]) for s in samples], dtype=object), list(answers),
         _correctness(values, where, named),
-        {s: out[s] for s in AGREEMENT_SOURCES}, {s: s for s in AGREEMENT_SOURCES}, questions, where, list(answers),
+        {s: out[s] for s in AGREEMENT_SOURCES}, {s: source_kind(s) for s in AGREEMENT_SOURCES}, questions, where,
+        list(answers),
     )  # fmt: skip
 
 
@@ -409,5 +411,5 @@ def _table_agreement(file: Path, grouping: _Grouping) -> Generations:
     out = _sources(question, label)
     data = rows.subset(order[out["majority"]])
     for name in AGREEMENT_SOURCES:
-        data = data.with_source(name, out[name], name)
+        data = data.with_source(name, out[name], source_kind(name))
     return data

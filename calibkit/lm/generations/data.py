@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from calibkit.lm.sources import KINDS, check_source, source_kind
 
 RESERVED = ("task", "id", "question", "answer", "correct")
 """The columns of the generations format that are not confidences."""
@@ -29,8 +32,9 @@ class Generations:
         Each source's confidence that the answer is right, in [0, 1]; NaN where the source gave
         none (a verbalized confidence the answer does not state).
     kinds : dict of str to str
-        Each source's kind: ``given`` (a column), ``verbalized`` (parsed from the answer),
-        ``sequence``, ``sequence_normalized`` or ``ptrue`` (computed with a causal LM).
+        Each source's kind, one of :data:`calibkit.lm.sources.KINDS`: a registered source's
+        (``log-probabilities``, ``white-box``, ``verbalized``, ``samples``), ``given`` for any
+        other column of a file (:func:`calibkit.lm.sources.source_kind`).
     questions : list of str, optional
         The questions (or prompts), for the white-box sources.
     origin : list of str, default []
@@ -53,7 +57,7 @@ class Generations:
         """Return the number of answers."""
         return len(self.answers)
 
-    def with_source(self, name: str, values: np.ndarray, kind: str) -> Generations:
+    def with_source(self, name: str, values: np.ndarray, kind: str | None = None) -> Generations:
         """Return these generations with one more confidence source.
 
         Parameters
@@ -62,8 +66,9 @@ class Generations:
             The source's name in every output.
         values : ndarray of shape (N,)
             In [0, 1], NaN where absent.
-        kind : str
-            Its kind (see ``kinds``).
+        kind : str, optional
+            Its kind, one of :data:`calibkit.lm.sources.KINDS` (default: the registered source's
+            kind, ``given`` for any other name).
 
         Returns
         -------
@@ -72,8 +77,11 @@ class Generations:
         Raises
         ------
         ValueError
-            When ``name`` is taken or ``values`` has the wrong length.
+            When ``name`` is taken, ``values`` has the wrong length or ``kind`` is not a kind.
         """
+        kind = source_kind(name) if kind is None else kind
+        if kind not in KINDS:
+            raise ValueError(f"`kind`: {kind!r} is not a kind of confidence source; known: {', '.join(KINDS)}")
         if name in self.confidence:
             raise ValueError(f"a confidence source named {name!r} exists already: {sorted(self.confidence)}")
         values = np.asarray(values, dtype=np.float64)
@@ -83,6 +91,28 @@ class Generations:
             self.task, self.ids, self.answers, self.correct, {**self.confidence, name: values},
             {**self.kinds, name: kind}, self.questions, self.origin, self.raw,
         )  # fmt: skip
+
+    def source_names(self, sources: Iterable[str] | None) -> list[str]:
+        """Return the sources asked for (default: every one), each by its one name; each one these hold.
+
+        Parameters
+        ----------
+        sources : iterable of str, optional
+            Names of ``confidence`` (an old spelling of a registered source, ``letters``, is
+            read with a ``FutureWarning``).
+
+        Returns
+        -------
+        list of str
+
+        Raises
+        ------
+        ValueError
+            On a source these generations do not hold, with the ones they hold.
+        """
+        if sources is None:
+            return list(self.confidence)
+        return [check_source(s, "sources", among=(), present=self.confidence) for s in sources]
 
     def subset(self, rows: np.ndarray) -> Generations:
         """Return the rows ``rows`` (indices or a mask).

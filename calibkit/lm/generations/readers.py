@@ -32,6 +32,7 @@ import numpy as np
 from calibkit.io.prediction_files import parquet_columns, read_table
 from calibkit.lm.generations.data import RESERVED, Generations, concat
 from calibkit.lm.multiple_choice.readers import task_of
+from calibkit.lm.sources import source_kind
 
 OPTION = "`location`"
 """What the messages about the files read name: the argument (the command line names its flag)."""
@@ -199,7 +200,7 @@ def _read_table_file(file: Path) -> Generations:
     ids = np.array([str(i) for i in table.column("id").to_pylist()], dtype=object)
     data = Generations(
         np.array([str(t) for t in task], dtype=object), ids, answers, correct, sources,
-        dict.fromkeys(sources, "given"), questions, where,
+        {name: source_kind(name) for name in sources}, questions, where,
     )  # fmt: skip
     _check_answers(data)
     return data

@@ -19,6 +19,7 @@ from calibkit.io.jsonable import json_ready
 from calibkit.lm.generations.abstention import abstention_summary
 from calibkit.lm.generations.data import Generations
 from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit_score_map
+from calibkit.lm.sources import source_kind
 from calibkit.metrics.bootstrap import bootstrap_intervals
 from calibkit.metrics.decomposition import binary_decomposition
 from calibkit.metrics.functional.core import calibration_report
@@ -163,7 +164,7 @@ def generations_report(
     return {
         "pooled": pooled,
         "tasks": tasks,
-        "kinds": {s: data.kinds.get(s, "given") for s in names},
+        "kinds": {s: data.kinds.get(s, source_kind(s)) for s in names},
         "threshold": threshold,
         "best": best,
     }
@@ -237,10 +238,7 @@ def recalibration_resplits(
 
 def _checked_sources(data: Generations, sources: list[str] | None) -> list[str]:
     """Return the sources asked for (default: all), each one the data has; at least one."""
-    names = list(data.confidence) if sources is None else list(sources)
-    unknown = [s for s in names if s not in data.confidence]
-    if unknown:
-        raise ValueError(f"unknown confidence source {unknown[0]!r}; the data has {sorted(data.confidence)}")
+    names = data.source_names(sources)
     if not names:
         raise ValueError(
             "the generations have no confidence source: add a numeric column, a verbalized confidence "

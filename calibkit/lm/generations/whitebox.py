@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
-WHITEBOX = ("sequence", "sequence_normalized", "ptrue")
-"""The white-box sources, in the order of every output."""
+from calibkit.lm.sources import WHITEBOX, check_source, names  # WHITEBOX: the white-box sources, in order
+
+FROM_LOGPROBS = names("model", kind="log-probabilities")
+"""The white-box sources read from the answer tokens' log-probabilities (one forward pass gives them all)."""
 
 PTRUE_PROMPT = (
     "Question: {q}\n Possible answer:{a}\n Is the possible answer:\n (A) True\n (B) False\n The possible answer is:"
@@ -216,13 +218,11 @@ def whitebox_confidence(
     ValueError
         On an unknown source, unequal lengths, or an answer with no token.
     """
-    unknown = [s for s in sources if s not in WHITEBOX]
-    if unknown:
-        raise ValueError(f"unknown white-box source {unknown[0]!r}; known: {list(WHITEBOX)}")
+    sources = tuple(check_source(s, "sources", among=WHITEBOX) for s in sources)
     if len(questions) != len(answers):
         raise ValueError(f"{len(questions)} questions for {len(answers)} answers")
     out = {}
-    if {"sequence", "sequence_normalized"} & set(sources):
+    if set(FROM_LOGPROBS) & set(sources):
         sums, counts = answer_logprobs(model, tokenizer, questions, answers)
         if "sequence" in sources:
             out["sequence"] = np.exp(sums)

@@ -41,11 +41,12 @@ from calibkit.lm.generations.data import Generations
 from calibkit.lm.multiple_choice.data import ChoiceData
 from calibkit.lm.multiple_choice.readers import task_of
 from calibkit.lm.served.sources import LETTER_STRIP, LogprobSources, letter_of, logprob_sources
+from calibkit.lm.sources import LETTER, TOKENS, source_kind
 
 OPTION = "`file`"
 """What the messages about the responses file name: its argument (the command line names its flag)."""
-SOURCES = ("sequence", "sequence_normalized", "least_token")
-"""The confidence sources every served answer gets (see :func:`logprob_sources`)."""
+SOURCES = TOKENS
+"""The confidence sources every served answer gets (see :func:`logprob_sources`; :data:`calibkit.lm.sources.TOKENS`)."""
 _RESPONSES = ("chat.completion", "text_completion")
 _MAX_JSON = 1 << 28  # a single-JSON file read whole to tell its kind: responses, not data sets
 
@@ -257,10 +258,10 @@ def _answers(file, sources, contents, answers, ids, where, questions, gold, lett
     confidence = {name: getattr(sources, name) for name in SOURCES}
     if letters is not None:
         at_chosen = np.take_along_axis(sources.letters, np.maximum(chosen, 0)[:, None], axis=1)[:, 0]
-        confidence["letter"] = np.where(chosen >= 0, at_chosen, np.nan)
+        confidence[LETTER] = np.where(chosen >= 0, at_chosen, np.nan)
     task = np.array([task_of(file)] * n, dtype=object)
     generations = Generations(
-        task, np.array(ids, dtype=object), answers, correct, confidence, dict.fromkeys(confidence, "served"),
+        task, np.array(ids, dtype=object), answers, correct, confidence, {k: source_kind(k) for k in confidence},
         questions if all(q is not None for q in questions) else None, [w.rsplit(", choices", 1)[0] for w in where],
     )  # fmt: skip
     return ServedAnswers(generations, sources, letters, chosen, gold_index)
