@@ -147,7 +147,7 @@ def _without_settings(name: str, what: str) -> Callable[[], Metric]:
     build.__name__ = build.__qualname__ = name
     build.__doc__ = f"""{what} of the confidence that :func:`calibrated` records.
 
-    Computed by :func:`calibkit.lm.generations.source_metrics` (right: a score of at least :data:`RIGHT`).
+    Computed by :func:`calibkit.lm.generations.source_metrics` (right: a score of at least ``RIGHT``).
 
     Returns
     -------

@@ -13,7 +13,7 @@ room it belongs to, and every plugin takes it from there:
   ``{metric}_ci_lower`` and ``{metric}_ci_upper`` (:func:`interval_rows`), the same names in
   every tool; the level is a setting (95% by default), not part of the name;
 - the direction: :func:`higher_is_better` reads ``Metric.higher_is_better`` of the metrics
-  registry (:mod:`calibkit.metrics.registry`) for a metric's rows, and :data:`OTHER_ROWS` for the
+  registry (``calibkit.metrics.registry``) for a metric's rows, and :data:`OTHER_ROWS` for the
   few rows that are no metric of the registry.
 
 A new harness adds one module here with its tool's glue (how the tool hands over a question and
@@ -75,7 +75,7 @@ def higher_is_better(row: str) -> bool:
     Parameters
     ----------
     row : str
-        A metric of :data:`calibkit.metrics.registry.REGISTRY`, one of :data:`OTHER_ROWS`, or
+        A metric of ``calibkit.metrics.registry.REGISTRY``, one of :data:`OTHER_ROWS`, or
         either with an interval's or a standard error's suffix (the metric's direction).
 
     Returns

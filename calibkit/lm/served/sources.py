@@ -115,7 +115,7 @@ def _field(obj: Any, name: str) -> Any:
 
 
 def _number(value: Any, where: str) -> float:
-    """Return a log-probability as a float, refused unless it is a number at most :data:`ROUND_OFF`.
+    """Return a log-probability as a float, refused unless it is a number at most ``ROUND_OFF``.
 
     Up to it, a value above 0 is the float32 round-off of a token of probability 1, read as it is.
     """
@@ -295,7 +295,7 @@ def logprob_sources(
     ------
     ValueError
         One line naming the answer's location and the field: a missing or non-numeric
-        ``logprob``, a positive one (above :data:`ROUND_OFF`, 1e-6), a ``token`` that is not a
+        ``logprob``, a positive one (above ``ROUND_OFF``, 1e-6), a ``token`` that is not a
         string, fewer ``top_logprobs`` than asked, ``top_logprobs`` missing at the letter position,
         bad ``letters``.
 
