@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     report = calibration_report(values, labels, from_logits=from_logits, **settings)
     ci = None
     if args.bootstrap:
-        ci = bootstrap_intervals(values, labels, n_boot=args.bootstrap, seed=args.seed, from_logits=from_logits,
+        ci = bootstrap_intervals(values, labels, bootstrap=args.bootstrap, seed=args.seed, from_logits=from_logits,
                                  **settings)  # fmt: skip
     paths = _write(args, settings, values, labels, from_logits, names, source) if args.output else {}
     if args.json:

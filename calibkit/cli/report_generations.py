@@ -20,6 +20,7 @@ from calibkit.cli.common import check_options, format_value, writable_folder
 from calibkit.io.jsonable import json_ready
 from calibkit.lm.generations.report import COVERAGE, DECOMPOSED
 from calibkit.metrics.registry import CONFIDENCE_METRICS
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 from calibkit.plots.tables import markdown_table
 
 WHITEBOX_HELP = "sequence, sequence_normalized, ptrue"
@@ -351,7 +352,7 @@ def _html(
         has = ~np.isnan(data.confidence[name])
         if has.any():
             drawn.append((name, ReliabilityDiagram.from_predictions(
-                data.confidence[name][has], right[has], n_bins=args.n_bins, ax=ax, band=1000
+                data.confidence[name][has], right[has], n_bins=args.n_bins, ax=ax, bootstrap=SAMPLING_DEFAULTS.bootstrap
             )))  # fmt: skip
         ax.set_title(f"{name} ({data.kinds[name]})", fontsize=9)
         ax.set_xlabel("confidence that the answer is right")

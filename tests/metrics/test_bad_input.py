@@ -34,7 +34,7 @@ def _accumulate(probs, labels, **kw):
 
 
 def _bootstrap(probs, labels, **kw):
-    return bootstrap_intervals(probs, labels, n_boot=5, **kw)
+    return bootstrap_intervals(probs, labels, bootstrap=5, **kw)
 
 
 # Every door that takes (probs, labels, from_logits=, ignore_index=).

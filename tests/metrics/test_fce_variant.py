@@ -103,7 +103,7 @@ def test_fce_variant_is_validated_naming_the_argument(value):
         lambda: calibkit.fce(P, Y, fce_variant=value),
         lambda: calibkit.calibration_report(P, Y, fce_variant=value),
         lambda: CalibrationAccumulator(fce_variant=value),
-        lambda: bootstrap_intervals(P, Y, n_boot=5, fce_variant=value),
+        lambda: bootstrap_intervals(P, Y, bootstrap=5, fce_variant=value),
     ):
         with pytest.raises(ValueError, match=r"`fce_variant` must be one of \['paper', 'authors'\]"):
             door()
