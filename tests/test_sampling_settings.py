@@ -92,7 +92,7 @@ def test_no_literal_of_a_sampling_default_outside_its_carrier():
     "source, want",
     [
         ("def f(p, *, n_boot: int = 1000, seed=SAMPLING_UNSET.seed):\n    pass\n", ["planted.py:1 n_boot=1000"]),
-        ("def f(p, *, resplits=20, threshold=-1):\n    pass\n", ["planted.py:1 resplits=20", "planted.py:1 threshold=-1"]),
+        ("def f(*, resplits=20, threshold=-1):\n    pass\n", ["planted.py:1 resplits=20", "planted.py:1 threshold=-1"]),
         ("d.plot(ax, band=1000)\nd.plot(ax, band=200)\n", ["planted.py:1 band=1000"]),
         ("f(x, seed=0, level=0.95)\n", ["planted.py:1 seed=0", "planted.py:1 level=0.95"]),
         ("p.add_argument('--resplits', type=int, default=20)\n", ["planted.py:1 --resplits default=20"]),
