@@ -89,7 +89,7 @@ def test_fce_authors_streams_and_merges_like_the_one_shot():
 def test_fce_authors_bootstrap_interval():
     probs, labels = make_data(6, "multiclass", 2000, 4)
     point = calibkit.fce(probs, labels, fce_variant="authors")
-    kw = {"metrics": ("fce",), "n_boot": 200, "seed": 1}
+    kw = {"metrics": ("fce",), "bootstrap": 200, "seed": 1}
     low, high = bootstrap_intervals(probs, labels, fce_variant="authors", **kw)["intervals"]["fce"]
     assert low < point < high
     paper_low, paper_high = bootstrap_intervals(probs, labels, **kw)["intervals"]["fce"]
