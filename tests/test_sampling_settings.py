@@ -23,8 +23,8 @@ from calibkit.metrics.settings import is_unset
 
 REPO = Path(calibkit.__file__).resolve().parent.parent
 
-OLD_NAMES = ("n_boot", "band")
-"""Old keyword names of ``bootstrap`` (a literal default of these is a copy too)."""
+OLD_NAMES = {"n_boot": "bootstrap", "band": "bootstrap", "confidence": "level"}
+"""Old keyword names (a literal default of these is a copy too; ``confidence`` as an array has none)."""
 
 CONSTANTS = ("Z95", "BOOTSTRAP", "BAND_DRAWS", "RIGHT")
 """Module constants that restate a sampling default (each must be computed from the carrier)."""
@@ -49,7 +49,7 @@ def literal_sampling_defaults(path: Path, root: Path = REPO) -> list[str]:
     """
     names = (*sampling_names(), *OLD_NAMES)
     defaults = {name: getattr(SAMPLING_DEFAULTS, name) for name in sampling_names()}
-    defaults.update({old: SAMPLING_DEFAULTS.bootstrap for old in OLD_NAMES})
+    defaults.update({old: getattr(SAMPLING_DEFAULTS, new) for old, new in OLD_NAMES.items()})
     where = path.relative_to(root).as_posix()
     found = []
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -95,6 +95,10 @@ def test_no_literal_of_a_sampling_default_outside_its_carrier():
         ("def f(*, resplits=20, threshold=-1):\n    pass\n", ["planted.py:1 resplits=20", "planted.py:1 threshold=-1"]),
         ("d.plot(ax, band=1000)\nd.plot(ax, band=200)\n", ["planted.py:1 band=1000"]),
         ("f(x, seed=0, level=0.95)\n", ["planted.py:1 seed=0", "planted.py:1 level=0.95"]),
+        (
+            "def f(p, confidence=0.95):\n    g(confidence=0.95)\n",
+            ["planted.py:1 confidence=0.95", "planted.py:2 confidence=0.95"],
+        ),
         ("p.add_argument('--resplits', type=int, default=20)\n", ["planted.py:1 --resplits default=20"]),
         ("Z95 = 1.959963984540054\nOTHER = 0.95\n", ["planted.py:1 Z95 = 1.959963984540054"]),
     ],
