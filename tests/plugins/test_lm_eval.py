@@ -230,6 +230,8 @@ def _load(tasks, name):
         ("filter_list:\n  - name: first\n    filter:\n      - function: take_first\n", "has filters"),
         ("calibkit:\n  metrics: [ece, nope]\n", "`calibkit: metrics`"),
         ("calibkit:\n  bootstrap: -3\n", "calibkit: bootstrap"),
+        ("calibkit:\n  seed: -1\n", "`calibkit: seed` must be an integer >= 0"),  # the carrier's one check
+        ("calibkit:\n  threshold: 1.5\n", "`calibkit: threshold` must be a number in"),
         ("calibkit:\n  n_bin: 10\n", "the `calibkit` key holds"),
     ],
 )
