@@ -299,7 +299,7 @@ def abstention_threshold(
         The grid, in [0, 1] (any order; tested from the highest down). Default ``GRID``:
         1 to 0 by 0.001.
     alpha, delta : float, optional
-        Deprecated names of ``abstention_alpha`` and ``abstention_delta`` (a :class:`FutureWarning`).
+        Deprecated names of ``abstention_alpha`` and ``abstention_delta`` (a ``FutureWarning``).
 
     Returns
     -------

@@ -35,8 +35,8 @@ from calibkit.metrics.multilabel import (
 )
 from calibkit.metrics.registry import metric, metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
-from calibkit.metrics.sampling import (
-    MAX_REPLICATES,
+from calibkit.metrics.sampling import (  # MAX_REPLICATES: kept importable from here
+    MAX_REPLICATES,  # noqa: F401
     SAMPLING_UNSET,
     SamplingSettings,
     resolve_sampling,
@@ -46,7 +46,7 @@ from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed, resol
 from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics, SumsPlan, top_slots
 from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare_for
 
-__all__ = ["MAX_REPLICATES", "bootstrap_intervals"]
+__all__ = ["bootstrap_intervals"]
 
 _BLOCK_MEMORY = 256 * 2**20  # bytes of per-block statistics held at once
 _REPLICATE_CHUNK = 64
@@ -104,7 +104,7 @@ def bootstrap_intervals(
         ``bootstrap``, ``level`` and ``seed`` as one object (:class:`calibkit.metrics.sampling.SamplingSettings`),
         instead of the keywords.
     n_boot, confidence : optional
-        Deprecated names of ``bootstrap`` and ``level`` (a :class:`FutureWarning`).
+        Deprecated names of ``bootstrap`` and ``level`` (a ``FutureWarning``).
 
     Returns
     -------

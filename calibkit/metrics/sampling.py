@@ -5,23 +5,23 @@ intervals, re-splits data or scores answers used to write again: the bootstrap r
 (``bootstrap``), the level of an interval (``level``), the seed (``seed``), the re-splits
 (``resplits``) and the score at which an answer counts as right (``threshold``). A door takes
 ``sampling=SamplingSettings(...)`` or the same keywords and turns them into one object with
-:func:`resolve_sampling`, which follows :func:`calibkit.metrics.settings.resolve_settings`'s rules
+:func:`resolve_sampling`, which follows ``calibkit.metrics.settings.resolve_settings``'s rules
 (keywords or ``sampling=``, never both; one check per setting, here; a door's keyword defaults to
 ``SAMPLING_UNSET.<name>``, a function without ``sampling=`` to ``SAMPLING_DEFAULTS.<name>``, so
 ``help()`` shows the value and no copy of it can drift). The command line's ``--bootstrap``,
 ``--resplits``, ``--seed`` and ``--threshold`` are generated from the dataclass
-(:func:`calibkit.cli.options.sampling_parent`). Old keyword names (``n_boot``, ``band``,
-``confidence`` for the level) still work for one release, with a :class:`FutureWarning`, through
-:func:`calibkit.metrics.settings.renamed`.
+(``calibkit.cli.options.sampling_parent``). Old keyword names (``n_boot``, ``band``,
+``confidence`` for the level) still work for one release, with a ``FutureWarning``, through
+``calibkit.metrics.settings.renamed``.
 
-Why a second dataclass and not fields of :class:`~calibkit.metrics.settings.CalibrationSettings`:
+Why a second dataclass and not fields of :class:`calibkit.CalibrationSettings`:
 the metric settings say what a number *is* (ECE at 15 bins is another metric than at 10) and
 every metric door spells out each of them (tests/test_settings_at_every_door.py); the sampling
 settings say how an interval or a verdict around that number is *drawn*, and no metric of the
 registry reads them. As fields of the metric settings, every metric door would list or excuse
 five settings it never reads, and ``settings=`` of :func:`calibkit.metrics.bootstrap.bootstrap_intervals`
 would carry both. The abstention levels (``abstention_alpha``, ``abstention_delta``) stay in
-:class:`~calibkit.metrics.settings.CalibrationSettings`, where they were carried, checked once and
+:class:`calibkit.CalibrationSettings`, where they were carried, checked once and
 turned into flags before this module; one name each everywhere (the old ``alpha``/``delta`` of
 :func:`calibkit.metrics.abstention.abstention_threshold` are renamed), one home each.
 """
@@ -35,6 +35,18 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics.settings import given_keywords, is_unset, mark_unset, unset_defaults
+
+__all__ = [
+    "MAX_REPLICATES",
+    "MAX_RESPLITS",
+    "OFF",
+    "SAMPLING_DEFAULTS",
+    "SAMPLING_UNSET",
+    "SamplingSettings",
+    "resolve_sampling",
+    "sampling_keywords",
+    "sampling_names",
+]
 
 MAX_REPLICATES = 100_000
 """Upper bound of ``bootstrap``: percentiles of 1e5 replicates are stable far beyond the 4 decimals
@@ -193,7 +205,7 @@ SAMPLING_DEFAULTS = SamplingSettings()
 
 SAMPLING_UNSET = unset_defaults(SAMPLING_DEFAULTS)
 """``SAMPLING_UNSET.<setting>``: the setting's default, marked as not given
-(:func:`calibkit.metrics.settings.is_unset`)."""
+(``calibkit.metrics.settings.is_unset``)."""
 
 
 def resolve_sampling(sampling: SamplingSettings | None = None, /, **keywords: Any) -> SamplingSettings:

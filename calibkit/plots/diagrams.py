@@ -94,7 +94,7 @@ def bin_band(
     level : float, default 0.95
         The band's level.
     n_boot, confidence : optional
-        Deprecated names of ``bootstrap`` and ``level`` (a :class:`FutureWarning`).
+        Deprecated names of ``bootstrap`` and ``level`` (a ``FutureWarning``).
 
     Returns
     -------
@@ -200,7 +200,7 @@ class ReliabilityDiagram:
         seed : int, default 0
             Seed of the band's draws.
         band : int, optional
-            Deprecated name of ``bootstrap`` (a :class:`FutureWarning`).
+            Deprecated name of ``bootstrap`` (a ``FutureWarning``).
 
         Returns
         -------

@@ -215,7 +215,7 @@ class ChoiceCalibration(CorpusLevelComputation):
     seed : int, default 0
         Seed of the bootstrap.
     n_boot, confidence : optional
-        Deprecated names of ``bootstrap`` and ``level`` (a :class:`FutureWarning`).
+        Deprecated names of ``bootstrap`` and ``level`` (a ``FutureWarning``).
     """
 
     def __init__(
@@ -451,7 +451,7 @@ class HLECalibration(CorpusLevelComputation):
     per_bin : int, default 100
         Answers per bin of HLE's error (the authors' ``beta``).
     n_boot : int, optional
-        Deprecated name of ``bootstrap`` (a :class:`FutureWarning`).
+        Deprecated name of ``bootstrap`` (a ``FutureWarning``).
     """
 
     def __init__(
@@ -539,7 +539,7 @@ def hle_calibration(
     sample_level_fn : SampleLevelComputation, optional
         The judge (default lighteval's ``JudgeLLMHLE``, which calls OpenAI's ``gpt-4o``).
     n_boot : int, optional
-        Deprecated name of ``bootstrap`` (a :class:`FutureWarning`).
+        Deprecated name of ``bootstrap`` (a ``FutureWarning``).
 
     Returns
     -------
