@@ -240,9 +240,7 @@ def run(
         recalibration_resplits,
     )
 
-    settings = check_options(args)
-    if not (0 < args.threshold <= 1):
-        raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
+    settings = check_options(args)  # --threshold too, by the sampling settings' one check
     asked = {s.strip() for s in args.confidence.split(",")} if args.confidence else set()
     if served is None and set(AGREEMENT_SOURCES) & asked:
         # several sampled answers a question: the majority answer, its agreement as confidence
