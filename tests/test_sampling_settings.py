@@ -249,3 +249,33 @@ def test_the_command_line_names_a_bad_sampling_setting_by_its_flag():
 
     message = str(pytest.raises(ValueError, SamplingSettings, threshold=2).value)
     assert name_flags(message, "generations").startswith("--threshold must be a number in (0, 1]")
+
+
+def test_the_generations_doors_compute_alike_from_sampling_or_the_keywords(tmp_path):
+    from calibkit.lm.generations import (
+        abstention_resplits,
+        generations_report,
+        read_generations,
+        recalibration_resplits,
+    )
+    from tests.test_generations import answers, write_jsonl
+
+    data = read_generations(write_jsonl(tmp_path / "gen.jsonl", answers(60)))
+    plain = generations_report(data, sources=["judge"])
+    assert "intervals" not in plain["pooled"]["sources"]["judge"]  # OFF: no interval unless asked
+    keywords = generations_report(data, sources=["judge"], threshold=0.7, bootstrap=20, seed=3)
+    given = generations_report(data, sources=["judge"], sampling=SamplingSettings(threshold=0.7, bootstrap=20, seed=3))
+    assert keywords == given and keywords["threshold"] == 0.7
+    assert keywords["pooled"]["sources"]["judge"]["intervals"]
+    sampling = SamplingSettings(resplits=3, seed=2, threshold=0.7)
+    by_keywords = recalibration_resplits(data, sources=["judge"], resplits=3, seed=2, threshold=0.7)
+    by_sampling = recalibration_resplits(data, sources=["judge"], sampling=sampling)
+    for method, metrics in by_keywords["values"]["judge"].items():
+        for name, values in metrics.items():
+            np.testing.assert_array_equal(values, by_sampling["values"]["judge"][method][name])
+    held = abstention_resplits(data, sources=["judge"], sampling=sampling)
+    assert held["resplits"] == 3
+    with pytest.raises(ValueError, match=r"`resplits=3` and `sampling\.resplits=3`"):
+        abstention_resplits(data, resplits=3, sampling=sampling)
+    with pytest.raises(ValueError, match=r"`resplits` must be an integer >= 1 here"):
+        recalibration_resplits(data, resplits=0)
