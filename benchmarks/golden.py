@@ -85,7 +85,7 @@ def collect() -> dict:
                             results[f"{tag}/stream"] = values(acc.compute())
             from calibkit.metrics.bootstrap import bootstrap_intervals
 
-            b = bootstrap_intervals(probs, y, metrics=["ece", "sce", "rbece"], n_boot=30, seed=1)
+            b = bootstrap_intervals(probs, y, metrics=["ece", "sce", "rbece"], bootstrap=30, seed=1)
             results[f"{name}/bootstrap"] = values(
                 {f"{m}_{i}": v for m, iv in b["intervals"].items() for i, v in enumerate(np.ravel(iv))}
             )

@@ -80,6 +80,7 @@ API_MODULES = {
     "calibkit.plots.figures": "A comparison's figures",
     "calibkit.plots.tables": "Markdown tables",
     "calibkit.metrics.bootstrap": "Bootstrap intervals",
+    "calibkit.metrics.sampling": "Sampling settings (replicates, level, seed, re-splits, threshold)",
     "calibkit.io.shards": "Sharded prediction files (data larger than memory)",
     "calibkit.io.dask": "Dask",
     "calibkit.io.prediction_files": "Prediction files",

@@ -126,7 +126,7 @@ def against_mapie(c, y, alpha, delta, grid):
     tail wherever its count is exact, and our walk on its p-values gives its threshold.
     """
     controller = mapie_controller(c, y, alpha, delta, grid)
-    mine = abstention_threshold(c, y, alpha=alpha, delta=delta, thresholds=grid)
+    mine = abstention_threshold(c, y, abstention_alpha=alpha, abstention_delta=delta, thresholds=grid)
     answered, wrong = selective_counts(c.astype(float), y, grid[::-1])
     with np.errstate(divide="ignore", invalid="ignore"):
         counted = np.ceil(answered * (1 - (answered - wrong) / answered))  # MAPIE's float count
@@ -200,7 +200,7 @@ def test_the_threshold_equals_a_plain_loop(seed):
     c, y = problem(100 + seed)
     alpha, delta = (0.1, 0.1) if seed % 2 else (0.25, 0.05)
     grid = None if seed % 3 else np.random.default_rng(seed).uniform(0, 1, 57)
-    got = abstention_threshold(c, y, alpha=alpha, delta=delta, thresholds=grid)
+    got = abstention_threshold(c, y, abstention_alpha=alpha, abstention_delta=delta, thresholds=grid)
     assert got["threshold"] == loop_threshold(c, y, alpha, delta, GRID if grid is None else grid)
     if got["threshold"] is not None:
         answered = c >= got["threshold"]
@@ -213,7 +213,7 @@ def test_the_threshold_equals_a_plain_loop(seed):
 
 def test_no_threshold_passes_says_so():
     c, y = np.linspace(0.5, 1, 30), np.tile([0, 1], 15)  # half wrong at every confidence
-    got = abstention_threshold(c, y, alpha=0.1, delta=0.1)
+    got = abstention_threshold(c, y, abstention_alpha=0.1, abstention_delta=0.1)
     assert got["threshold"] is None and got["answered"] == 0.0 and got["selective_error"] is None
     summary = abstention_summary(c, y.astype(float))
     assert summary["threshold"] is None
@@ -225,14 +225,14 @@ def test_no_threshold_passes_says_so():
 
 def test_ties_and_all_right_and_all_wrong():
     tied = np.full(60, 0.7)
-    got = abstention_threshold(tied, np.ones(60, int), alpha=0.1, delta=0.1)
+    got = abstention_threshold(tied, np.ones(60, int), abstention_alpha=0.1, abstention_delta=0.1)
     assert got["threshold"] == 0.7 and got["answered"] == 1.0 and got["selective_error"] == 0.0  # 0.9**60 < 0.1
     assert abstention_threshold(tied, np.zeros(60, int))["threshold"] is None
-    few = abstention_threshold(tied[:5], np.ones(5, int), alpha=0.1, delta=0.1)
+    few = abstention_threshold(tied[:5], np.ones(5, int), abstention_alpha=0.1, abstention_delta=0.1)
     assert few["threshold"] is None  # 0.9**5 = 0.59: five right answers show nothing at 90%
     c = np.array([0.9] * 30 + [0.6] * 30)  # a tie block of right answers, then one with a third wrong
     y = np.array([1] * 30 + [1, 1, 0] * 10)
-    got = abstention_threshold(c, y, alpha=0.1, delta=0.1)
+    got = abstention_threshold(c, y, abstention_alpha=0.1, abstention_delta=0.1)
     assert got["threshold"] == 0.9 and got["n_answered"] == 30  # the 0.6 block is answered whole or not at all
 
 
@@ -249,9 +249,9 @@ def test_the_report_sentence():
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"alpha": 0.0}, "`alpha` must lie in"),
-        ({"alpha": True}, "`alpha` must be a number"),
-        ({"delta": 1.0}, "`delta` must lie in"),
+        ({"abstention_alpha": 0.0}, "`abstention_alpha` must lie in"),
+        ({"abstention_alpha": True}, "`abstention_alpha` must be a number"),
+        ({"abstention_delta": 1.0}, "`abstention_delta` must lie in"),
         ({"confidence": [0.5, np.nan, 0.2]}, "`confidence` must be finite"),
         ({"confidence": [0.5, 1.2, 0.2]}, "`confidence` must be finite and lie in"),
         ({"right": [1, 2, 0]}, "`right` must be 0/1"),
@@ -265,6 +265,18 @@ def test_bad_input_names_the_argument(change, message):
     args = {"confidence": [0.5, 0.9, 0.2], "right": [1, 1, 0], **change}
     with pytest.raises(ValueError, match=message):
         abstention_threshold(args.pop("confidence"), args.pop("right"), **args)
+
+
+def test_the_old_names_alpha_and_delta_still_work_with_a_future_warning():
+    c, y = [0.9, 0.8, 0.7, 0.6] * 30, [1, 1, 1, 0] * 30
+    want = abstention_threshold(c, y, abstention_alpha=0.3, abstention_delta=0.2)
+    with pytest.warns(FutureWarning, match="`alpha` is renamed `abstention_alpha`"):
+        got = abstention_threshold(c, y, alpha=0.3, abstention_delta=0.2)
+    assert got["threshold"] == want["threshold"] and got["alpha"] == 0.3
+    with pytest.warns(FutureWarning, match="`delta` is renamed `abstention_delta`"):
+        assert abstention_threshold(c, y, abstention_alpha=0.3, delta=0.2)["threshold"] == want["threshold"]
+    with pytest.raises(ValueError, match="`alpha=0.3` and `abstention_alpha=0.3`"):
+        abstention_threshold(c, y, alpha=0.3, abstention_alpha=0.3)
 
 
 def test_the_settings_are_checked_by_name():
@@ -287,7 +299,7 @@ def test_the_settings_are_checked_by_name():
 def test_the_p_value_chain_of_the_threshold_is_valid(rows, alpha, delta):
     c = np.array([r[0] / 20 for r in rows])  # confidences on 21 levels: ties
     y = np.array([int(r[1]) for r in rows])
-    got = abstention_threshold(c, y, alpha=alpha, delta=delta)
+    got = abstention_threshold(c, y, abstention_alpha=alpha, abstention_delta=delta)
     grid, p = got["thresholds"], got["p_values"]
     answered, wrong = selective_counts(c, y, grid)
     some = answered > 0
@@ -319,7 +331,7 @@ def test_the_generations_report_has_a_threshold_per_source_task_and_pooled(tmp_p
         for source in ("judge", "overconfident"):
             p = data.confidence[source][rows]
             has = ~np.isnan(p)
-            want = abstention_threshold(p[has], right[rows][has], alpha=0.3, delta=0.1)
+            want = abstention_threshold(p[has], right[rows][has], abstention_alpha=0.3, abstention_delta=0.1)
             got = entry["sources"][source]["abstention"]
             assert got["threshold"] == want["threshold"] and got["answered"] == want["answered"]
             assert got["answers"] == has.sum()
@@ -341,7 +353,7 @@ def test_the_threshold_holds_out_of_sample_over_resplits(tmp_path):
         fit[rng.permutation(len(data))[: len(data) // 2]] = True
     p, right = data.confidence["judge"], (data.correct >= 0.5).astype(int)
     train, test = fit & ~np.isnan(p), ~fit & ~np.isnan(p)
-    t = abstention_threshold(p[train], right[train], alpha=0.2, delta=0.1)["threshold"]
+    t = abstention_threshold(p[train], right[train], abstention_alpha=0.2, abstention_delta=0.1)["threshold"]
     assert judge["thresholds"][r] == t
     answered = right[test][p[test] >= t]
     assert judge["held_error"][r] == pytest.approx(1 - answered.mean(), abs=1e-15)

@@ -253,9 +253,9 @@ def test_table_and_json_files_that_cannot_be_read(tmp_path, capsys):
 @pytest.mark.parametrize(
     "options, expected",
     [
-        (["--bootstrap", "1000000000"], "--bootstrap` must be an integer in [0, 100000]"),
-        (["--bootstrap", "-3"], "--bootstrap` must be an integer in [0, 100000], got -3"),
-        (["--seed", "-1"], "--seed` must be an integer >= 0, got -1"),
+        (["--bootstrap", "1000000000"], "--bootstrap must be an integer in [0, 100000]"),
+        (["--bootstrap", "-3"], "--bootstrap must be an integer in [0, 100000], got -3"),
+        (["--seed", "-1"], "--seed must be an integer >= 0, got -1"),
         (["--n-bins", "0"], "--n-bins must be an integer >= 1"),
         (["--n-bins", "10000000"], "--n-bins must be an integer in [1, 1000000]"),
         (["--theta", "-1"], "--theta must be a number >= 0"),
@@ -270,7 +270,7 @@ def test_out_of_range_options(tmp_path, capsys, options, expected):
 @pytest.mark.parametrize("command", ["choices", "compare", "generations"])
 def test_out_of_range_resplits_before_any_input_is_read(capsys, command):
     given = {"choices": ["--predictions", "logs"], "compare": ["--model", "m", "--dataset", "d"]}
-    expected = "--resplits` must be an integer in [0, 10000], got -1"  # 0: no re-splits
+    expected = "--resplits must be an integer in [0, 10000], got -1"  # 0: no re-splits
     args = given.get(command, ["--answers", "a.jsonl"])
     assert_one_line_error(capsys, expected, *args, "--resplits", "-1", command=command)
 
@@ -389,11 +389,11 @@ def test_a_text_value_in_a_csv_column_is_named_with_its_row(tmp_path, capsys):
     [
         (["--threads", "0"], "`--threads` must be an integer >= 1, got 0"),
         (["--max-train", "0"], "`--max-train` must be an integer >= 1, got 0"),
-        (["--bootstrap", "-3"], "`--bootstrap` must be an integer in [0, 100000], got -3"),
-        (["--resplits", "-1"], "`--resplits` must be an integer in [0, 10000], got -1"),
+        (["--bootstrap", "-3"], "--bootstrap must be an integer in [0, 100000], got -3"),
+        (["--resplits", "-1"], "--resplits must be an integer in [0, 10000], got -1"),
         (["--epochs", "-1"], "`--epochs` must be a number > 0, got -1.0"),
         (["--epochs", "nan"], "`--epochs` must be a number > 0"),
-        (["--seed", "-1"], "`--seed` must be an integer >= 0, got -1"),
+        (["--seed", "-1"], "--seed must be an integer >= 0, got -1"),
     ],
 )
 def test_demo_options_are_checked_before_the_model_is_loaded(tmp_path, capsys, monkeypatch, options, expected):

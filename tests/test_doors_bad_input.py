@@ -179,7 +179,7 @@ def _ml_doors():
     return {
         "calibration_report": calibkit.calibration_report,
         "accumulator": accumulate,
-        "bootstrap": lambda p, y, **k: bootstrap_intervals(p, y, n_boot=3, **k),
+        "bootstrap": lambda p, y, **k: bootstrap_intervals(p, y, bootstrap=3, **k),
     }
 
 

@@ -163,7 +163,7 @@ GRAPH = import_graph(ROOT, "calibkit")
 METRICS_FLOORS = (
     ("the user's engine switch, the compiled kernels", ("calibkit.metrics.backends", "calibkit.metrics._kernels")),
     ("input checks, the papers", ("calibkit.metrics.validation", "calibkit.metrics.papers")),
-    ("settings", ("calibkit.metrics.settings",)),
+    ("settings", ("calibkit.metrics.settings", "calibkit.metrics.sampling")),
     (
         "the statistics type, the selective buckets and the abstention threshold",
         ("calibkit.metrics.statistics", "calibkit.metrics.ranking", "calibkit.metrics.abstention"),

@@ -197,7 +197,7 @@ def test_the_bootstrap_band_of_a_bin_is_the_rows_bootstrap():
     a bootstrap of the rows themselves."""
     rng = np.random.default_rng(0)
     right = rng.random(300) < 0.7
-    low, high = bin_band(np.array([300, 0]), np.array([right.mean(), np.nan]), n_boot=4000, seed=1)
+    low, high = bin_band(np.array([300, 0]), np.array([right.mean(), np.nan]), bootstrap=4000, seed=1)
     rows = rng.choice(right, size=(4000, 300)).mean(axis=1)
     assert low[0] == pytest.approx(np.percentile(rows, 2.5), abs=0.01)
     assert high[0] == pytest.approx(np.percentile(rows, 97.5), abs=0.01)

@@ -206,7 +206,7 @@ def test_compare_calibrators_bootstraps_token_logits_by_sequence():
     y = rng.integers(0, 3, (60, 12))
     y[:, 9:] = -100
     comparison = compare_calibrators(z[:30], y[:30], z[30:], y[30:], methods=("uncalibrated",), bootstrap=40, seed=2)
-    expected = bootstrap_intervals(z[30:], y[30:], from_logits=True, n_boot=40, seed=2, theta=40)
+    expected = bootstrap_intervals(z[30:], y[30:], from_logits=True, bootstrap=40, seed=2, theta=40)
     assert expected["n_blocks"] == 30
     for name, (low, high) in comparison.intervals["uncalibrated"].items():
         np.testing.assert_allclose((low, high), expected["intervals"][name], rtol=1e-9, atol=1e-12, err_msg=name)

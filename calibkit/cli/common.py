@@ -177,7 +177,7 @@ _ANSWERS = {
     "verbalized_confidence": "--confidence verbalized",
 }
 FLAGS: dict[str, dict[str, str]] = {
-    "*": {"n_boot": "--bootstrap", "resplits": "--resplits", "seed": "--seed", "threshold": "--threshold"},
+    "*": {},
     "report": _PREDICTIONS,
     "multilabel": _PREDICTIONS,
     "choices": {**_PREDICTIONS, "file": "--predictions"},
@@ -201,7 +201,8 @@ FLAGS: dict[str, dict[str, str]] = {
 """What the command line says for a name a library message gives in backticks, by command (``"*"``: every
 command): its arguments (``gold`` of ``read_served`` is ``calibkit served``'s ``--gold``, ``location`` of
 ``read_generations`` its ``--answers``) and the library functions the command reaches through a flag; a
-setting ``x_y`` is ``--x-y`` everywhere (:func:`calibkit.cli.options.flag`). The one table from Python
+setting ``x_y`` (of :class:`calibkit.CalibrationSettings` or :class:`calibkit.metrics.sampling.SamplingSettings`:
+``bootstrap``, ``seed``, ...) is ``--x-y`` everywhere (:func:`calibkit.cli.options.flag`). The one table from Python
 names to flags: library code names its arguments, never a flag (tests/test_cli_errors_name_flags.py)."""
 
 
@@ -226,10 +227,11 @@ def name_flags(message: str, command: str | None = None) -> str:
     str
     """
     from calibkit.cli.options import flag
+    from calibkit.metrics.sampling import sampling_names
     from calibkit.metrics.settings import names
 
     own = FLAGS.get(command, {}) if command else {"predictions": "--predictions"}
-    flags = {**{name: flag(name) for name in names()}, **FLAGS["*"], **own}
+    flags = {**{name: flag(name) for name in (*names(), *sampling_names())}, **FLAGS["*"], **own}
     return re.sub(r"`([a-z_]+)`", lambda m: flags.get(m.group(1), m.group(0)), message)
 
 
@@ -249,17 +251,12 @@ def check_options(args: Any) -> dict[str, Any]:
         The settings the command was given (:func:`calibkit.cli.options.settings_of`).
     """
     from calibkit.cli.options import settings_of
-    from calibkit.metrics.bootstrap import MAX_REPLICATES
     from calibkit.metrics.validation import check_positive_int
 
-    limits = {"bootstrap": MAX_REPLICATES, "resplits": 10_000, "seed": None}  # numpy's seeds are >= 0
-    for option, maximum in limits.items():
-        if hasattr(args, option):
-            check_count(getattr(args, option), "--" + option, maximum)
     for option in ("max_length", "batch_size"):
         if hasattr(args, option):
             check_positive_int(getattr(args, option), "--" + option.replace("_", "-"))
-    settings = settings_of(args)
+    settings = settings_of(args)  # the metric and sampling settings, each checked by its carrier
     if getattr(args, "output", None):
         writable_folder(args.output)
     return settings

@@ -5,16 +5,14 @@ from __future__ import annotations
 import argparse
 import math
 
-from calibkit.cli.common import check_count, writable_folder
+from calibkit.cli.common import writable_folder
 
 
 def _check_demo_options(args: argparse.Namespace) -> None:
     """Check the demo's options before the model is loaded or trained (a bad one failed after training)."""
-    from calibkit.metrics.bootstrap import MAX_REPLICATES
+    from calibkit.metrics.sampling import SamplingSettings
 
-    check_count(args.bootstrap, "--bootstrap", MAX_REPLICATES)
-    check_count(args.resplits, "--resplits", 10_000)
-    check_count(args.seed, "--seed")
+    SamplingSettings(bootstrap=args.bootstrap, resplits=args.resplits, seed=args.seed)  # their one check
     if args.epochs is not None and not (args.epochs > 0 and math.isfinite(args.epochs)):
         raise ValueError(f"`--epochs` must be a number > 0, got {args.epochs}")
     for option in ("max_train", "threads"):

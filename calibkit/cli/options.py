@@ -3,7 +3,9 @@
 The settings' flags are generated from :class:`calibkit.metrics.settings.CalibrationSettings`:
 its field names (``n_bins`` is ``--n-bins``), its defaults and the descriptions of its docstring,
 so that a setting added there, or a default changed, reaches the command line without a second
-copy here. Each command declares only the settings its input uses (the names below, checked
+copy here. The sampling flags (``--bootstrap``, ``--resplits``, ``--seed``, ``--threshold``) are
+generated the same way from :class:`calibkit.metrics.sampling.SamplingSettings`.
+Each command declares only the settings its input uses (the names below, checked
 against the library functions they reach by tests/test_cli_help.py).
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from calibkit.metrics.multilabel import LABEL_METRICS
 from calibkit.metrics.registry import METRICS, metric
+from calibkit.metrics.sampling import OFF, SAMPLING_DEFAULTS, SamplingSettings, sampling_names
 from calibkit.metrics.settings import FCE_VARIANTS, CalibrationSettings, names, resolve_settings
 
 CHOICES = {"fce_variant": FCE_VARIANTS}
@@ -64,15 +67,20 @@ def defaults() -> dict[str, Any]:
     return {field.name: field.default for field in dataclasses.fields(CalibrationSettings)}
 
 
-def descriptions() -> dict[str, str]:
+def descriptions(carrier: type = CalibrationSettings) -> dict[str, str]:
     """Read each setting's description from :class:`CalibrationSettings`' numpydoc ``Parameters``, as plain text.
+
+    Parameters
+    ----------
+    carrier : type, default CalibrationSettings
+        The settings dataclass (:class:`calibkit.metrics.sampling.SamplingSettings` for the sampling flags).
 
     Returns
     -------
     dict of str to str
         The description of each setting, its reST markup removed (``--help`` prints it as is).
     """
-    doc = inspect.getdoc(CalibrationSettings) or ""
+    doc = inspect.getdoc(carrier) or ""
     section = doc.split("Parameters\n----------\n", 1)[-1].split("\n\n", 1)[0]
     found: dict[str, str] = {}
     for block in re.split(r"\n(?=\S)", section):
@@ -132,8 +140,16 @@ def outputs_parent(output: str | None) -> argparse.ArgumentParser:
     return parent
 
 
-def sampling_parent(resplits: str | None, bootstrap: bool = True) -> argparse.ArgumentParser:
-    """Build the parent parser of ``--bootstrap``, ``--resplits`` (where the command re-splits) and ``--seed``.
+COMMAND_DEFAULTS = {"bootstrap": OFF}
+"""The sampling settings whose command-line default is not the dataclass's: a command draws bootstrap
+intervals only when ``--bootstrap`` asks for them."""
+
+
+def sampling_parent(resplits: str | None, bootstrap: bool = True, threshold: bool = False) -> argparse.ArgumentParser:
+    """Build the parent parser of ``--bootstrap``, ``--resplits``, ``--seed`` and ``--threshold``, from the dataclass.
+
+    Each flag is a field of :class:`calibkit.metrics.sampling.SamplingSettings` (``--bootstrap``
+    is ``bootstrap``), with its type, default (but :data:`COMMAND_DEFAULTS`) and description.
 
     Parameters
     ----------
@@ -141,6 +157,8 @@ def sampling_parent(resplits: str | None, bootstrap: bool = True) -> argparse.Ar
         What ``--resplits`` re-splits (its help), or None when the command does not re-split.
     bootstrap : bool, default True
         Whether the command has bootstrap intervals.
+    threshold : bool, default False
+        Whether the command scores answers (``--threshold``: when an answer is right).
 
     Returns
     -------
@@ -148,11 +166,15 @@ def sampling_parent(resplits: str | None, bootstrap: bool = True) -> argparse.Ar
         A parser without ``--help``, to pass as ``parents=``.
     """
     parent = argparse.ArgumentParser(add_help=False)
-    if bootstrap:
-        parent.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
-    if resplits:
-        parent.add_argument("--resplits", type=int, default=20, help=resplits)
-    parent.add_argument("--seed", type=int, default=0)
+    group = parent.add_argument_group("sampling settings (calibkit.metrics.sampling.SamplingSettings)")
+    texts = {**descriptions(SamplingSettings), **({"resplits": resplits} if resplits else {})}
+    declared = {"bootstrap": bootstrap, "resplits": bool(resplits), "seed": True, "threshold": threshold}
+    for name in sampling_names():
+        if declared.get(name):
+            kind = float if isinstance(getattr(SAMPLING_DEFAULTS, name), float) else int
+            default = kind(COMMAND_DEFAULTS.get(name, getattr(SAMPLING_DEFAULTS, name)))
+            text = texts[name].replace("%", "%%")
+            group.add_argument(flag(name), type=kind, default=default, help=f"{text} (default: {default})")
     return parent
 
 
@@ -177,4 +199,5 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     """
     given = {name: getattr(args, name) for name in names() if hasattr(args, name)}
     resolve_settings(**given)  # checked before any file or model is read, by the one function every door uses
+    SamplingSettings(**{name: getattr(args, name) for name in sampling_names() if hasattr(args, name)})
     return given

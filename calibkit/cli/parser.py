@@ -154,7 +154,8 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
         prog="calibkit", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _demo(_command(sub, "demo", "fine-tune MiniLM offline, compare every calibrator, write a report"))
+    demo_sampling = sampling_parent("re-splits of validation + test for means, intervals, verdicts")
+    _demo(_command(sub, "demo", "fine-tune MiniLM offline, compare every calibrator, write a report", (demo_sampling,)))
     _report(sub)
     _choices(sub)
     _generations(sub)
@@ -187,13 +188,8 @@ def _demo(demo: argparse.ArgumentParser) -> None:
     demo.add_argument(
         "--epochs", type=float, help="training epochs (default 5 for token, 8 for sequence, 6 for multilabel)"
     )
-    demo.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates for 95%% intervals")
-    demo.add_argument(
-        "--resplits", type=int, default=20, help="re-splits of validation + test for means, intervals, verdicts"
-    )
     demo.add_argument("--max-train", type=int, help="use at most this many training examples")
     demo.add_argument("--documents", type=int, default=64, help="llm: articles read (default 64, 128 tokens each)")
-    demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--threads", type=int, help="torch threads (default: torch's, one per core)")
 
 
@@ -247,7 +243,7 @@ def _choices(sub: argparse._SubParsersAction) -> None:
 def _generations(sub: argparse._SubParsersAction) -> None:
     """Add ``calibkit generations``: generated answers."""
     parents = (
-        sampling_parent("re-splits of the answers for each source's recalibration (0: none)"),
+        sampling_parent("re-splits of the answers for each source's recalibration (0: none)", threshold=True),
         settings_parent(GENERATION_SETTINGS),
         outputs_parent("report.html, report.json and table.md"),
     )
@@ -270,7 +266,6 @@ def _generations(sub: argparse._SubParsersAction) -> None:
         "--agreement-answer", choices=("majority", "scored"), default="majority",
         help="with agreement: a question's answer is its samples' majority, or the one the harness scored",
     )  # fmt: skip
-    gen.add_argument("--threshold", type=float, default=0.5, help="an answer is right when correct >= this")
     gen.add_argument("--metric", help="the harness samples' correctness key (default: their first)")
     gen.add_argument("--harness-filter", help="the harness filter to read (when a task has several)")
     gen.add_argument("--confidence-words", help="words of verbalized confidence, e.g. high=0.9,low=0.3")
@@ -281,7 +276,7 @@ def _generations(sub: argparse._SubParsersAction) -> None:
 def _served(sub: argparse._SubParsersAction) -> None:
     """Add ``calibkit served``: a served model's responses (the generations report of their sources)."""
     parents = (
-        sampling_parent("re-splits of the answers for each source's recalibration (0: none)"),
+        sampling_parent("re-splits of the answers for each source's recalibration (0: none)", threshold=True),
         settings_parent(GENERATION_SETTINGS),
         outputs_parent("report.html, report.json and table.md"),
     )
@@ -301,7 +296,6 @@ def _served(sub: argparse._SubParsersAction) -> None:
         help=f"the sources to judge, comma-separated: {', '.join(TOKENS)}, {LETTER} (with --letters) and {VERBALIZED} "
         f"(default: all of them, {VERBALIZED} where answers state one)",
     )
-    served.add_argument("--threshold", type=float, default=0.5, help="an answer is right when correct >= this")
     served.add_argument("--confidence-words", help="words of verbalized confidence, e.g. high=0.9,low=0.3")
     # what the generations report reads of the options that the other inputs take
     served.set_defaults(metric=None, harness_filter=None, model=None, gguf_file=None, agreement_answer="majority")

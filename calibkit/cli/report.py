@@ -18,11 +18,12 @@ from calibkit.cli.common import check_options, format_table, interval_lines, wit
 from calibkit.cli.options import COMPARISON_SETTINGS, defaults, flag
 from calibkit.io.jsonable import json_ready
 from calibkit.io.prediction_files import load_predictions
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 
 EXAMPLE_CLASSES = ("neutral", "criticism", "hostility", "discussion")
 
 
-def synthetic_example(n: int = 20_000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def synthetic_example(n: int = 20_000, seed: int = SAMPLING_DEFAULTS.seed) -> tuple[np.ndarray, np.ndarray]:
     """Simulate an over-confident 4-class classifier on imbalanced data (70/15/10/5 %), deterministic.
 
     Labels are drawn from "true" probabilities; the model reports them sharpened
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     report = calibration_report(values, labels, from_logits=from_logits, **settings)
     ci = None
     if args.bootstrap:
-        ci = bootstrap_intervals(values, labels, n_boot=args.bootstrap, seed=args.seed, from_logits=from_logits,
+        ci = bootstrap_intervals(values, labels, bootstrap=args.bootstrap, seed=args.seed, from_logits=from_logits,
                                  **settings)  # fmt: skip
     paths = _write(args, settings, values, labels, from_logits, names, source) if args.output else {}
     if args.json:

@@ -23,6 +23,7 @@ from calibkit.io.jsonable import json_ready
 from calibkit.lm.generations.report import COVERAGE, DECOMPOSED
 from calibkit.lm.sources import AGREEMENT, VERBALIZED, WHITEBOX, check_source, current_name, source_kind
 from calibkit.metrics.registry import CONFIDENCE_METRICS
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 from calibkit.plots.tables import markdown_table
 
 WHITEBOX_HELP = ", ".join(WHITEBOX)
@@ -251,9 +252,7 @@ def run(
         recalibration_resplits,
     )
 
-    settings = check_options(args)
-    if not (0 < args.threshold <= 1):
-        raise ValueError(f"--threshold must be a number in (0, 1], got {args.threshold!r}")
+    settings = check_options(args)  # --threshold too, by the sampling settings' one check
     asked = {s.strip() for s in args.confidence.split(",")} if args.confidence else set()
     if served is None and set(AGREEMENT) & asked:
         # several sampled answers a question: the majority answer, its agreement as confidence
@@ -363,7 +362,7 @@ def _html(
         has = ~np.isnan(data.confidence[name])
         if has.any():
             drawn.append((name, ReliabilityDiagram.from_predictions(
-                data.confidence[name][has], right[has], n_bins=args.n_bins, ax=ax, band=1000
+                data.confidence[name][has], right[has], n_bins=args.n_bins, ax=ax, bootstrap=SAMPLING_DEFAULTS.bootstrap
             )))  # fmt: skip
         ax.set_title(f"{name} ({data.kinds[name]})", fontsize=9)
         ax.set_xlabel("confidence that the answer is right")

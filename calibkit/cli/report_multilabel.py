@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         report = calibration_report(values, labels, from_logits=from_logits, multilabel=True, **settings)
         if args.bootstrap:
             ci = bootstrap_intervals(
-                values, labels, from_logits=from_logits, multilabel=True, n_boot=args.bootstrap, seed=args.seed,
+                values, labels, from_logits=from_logits, multilabel=True, bootstrap=args.bootstrap, seed=args.seed,
                 **settings,
             )  # fmt: skip
             intervals = ci["intervals"]

@@ -111,7 +111,7 @@ def reliability_panels(
         cell = grid[divmod(i, columns)].subgridspec(2, 1, height_ratios=[3, 1], hspace=0.08)
         ax, support_ax = fig.add_subplot(cell[0]), fig.add_subplot(cell[1])
         diagram = ReliabilityDiagram.from_statistics(
-            stats, n_bins=n_bins, ax=ax, support_ax=support_ax, band=BAND_DRAWS
+            stats, n_bins=n_bins, ax=ax, support_ax=support_ax, bootstrap=BAND_DRAWS
         )
         ax.set_title(f"{name}: ECE {diagram.ece:.3f}", fontsize=9)
         ax.set_ylabel(ylabel)

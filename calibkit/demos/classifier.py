@@ -19,6 +19,7 @@ import numpy as np
 
 from calibkit.demos import sequence, token
 from calibkit.demos.data import model_path
+from calibkit.metrics.sampling import OFF, SAMPLING_DEFAULTS
 
 # The classifier tasks: each module gives its splits, model class, recipe and title.
 TASKS = {"token": token, "sequence": sequence}
@@ -82,9 +83,9 @@ def run_demo(
     output: str | Path = "calibkit-demo",
     *,
     epochs: float | None = None,
-    seed: int = 0,
-    bootstrap: int = 0,
-    resplits: int = 20,
+    seed: int = SAMPLING_DEFAULTS.seed,
+    bootstrap: int = OFF,
+    resplits: int = SAMPLING_DEFAULTS.resplits,
     max_train: int | None = None,
     learning_rate: float | None = None,
     class_weight_power: float | None = None,

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
+
 BBC_CLASS_COUNTS = {"sports": 511, "business": 147, "politics": 54, "tech": 43, "entertainment": 32}
 
 SPLIT = (0.70, 0.15, 0.15)
 
 
 def split_indices(
-    n: int, seed: int = 0, split: tuple[float, float, float] = SPLIT
+    n: int, seed: int = SAMPLING_DEFAULTS.seed, split: tuple[float, float, float] = SPLIT
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split ``range(n)`` into train, validation and test, deterministically.
 
@@ -73,7 +75,9 @@ def load_twitter_ner(path: str | Path | None = None) -> tuple[list[list[str]], l
     return sentences, tags
 
 
-def load_bbc_news(counts: dict[str, int] = BBC_CLASS_COUNTS, seed: int = 0) -> tuple[list[str], np.ndarray, list[str]]:
+def load_bbc_news(
+    counts: dict[str, int] = BBC_CLASS_COUNTS, seed: int = SAMPLING_DEFAULTS.seed
+) -> tuple[list[str], np.ndarray, list[str]]:
     """Read BBC News articles subsampled to ``counts`` per class (deterministic).
 
     Parameters

@@ -34,6 +34,7 @@ import numpy as np
 
 from calibkit.io.jsonable import json_ready
 from calibkit.metrics.registry import NEXT_TOKEN_METRICS, TABLE_METRICS, headline
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 from calibkit.plots.tables import cell, markdown_table
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -304,7 +305,7 @@ def _figure(split: dict[str, Any], path: Path) -> Path:
             support_ax=support_ax,
             color=colour,
             diagonal=j == 0,
-            band=1000,
+            bootstrap=SAMPLING_DEFAULTS.bootstrap,
         ))]  # fmt: skip
     ax.set_title("next-token top-label reliability (first re-split, held-out half)", fontsize=9)
     ax.legend(loc="upper left", fontsize=8)
@@ -356,8 +357,8 @@ def run_llm_demo(
     *,
     documents: int = 64,
     tokens: int = 128,
-    resplits: int = 20,
-    seed: int = 0,
+    resplits: int = SAMPLING_DEFAULTS.resplits,
+    seed: int = SAMPLING_DEFAULTS.seed,
     threads: int | None = None,
     model: Any = None,
     tokenizer: Any = None,

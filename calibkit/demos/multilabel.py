@@ -24,6 +24,7 @@ from calibkit.calibrators.registry import MULTILABEL_LABELS
 from calibkit.demos.data import load_twitter_ner, model_path, split_indices
 from calibkit.io.jsonable import json_ready
 from calibkit.metrics.registry import MULTILABEL_TABLE, headline
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 from calibkit.plots.tables import cell, markdown_table, summary_cell
 
 RECIPE = {"epochs": 6, "learning_rate": 3e-4}
@@ -81,7 +82,13 @@ def _probabilities(method: str, z_fit: np.ndarray, y_fit: np.ndarray, z: np.ndar
 
 
 def compare(
-    z_val: np.ndarray, y_val: np.ndarray, z_test: np.ndarray, y_test: np.ndarray, *, resplits: int = 20, seed: int = 0
+    z_val: np.ndarray,
+    y_val: np.ndarray,
+    z_test: np.ndarray,
+    y_test: np.ndarray,
+    *,
+    resplits: int = SAMPLING_DEFAULTS.resplits,
+    seed: int = SAMPLING_DEFAULTS.seed,
 ) -> tuple[dict[str, dict[str, float]], Any]:
     """Fit every method on validation and score it on test; then the same over re-splits of both, pooled.
 
@@ -260,8 +267,8 @@ def run_multilabel_demo(
     output: str | Path = "calibkit-demo",
     *,
     epochs: float | None = None,
-    seed: int = 0,
-    resplits: int = 20,
+    seed: int = SAMPLING_DEFAULTS.seed,
+    resplits: int = SAMPLING_DEFAULTS.resplits,
     max_train: int | None = None,
     learning_rate: float | None = None,
     threads: int | None = None,

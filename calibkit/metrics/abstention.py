@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.metrics.settings import DEFAULTS
+from calibkit.metrics.settings import UNSET, renamed, resolve_settings
 from calibkit.metrics.validation import check_open_unit, to_numpy
 
 __all__ = [
@@ -251,11 +251,16 @@ def abstention_threshold(
     confidence: Any,
     right: Any,
     *,
-    alpha: float = DEFAULTS.abstention_alpha,
-    delta: float = DEFAULTS.abstention_delta,
+    abstention_alpha: float = UNSET.abstention_alpha,
+    abstention_delta: float = UNSET.abstention_delta,
     thresholds: Any = None,
+    alpha: float | None = None,
+    delta: float | None = None,
 ) -> dict[str, Any]:
     r"""Find the lowest confidence threshold whose selective error is at most ``alpha`` with probability ``1 - delta``.
+
+    ``alpha`` and ``delta`` below are ``abstention_alpha`` and ``abstention_delta``, the names of
+    :class:`calibkit.CalibrationSettings` (and every other door).
 
     Learn then Test (Angelopoulos, Bates, Candès, Jordan, Lei 2021) with binomial-tail p-values
     and fixed-sequence testing over a grid fixed in advance, walked from the highest threshold
@@ -286,13 +291,15 @@ def abstention_threshold(
         The confidence that each answer is right, finite (no NaN: leave out answers without one).
     right : array-like, shape (n,)
         1 (or True) for a right answer, 0 for a wrong one.
-    alpha : float, default 0.1
+    abstention_alpha : float, default 0.1
         The selective error allowed, in (0, 1).
-    delta : float, default 0.1
+    abstention_delta : float, default 0.1
         The probability allowed that the guarantee fails, in (0, 1).
     thresholds : array-like of float, optional
         The grid, in [0, 1] (any order; tested from the highest down). Default ``GRID``:
         1 to 0 by 0.001.
+    alpha, delta : float, optional
+        Deprecated names of ``abstention_alpha`` and ``abstention_delta`` (a ``FutureWarning``).
 
     Returns
     -------
@@ -307,17 +314,20 @@ def abstention_threshold(
     ------
     ValueError
         Naming the argument: ``confidence`` not finite or outside [0, 1], ``right`` not 0/1,
-        different lengths, no input, ``alpha`` or ``delta`` outside (0, 1), a bad grid.
+        different lengths, no input, ``abstention_alpha`` or ``abstention_delta`` outside (0, 1), a bad grid.
 
     Examples
     --------
     >>> c = [0.95, 0.9, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5]
     >>> r = [1, 1, 1, 1, 1, 1, 0, 0]
-    >>> out = abstention_threshold(c * 20, r * 20, alpha=0.2, delta=0.1)
+    >>> out = abstention_threshold(c * 20, r * 20, abstention_alpha=0.2, abstention_delta=0.1)
     >>> out["threshold"], out["answered"]
     (0.6, 0.875)
     """
-    alpha, delta = check_open_unit(alpha, "alpha"), check_open_unit(delta, "delta")
+    abstention_alpha = renamed("alpha", alpha, "abstention_alpha", abstention_alpha, "abstention_threshold()")
+    abstention_delta = renamed("delta", delta, "abstention_delta", abstention_delta, "abstention_threshold()")
+    levels = resolve_settings(abstention_alpha=abstention_alpha, abstention_delta=abstention_delta)
+    alpha, delta = levels.abstention_alpha, levels.abstention_delta
     c = to_numpy(confidence, "confidence").astype(np.float64).ravel()
     y = to_numpy(right, "right").ravel()
     if c.size == 0:

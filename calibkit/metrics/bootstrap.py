@@ -35,7 +35,14 @@ from calibkit.metrics.multilabel import (
 )
 from calibkit.metrics.registry import metric, metric_names, plan, report_from_statistics
 from calibkit.metrics.report import NO_SAMPLE
-from calibkit.metrics.settings import UNSET, CalibrationSettings, resolve_settings, settings_keywords
+from calibkit.metrics.sampling import (  # MAX_REPLICATES: kept importable from here
+    MAX_REPLICATES,  # noqa: F401
+    SAMPLING_UNSET,
+    SamplingSettings,
+    resolve_sampling,
+    sampling_keywords,
+)
+from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed, resolve_settings, settings_keywords
 from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics, SumsPlan, top_slots
 from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare_for
 
@@ -43,18 +50,15 @@ __all__ = ["bootstrap_intervals"]
 
 _BLOCK_MEMORY = 256 * 2**20  # bytes of per-block statistics held at once
 _REPLICATE_CHUNK = 64
-MAX_REPLICATES = 100_000
-"""Upper bound of ``n_boot``: percentiles of 1e5 replicates are stable far beyond the 4 decimals
-reported, and each replicate costs the metric formulas once."""
 
 
 def bootstrap_intervals(
     probs: Any,
     labels: Any,
     *,
-    n_boot: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
+    bootstrap: int = SAMPLING_UNSET.bootstrap,
+    level: float = SAMPLING_UNSET.level,
+    seed: int = SAMPLING_UNSET.seed,
     max_blocks: int = 4000,
     metrics: tuple[str, ...] | None = None,
     from_logits: bool | None = None,
@@ -72,6 +76,9 @@ def bootstrap_intervals(
     fce_variant: str = UNSET.fce_variant,
     coverage: float = UNSET.coverage,
     settings: CalibrationSettings | None = None,
+    sampling: SamplingSettings | None = None,
+    n_boot: int | None = None,
+    confidence: float | None = None,
 ) -> dict[str, Any]:
     """Compute percentile bootstrap intervals of every metric (and of each class's ECE).
 
@@ -80,9 +87,9 @@ def bootstrap_intervals(
     probs, labels, metrics, from_logits, multilabel, next_token, ignore_index
         As in :func:`calibkit.calibration_report` (``next_token``: causal-LM logits ``(N, T, V)``,
         resampled by sequence like token input).
-    n_boot : int, default 1000
-        Bootstrap replicates (at most ``MAX_REPLICATES``).
-    confidence : float, default 0.95
+    bootstrap : int, default 1000
+        Bootstrap replicates (at least 1, at most ``MAX_REPLICATES``).
+    level : float, default 0.95
         Two-sided level of the percentile intervals.
     seed : int, default 0
         Seed of the block permutation and of the Poisson weights.
@@ -93,6 +100,11 @@ def bootstrap_intervals(
     n_bins, ace_ranges, sce_bins, rbece_bins, theta, fce_bins, esce_bins, eps, fce_variant, coverage, settings
         As in :func:`calibkit.calibration_report` (``fce_variant="authors"``: FCE as the
         fuzzy-binning authors' code computes it, see :func:`calibkit.fce`).
+    sampling : SamplingSettings, optional
+        ``bootstrap``, ``level`` and ``seed`` as one object (:class:`calibkit.metrics.sampling.SamplingSettings`),
+        instead of the keywords.
+    n_boot, confidence : optional
+        Deprecated names of ``bootstrap`` and ``level`` (a ``FutureWarning``).
 
     Returns
     -------
@@ -115,19 +127,16 @@ def bootstrap_intervals(
     >>> rng = np.random.default_rng(0)
     >>> p = rng.dirichlet(np.ones(3), 2000)
     >>> y = (p.cumsum(1) > rng.random((2000, 1))).argmax(1)  # calibrated
-    >>> ci = bootstrap_intervals(p, y, n_boot=200)
+    >>> ci = bootstrap_intervals(p, y, bootstrap=200)
     >>> low, high = ci["intervals"]["esce"]
     >>> bool(low < 0 < high)
     True
     """
-    n_boot = check_positive_int(n_boot, "n_boot", MAX_REPLICATES)
+    bootstrap = renamed("n_boot", n_boot, "bootstrap", bootstrap, "bootstrap_intervals()")
+    level = renamed("confidence", confidence, "level", level, "bootstrap_intervals()")
+    sampling = resolve_sampling(sampling, **sampling_keywords(locals()))
+    n_boot, confidence, seed = sampling.require("bootstrap"), sampling.level, sampling.seed
     max_blocks = check_positive_int(max_blocks, "max_blocks")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.integer, np.floating)):
-        raise ValueError(f"`confidence` must be a number in (0, 1), got {confidence!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"`confidence` must lie in (0, 1), got {confidence!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"`seed` must be an integer >= 0, got {seed!r}")
     keywords = settings_keywords(locals())
     settings = resolve_settings(settings, **keywords)
     if settings.multilabel:

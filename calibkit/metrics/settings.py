@@ -239,6 +239,24 @@ _UNSET_TYPES = (_UnsetInt, _UnsetFloat, _UnsetStr, _UnsetBool)
 _BOOLS = ("from_logits", "multilabel", "next_token")  # None also stands for "not given" (the doors' older default)
 
 
+def mark_unset(value: Any) -> Any:
+    """Mark a default as not given: the same value, which :func:`is_unset` tells from the caller's own.
+
+    Parameters
+    ----------
+    value : int, float, str or bool
+        A dataclass default (every bool setting defaults to False).
+
+    Returns
+    -------
+    object
+        The value, marked.
+    """
+    if isinstance(value, bool):
+        return _UnsetBool()
+    return {int: _UnsetInt, float: _UnsetFloat, str: _UnsetStr}[type(value)](value)
+
+
 class _Unset:
     """The defaults of the settings keywords, as values a door can tell from the caller's own.
 
@@ -249,18 +267,30 @@ class _Unset:
     default them to None instead, which :func:`resolve_settings` also reads as "not given".
     """
 
-    def __init__(self) -> None:
-        for name in names():
-            value = getattr(DEFAULTS, name)
-            if isinstance(value, bool):  # every bool setting defaults to False
-                setattr(self, name, _UnsetBool())
-                continue
-            marked = {int: _UnsetInt, float: _UnsetFloat, str: _UnsetStr}[type(value)](value)
-            setattr(self, name, marked)
+    def __init__(self, defaults: Any = None) -> None:
+        defaults = DEFAULTS if defaults is None else defaults
+        for field in dataclasses.fields(defaults):
+            setattr(self, field.name, mark_unset(getattr(defaults, field.name)))
 
 
 UNSET = _Unset()
 """``UNSET.<setting>``: the setting's default, marked as not given (see :func:`is_unset`)."""
+
+
+def unset_defaults(defaults: Any) -> Any:
+    """Mark every default of a settings dataclass instance as not given (``UNSET`` of another carrier).
+
+    Parameters
+    ----------
+    defaults : dataclass instance
+        The carrier's defaults (:data:`calibkit.metrics.sampling.SAMPLING_DEFAULTS`).
+
+    Returns
+    -------
+    object
+        ``.<name>``: each default, marked (:func:`is_unset`).
+    """
+    return _Unset(defaults)
 
 
 def is_unset(value: Any) -> bool:

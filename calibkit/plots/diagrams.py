@@ -26,7 +26,8 @@ import numpy as np
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.formulas import EmptyRegionWarning, binned_gaps, ece_from_table, rbece_from_table
 from calibkit.metrics.functional.smooth import smooth_reliability
-from calibkit.metrics.settings import DEFAULTS, CalibrationSettings
+from calibkit.metrics.sampling import OFF, SAMPLING_DEFAULTS, SAMPLING_UNSET, resolve_sampling
+from calibkit.metrics.settings import DEFAULTS, CalibrationSettings, renamed
 from calibkit.metrics.statistics import CalibrationStatistics
 
 __all__ = ["RegionPlot", "ReliabilityDiagram", "SmoothReliabilityDiagram", "bin_band"]
@@ -64,7 +65,14 @@ def _table(statistics: CalibrationStatistics, n_bins: int, class_index: int | No
 
 
 def bin_band(
-    count: np.ndarray, accuracy: np.ndarray, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
+    count: np.ndarray,
+    accuracy: np.ndarray,
+    *,
+    bootstrap: int = SAMPLING_UNSET.bootstrap,
+    seed: int = SAMPLING_UNSET.seed,
+    level: float = SAMPLING_UNSET.level,
+    n_boot: int | None = None,
+    confidence: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return the bootstrap band of each bin's accuracy, from the per-bin sums alone.
 
@@ -72,7 +80,7 @@ def bin_band(
     ``Binomial(n_b, acc_b)`` (each row is right or wrong): the bootstrap distribution of the bin's
     accuracy is drawn from its count and accuracy, with no need of the rows (so a streamed or
     sharded evaluation's diagram has its band too). The band is the percentile interval of
-    ``n_boot`` such draws per bin.
+    ``bootstrap`` such draws per bin.
 
     Parameters
     ----------
@@ -80,11 +88,13 @@ def bin_band(
         Rows per bin.
     accuracy : ndarray of shape (n_bins,)
         Accuracy per bin (NaN where empty).
-    n_boot : int, default=1000
-        Draws per bin.
-    seed : int, default=0
-    confidence : float, default=0.95
+    bootstrap : int, default 1000
+        Draws per bin (at least 1).
+    seed : int, default 0
+    level : float, default 0.95
         The band's level.
+    n_boot, confidence : optional
+        Deprecated names of ``bootstrap`` and ``level`` (a ``FutureWarning``).
 
     Returns
     -------
@@ -97,6 +107,10 @@ def bin_band(
     >>> bool(low[0] < 0.8 < high[0]), bool(np.isnan(low[1]))
     (True, True)
     """
+    bootstrap = renamed("n_boot", n_boot, "bootstrap", bootstrap, "bin_band()")
+    level = renamed("confidence", confidence, "level", level, "bin_band()")
+    sampling = resolve_sampling(bootstrap=bootstrap, seed=seed, level=level)
+    n_boot, seed, confidence = sampling.require("bootstrap"), sampling.seed, sampling.level
     count = np.asarray(count, dtype=np.int64)
     filled = count > 0
     p = np.where(filled, np.nan_to_num(np.asarray(accuracy, dtype=np.float64)), 0.0).clip(0, 1)
@@ -166,8 +180,9 @@ class ReliabilityDiagram:
         support_ax: Any = None,
         color: str | None = None,
         diagonal: bool = True,
-        band: int = 0,
-        seed: int = 0,
+        bootstrap: int = OFF,
+        seed: int = SAMPLING_DEFAULTS.seed,
+        band: int | None = None,
     ) -> ReliabilityDiagram:
         """Draw on ``ax`` (a new figure if None) and the samples per bin on ``support_ax`` if given.
 
@@ -179,11 +194,13 @@ class ReliabilityDiagram:
         color : str, optional
         diagonal : bool, default True
             Draw the diagonal of perfect calibration (once per axes when overlaying curves).
-        band : int, default 0
-            With ``band > 0``, shade each bin's 95% bootstrap band of ``band`` draws
+        bootstrap : int, default 0
+            With ``bootstrap > 0``, shade each bin's 95% bootstrap band of ``bootstrap`` draws
             (``calibkit.plots.diagrams.bin_band``, from the per-bin sums).
         seed : int, default 0
             Seed of the band's draws.
+        band : int, optional
+            Deprecated name of ``bootstrap`` (a ``FutureWarning``).
 
         Returns
         -------
@@ -191,6 +208,7 @@ class ReliabilityDiagram:
             ``self``, with ``ax_``, ``figure_``, ``line_``, ``bars_``, ``support_bars_``,
             ``band_low_``, ``band_high_`` and ``band_`` (None without a band) set.
         """
+        bootstrap = renamed("band", band, "bootstrap", bootstrap, "ReliabilityDiagram.plot()")
         ax = _axes(ax)
         n_bins = self.table.shape[0]
         centres = (np.arange(n_bins) + 0.5) / n_bins
@@ -201,8 +219,8 @@ class ReliabilityDiagram:
         colour = self.bars_.patches[0].get_facecolor()[:3] if color is None and filled.any() else color
         (self.line_,) = ax.plot(centres[filled], self.accuracy[filled], "o-", color=colour, ms=3, label=self.label)
         self.band_low_ = self.band_high_ = self.band_ = None
-        if band:
-            self.band_low_, self.band_high_ = bin_band(self.count, self.accuracy, n_boot=band, seed=seed)
+        if bootstrap:
+            self.band_low_, self.band_high_ = bin_band(self.count, self.accuracy, bootstrap=bootstrap, seed=seed)
             self.band_ = ax.fill_between(
                 centres[filled], self.band_low_[filled], self.band_high_[filled], color=colour, alpha=0.25, lw=0,
                 label="95% bootstrap band",
@@ -237,8 +255,9 @@ class ReliabilityDiagram:
         support_ax: Any = None,
         color: str | None = None,
         diagonal: bool = True,
-        band: int = 0,
-        seed: int = 0,
+        bootstrap: int = OFF,
+        seed: int = SAMPLING_DEFAULTS.seed,
+        band: int | None = None,
     ) -> ReliabilityDiagram:
         """Draw from accumulated statistics (the ``statistics`` attribute of a ``CalibrationAccumulator``).
 
@@ -250,15 +269,16 @@ class ReliabilityDiagram:
         class_index : int, optional
             Only the samples whose true class is this one (the per-class diagrams of the class-wise
             paper); default all samples.
-        label, ax, support_ax, color, diagonal, band, seed
+        label, ax, support_ax, color, diagonal, bootstrap, seed, band
             As :meth:`plot`.
 
         Returns
         -------
         ReliabilityDiagram
         """
+        bootstrap = renamed("band", band, "bootstrap", bootstrap, "ReliabilityDiagram.from_statistics()")
         return cls(_table(statistics, n_bins, class_index, "n_bins"), label=label).plot(
-            ax, support_ax=support_ax, color=color, diagonal=diagonal, band=band, seed=seed
+            ax, support_ax=support_ax, color=color, diagonal=diagonal, bootstrap=bootstrap, seed=seed
         )
 
     @classmethod
@@ -276,8 +296,9 @@ class ReliabilityDiagram:
         support_ax: Any = None,
         color: str | None = None,
         diagonal: bool = True,
-        band: int = 0,
-        seed: int = 0,
+        bootstrap: int = OFF,
+        seed: int = SAMPLING_DEFAULTS.seed,
+        band: int | None = None,
     ) -> ReliabilityDiagram:
         """Draw from predictions, as :func:`calibkit.ece` takes them.
 
@@ -285,13 +306,14 @@ class ReliabilityDiagram:
         ----------
         probs, labels, n_bins, from_logits, ignore_index
             As :func:`calibkit.ece`.
-        class_index, label, ax, support_ax, color, diagonal, band, seed
+        class_index, label, ax, support_ax, color, diagonal, bootstrap, seed, band
             As :meth:`from_statistics`.
 
         Returns
         -------
         ReliabilityDiagram
         """
+        bootstrap = renamed("band", band, "bootstrap", bootstrap, "ReliabilityDiagram.from_predictions()")
         settings = CalibrationSettings(n_bins=n_bins, from_logits=from_logits, ignore_index=ignore_index)
         statistics = _statistics(probs, labels, (cls.metric,), settings)
         return cls.from_statistics(
@@ -303,7 +325,7 @@ class ReliabilityDiagram:
             support_ax=support_ax,
             color=color,
             diagonal=diagonal,
-            band=band,
+            bootstrap=bootstrap,
             seed=seed,
         )
 

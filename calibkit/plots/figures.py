@@ -20,6 +20,7 @@ import numpy as np
 
 from calibkit.calibrators.registry import LABELS as METHOD_LABELS
 from calibkit.metrics.formulas import binned_gaps
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 from calibkit.metrics.statistics import largest_classes
 from calibkit.plots.diagrams import RegionPlot, ReliabilityDiagram, SmoothReliabilityDiagram, _table, bin_band
 
@@ -42,8 +43,9 @@ MIN_PANEL_SUPPORT = 30
 """A class gets its own reliability panel only with at least this many test samples: below it,
 15 bins hold one or two samples each and the curve is noise."""
 
-BAND_DRAWS = 1000
-"""Draws of each bin's bootstrap band in the reliability diagrams (``calibkit.plots.diagrams.bin_band``)."""
+BAND_DRAWS = SAMPLING_DEFAULTS.bootstrap
+"""Draws of each bin's bootstrap band in the reliability diagrams (``calibkit.plots.diagrams.bin_band``):
+the sampling settings' ``bootstrap``."""
 
 _COLOURS = {"uncalibrated": "tab:red"}
 
@@ -132,7 +134,7 @@ def reliability_figure(comparison: Any) -> Any:
             ax=axes[0, j],
             support_ax=axes[1, j],
             color=_colour(comparison, method),
-            band=BAND_DRAWS,
+            bootstrap=BAND_DRAWS,
         )
         axes[0, j].set_title(f"{label}: ECE {display.ece:.4f}", fontsize=9)
         axes[0, j].legend(loc="upper left", fontsize=8)
@@ -351,7 +353,7 @@ def write_figure_data(comparison: Any, folder: str | Path) -> dict[str, Path]:
     for method in methods:
         table = comparison.statistics[method].top_table(comparison.n_bins).sum(axis=0)
         low, high, count, confidence, accuracy = _bins(table)
-        band = bin_band(count, accuracy, n_boot=BAND_DRAWS)  # the seed and draws of the figure's band
+        band = bin_band(count, accuracy, bootstrap=BAND_DRAWS)  # the seed and draws of the figure's band
         rows += [[method, b, low[b], high[b], int(count[b]), confidence[b], accuracy[b], band[0][b], band[1][b]]
                  for b in range(len(count))]  # fmt: skip
     head = ["method", "bin", "lower", "upper", "count", "confidence", "accuracy", "band_low", "band_high"]

@@ -42,6 +42,7 @@ from inspect_ai.util import registry_info
 from calibkit.lm.generations import source_metrics
 from calibkit.lm.inspect_logs import LETTERS, SHUFFLED, SOURCES, answer_tokens, output_sources, score_value
 from calibkit.lm.sources import check_source
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 from calibkit.metrics.settings import DEFAULTS
 
 KEY = "calibkit"
@@ -49,9 +50,9 @@ KEY = "calibkit"
 
 __all__ = ["KEY", "aurc", "brier", "calibrated", "confidence_and_right", "ece", "nll", "sample_confidence"]
 
-RIGHT = 0.5
-"""A score at least this high (Inspect's ``value_to_float``) is a right answer, as
-``generations_report``'s default threshold reads it."""
+RIGHT = SAMPLING_DEFAULTS.threshold
+"""A score at least this high (Inspect's ``value_to_float``) is a right answer: the sampling settings'
+``threshold``, as ``generations_report`` reads it by default."""
 
 
 def _registered(function: Callable[..., Metric]) -> Callable[..., Metric]:

@@ -59,9 +59,10 @@ from calibkit.lm.multiple_choice import (
     multiple_choice_report,
 )
 from calibkit.lm.multiple_choice.lighteval import choice_lengths
-from calibkit.metrics.bootstrap import MAX_REPLICATES, bootstrap_intervals
+from calibkit.metrics.bootstrap import bootstrap_intervals
 from calibkit.metrics.registry import HARNESS_METRICS, OVER_CLASSES, metric, metric_names
-from calibkit.metrics.settings import DEFAULTS, resolve_settings
+from calibkit.metrics.sampling import SAMPLING_UNSET, SamplingSettings, resolve_sampling
+from calibkit.metrics.settings import DEFAULTS, renamed, resolve_settings
 from calibkit.metrics.validation import check_positive_int
 from calibkit.plugins.skeleton import higher_is_better, metric_rows
 
@@ -97,16 +98,11 @@ def _suffix(score: str) -> str:
     return "" if score == "loglik" else f"_{score}"
 
 
-def _checked(n_bins: Any, n_boot: Any, confidence: Any, seed: Any) -> tuple[int, int, float, int]:
-    """Check the settings of a corpus level, naming the bad one (``n_boot=0``: no interval)."""
-    resolve_settings(n_bins=n_bins)
-    if n_boot != 0:
-        check_positive_int(n_boot, "n_boot", MAX_REPLICATES)
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-        raise ValueError(f"`confidence` must be a number in (0, 1), got {confidence!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"`seed` must be an integer >= 0, got {seed!r}")
-    return n_bins, int(n_boot), float(confidence), int(seed)
+def _sampling(where: str, bootstrap: Any, level: Any, seed: Any, old: dict[str, Any]) -> SamplingSettings:
+    """Resolve a corpus level's sampling settings (``bootstrap=0``: no interval), old names with a warning."""
+    bootstrap = renamed("n_boot", old.get("n_boot"), "bootstrap", bootstrap, where)
+    level = renamed("confidence", old.get("confidence"), "level", level, where)
+    return resolve_sampling(bootstrap=bootstrap, level=level, seed=seed)
 
 
 class ChoiceLogprobs(SampleLevelComputation):
@@ -193,12 +189,14 @@ class ChoiceCalibration(CorpusLevelComputation):
         :data:`CLASSWISE`); any name of ``calibkit.calibration_report``'s or ``aurc``.
     n_bins : int, default 15
         Bins of the binned metrics (the settings' ``n_bins``).
-    n_boot : int, default 1000
+    bootstrap : int, default 1000
         Bootstrap replicates of the intervals; 0 for none.
-    confidence : float, default 0.95
+    level : float, default 0.95
         Level of the percentile intervals.
     seed : int, default 0
         Seed of the bootstrap.
+    n_boot, confidence : optional
+        Deprecated names of ``bootstrap`` and ``level`` (a ``FutureWarning``).
     """
 
     def __init__(
@@ -206,17 +204,43 @@ class ChoiceCalibration(CorpusLevelComputation):
         score: str = "loglik",
         metrics: tuple[str, ...] | None = None,
         n_bins: int = DEFAULTS.n_bins,
-        n_boot: int = 1000,
-        confidence: float = 0.95,
-        seed: int = 0,
+        bootstrap: int = SAMPLING_UNSET.bootstrap,
+        level: float = SAMPLING_UNSET.level,
+        seed: int = SAMPLING_UNSET.seed,
+        *,
+        n_boot: int | None = None,
+        confidence: float | None = None,
     ) -> None:
         self.score = check_score(score)
         # checked here, where the task is defined, not after the model has answered every question
-        self.metrics = None if metrics is None else metric_names(metrics, streaming=n_boot != 0)
+        old = {"n_boot": n_boot, "confidence": confidence}
+        sampling = _sampling("ChoiceCalibration()", bootstrap, level, seed, old)
+        self.metrics = None if metrics is None else metric_names(metrics, streaming=sampling.bootstrap != 0)
         lists = [m for m in self.metrics or () if m != "accuracy" and metric(m).per_class]
         if lists:
             raise ValueError(f"`metrics`: {lists} give one number per class; lighteval's table holds one per row")
-        self.n_bins, self.n_boot, self.confidence, self.seed = _checked(n_bins, n_boot, confidence, seed)
+        self.n_bins = resolve_settings(n_bins=n_bins).n_bins
+        self.bootstrap, self.level, self.seed = sampling.bootstrap, sampling.level, sampling.seed
+
+    @property
+    def n_boot(self) -> int:
+        """The old name of :attr:`bootstrap` (kept for one release).
+
+        Returns
+        -------
+        int
+        """
+        return self.bootstrap
+
+    @property
+    def confidence(self) -> float:
+        """The old name of :attr:`level` (kept for one release).
+
+        Returns
+        -------
+        float
+        """
+        return self.level
 
     def wanted(self, fixed: bool) -> tuple[str, ...]:
         """Return the metrics reported: the chosen ones, those over positions only where ``fixed``.
@@ -255,10 +279,10 @@ class ChoiceCalibration(CorpusLevelComputation):
         asked = [m for m in names if m not in ("aurc", "selective_accuracy")] or ["ece"]
         report = multiple_choice_report(data, score=self.score, n_bins=self.n_bins, metrics=asked)["pooled"]
         ci: dict[str, Any] = {}
-        if self.n_boot:
+        if self.bootstrap:
             probs = choice_probabilities(data, self.score)
             ci = bootstrap_intervals(
-                probs, data.gold, metrics=names, n_boot=self.n_boot, confidence=self.confidence, seed=self.seed,
+                probs, data.gold, metrics=names, bootstrap=self.bootstrap, level=self.level, seed=self.seed,
                 n_bins=self.n_bins,
             )["intervals"]  # fmt: skip
         # a metric not defined here (a class no question has as its answer, ...) gets no row
@@ -270,9 +294,11 @@ def choice_calibration(
     *,
     metrics: tuple[str, ...] | None = None,
     n_bins: int = DEFAULTS.n_bins,
-    n_boot: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
+    bootstrap: int = SAMPLING_UNSET.bootstrap,
+    level: float = SAMPLING_UNSET.level,
+    seed: int = SAMPLING_UNSET.seed,
+    n_boot: int | None = None,
+    confidence: float | None = None,
 ) -> CorpusLevelMetric:
     """Return lighteval's ``CorpusLevelMetric`` of calibkit's metrics for a multiple-choice task.
 
@@ -285,9 +311,10 @@ def choice_calibration(
     score : {"loglik", "chars", "bytes", "tokens"}, default "loglik"
     metrics : sequence of str, optional
     n_bins : int, default 15
-    n_boot : int, default 1000
-    confidence : float, default 0.95
+    bootstrap : int, default 1000
+    level : float, default 0.95
     seed : int, default 0
+    n_boot, confidence : optional
         As in :class:`ChoiceCalibration`.
 
     Returns
@@ -301,7 +328,8 @@ def choice_calibration(
     >>> from lighteval.tasks.tasks.arc import arc_easy  # doctest: +SKIP
     >>> TASKS_TABLE = [with_calibration(arc_easy, choice_calibration("chars"))]  # doctest: +SKIP
     """
-    corpus = ChoiceCalibration(score, metrics, n_bins, n_boot, confidence, seed)
+    sampling = _sampling("choice_calibration()", bootstrap, level, seed, {"n_boot": n_boot, "confidence": confidence})
+    corpus = ChoiceCalibration(score, metrics, n_bins, sampling.bootstrap, sampling.level, sampling.seed)
     return CorpusLevelMetric(
         metric_name=f"calibkit{_suffix(corpus.score)}",
         # one flag for every row (lighteval reads it nowhere in 0.13): higher is better only if it is for each
@@ -392,16 +420,38 @@ class HLECalibration(CorpusLevelComputation):
     ----------
     n_bins : int, default 15
         Bins of calibkit's ECE (the settings' ``n_bins``).
-    n_boot : int, default 1000
+    bootstrap : int, default 1000
         Bootstrap replicates of calibkit's intervals; 0 for none.
     seed : int, default 0
     per_bin : int, default 100
         Answers per bin of HLE's error (the authors' ``beta``).
+    n_boot : int, optional
+        Deprecated name of ``bootstrap`` (a ``FutureWarning``).
     """
 
-    def __init__(self, n_bins: int = DEFAULTS.n_bins, n_boot: int = 1000, seed: int = 0, per_bin: int = HLE_BIN):
-        self.n_bins, self.n_boot, _, self.seed = _checked(n_bins, n_boot, 0.95, seed)
+    def __init__(
+        self,
+        n_bins: int = DEFAULTS.n_bins,
+        bootstrap: int = SAMPLING_UNSET.bootstrap,
+        seed: int = SAMPLING_UNSET.seed,
+        per_bin: int = HLE_BIN,
+        *,
+        n_boot: int | None = None,
+    ):
+        sampling = _sampling("HLECalibration()", bootstrap, SAMPLING_UNSET.level, seed, {"n_boot": n_boot})
+        self.n_bins = resolve_settings(n_bins=n_bins).n_bins
+        self.bootstrap, self.seed = sampling.bootstrap, sampling.seed
         self.per_bin = check_positive_int(per_bin, "per_bin")
+
+    @property
+    def n_boot(self) -> int:
+        """The old name of :attr:`bootstrap` (kept for one release).
+
+        Returns
+        -------
+        int
+        """
+        return self.bootstrap
 
     def compute_corpus(self, items: list[dict[str, Any]]) -> dict[str, float]:
         """Compute lighteval's three HLE numbers, the corrected error and calibkit's metrics.
@@ -437,29 +487,37 @@ class HLECalibration(CorpusLevelComputation):
             raise ValueError(f"`items`: a judge's `confidence` must lie in [0, 100] (percent), got {bad}")
         out = {name: float(original[name]) for name in HLE_NAMES}
         out["calibration_error_all_bins"] = 100 * hle_rms_calibration_error(stated / 100, right, self.per_bin)
-        judged = source_metrics(stated / 100, right, n_bins=self.n_bins, bootstrap=self.n_boot, seed=self.seed)
+        judged = source_metrics(stated / 100, right, n_bins=self.n_bins, bootstrap=self.bootstrap, seed=self.seed)
         return {**out, **metric_rows(judged, judged.get("intervals", {}), CHOICE_METRICS)}
 
 
 def hle_calibration(
-    *, n_bins: int = DEFAULTS.n_bins, n_boot: int = 1000, seed: int = 0, sample_level_fn: Any = None
+    *,
+    n_bins: int = DEFAULTS.n_bins,
+    bootstrap: int = SAMPLING_UNSET.bootstrap,
+    seed: int = SAMPLING_UNSET.seed,
+    sample_level_fn: Any = None,
+    n_boot: int | None = None,
 ) -> CorpusLevelMetricGrouping:
     """Return lighteval's HLE metric with :class:`HLECalibration` as its corpus level.
 
     Parameters
     ----------
     n_bins : int, default 15
-    n_boot : int, default 1000
+    bootstrap : int, default 1000
     seed : int, default 0
         As in :class:`HLECalibration`.
     sample_level_fn : SampleLevelComputation, optional
         The judge (default lighteval's ``JudgeLLMHLE``, which calls OpenAI's ``gpt-4o``).
+    n_boot : int, optional
+        Deprecated name of ``bootstrap`` (a ``FutureWarning``).
 
     Returns
     -------
     lighteval.metrics.utils.metric_utils.CorpusLevelMetricGrouping
         To put in place of ``Metrics.hle_metrics`` in the ``hle`` task's ``metrics``.
     """
+    sampling = _sampling("hle_calibration()", bootstrap, SAMPLING_UNSET.level, seed, {"n_boot": n_boot})
     if sample_level_fn is None:
         from lighteval.tasks.tasks.hle import JudgeLLMHLE
 
@@ -471,7 +529,7 @@ def hle_calibration(
         higher_is_better={name: higher_is_better(name) for name in (*HLE_NAMES, *extra)},
         category=SamplingMethod.GENERATIVE,
         sample_level_fn=sample_level_fn,
-        corpus_level_fn=HLECalibration(n_bins=n_bins, n_boot=n_boot, seed=seed),
+        corpus_level_fn=HLECalibration(n_bins=n_bins, bootstrap=sampling.bootstrap, seed=sampling.seed),
     )
 
 

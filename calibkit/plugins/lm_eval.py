@@ -22,10 +22,10 @@ are added:
   ``calibkit generations --confidence verbalized`` reads
   (:func:`calibkit.lm.generations.source_metrics`).
 
-Intervals: calibkit's bootstrap (1000 replicates by question, seed 0) gives each metric a 95%
-percentile interval, shown beside the metric as two rows ``<metric>_ci_lower`` and
-``<metric>_ci_upper`` (the rows of every plugin: :mod:`calibkit.plugins.skeleton`); the harness's
-``Stderr`` column shows the standard error a normal
+Intervals: calibkit's bootstrap (``bootstrap`` replicates by question, 1000 unless set, seed 0)
+gives each metric a 95% percentile interval, shown beside the metric as two rows
+``<metric>_ci_lower`` and ``<metric>_ci_upper`` (the rows of every plugin:
+:mod:`calibkit.plugins.skeleton`); the harness's ``Stderr`` column shows the standard error a normal
 interval of the same width would have, ``(upper - lower) / (2 * 1.959964)`` (the harness
 computes a standard error only for its own aggregations, so calibkit returns it as the
 ``<metric>_stderr`` value the table reads).
@@ -48,7 +48,9 @@ array; this class logs it as a list of numbers.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -59,6 +61,7 @@ from calibkit.lm.multiple_choice import ChoiceData, choice_probabilities, multip
 from calibkit.lm.multiple_choice.report import POSITION_METRICS, TABLE_COLUMNS
 from calibkit.metrics.bootstrap import bootstrap_intervals
 from calibkit.metrics.registry import CONFIDENCE_METRICS, HARNESS_METRICS, ON_REQUEST
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS, SamplingSettings
 from calibkit.metrics.settings import DEFAULTS
 from calibkit.metrics.validation import check_positive_int
 from calibkit.plugins.skeleton import higher_is_better, interval_rows
@@ -77,11 +80,13 @@ CHOICE_METRICS = HARNESS_METRICS
 GENERATION_METRICS = HARNESS_METRICS
 """The rows added to a ``generate_until`` task, with ``without_confidence``."""
 
-Z95 = 1.959963984540054
-"""The standard normal's 97.5% quantile: a 95% interval is this many standard errors each side."""
+Z95 = round(NormalDist().inv_cdf(0.5 + SAMPLING_DEFAULTS.level / 2), 15)
+"""The standard normal's 97.5% quantile (the sampling settings' ``level``; to 15 decimals, the double
+nearest the exact value): a 95% interval is this many standard errors each side."""
 
-BOOTSTRAP = 1000
-"""Bootstrap replicates of the intervals (the ``calibkit: bootstrap:`` key; 0 for none)."""
+BOOTSTRAP = SAMPLING_DEFAULTS.bootstrap
+"""Bootstrap replicates of the intervals (the ``calibkit: bootstrap:`` key; 0 for none): the sampling
+settings' ``bootstrap``."""
 
 HARNESS_CHOICE_METRICS = (
     "acc", "acc_norm", "acc_bytes", "f1", "mcc", "exact_match", "brier_score", "likelihood", "acc_mutual_info",
@@ -294,7 +299,7 @@ class CalibratedTask(ConfigurableTask):
         if settings["bootstrap"]:
             wanted = tuple(m for m in self._rows if values[m] is not None)
             ci = bootstrap_intervals(
-                choice_probabilities(data), data.gold, metrics=wanted, n_boot=settings["bootstrap"],
+                choice_probabilities(data), data.gold, metrics=wanted, bootstrap=settings["bootstrap"],
                 seed=settings["seed"], n_bins=settings["n_bins"],
             )["intervals"]  # fmt: skip
         return {m: _parts(values[m], ci.get(m)) for m in self._rows}
@@ -408,20 +413,17 @@ def _options(task: Any, options: Any, output_type: str) -> dict[str, Any]:
         if unknown or not metrics:
             shown = unknown or metrics
             raise ValueError(f"{where}: `calibkit: metrics` {shown}: the {output_type} rows are {list(known)}")
-    threshold = options.get("threshold", 0.5)
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
-        raise ValueError(f"{where}: `calibkit: threshold` must be a number in (0, 1], got {threshold!r}")
-    bootstrap = options.get("bootstrap", BOOTSTRAP)
-    seed = options.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"{where}: `calibkit: seed` must be an integer >= 0, got {seed!r}")
+    try:  # the keys are the sampling settings' names, checked by their one carrier
+        sampling = SamplingSettings(**{k: options[k] for k in ("bootstrap", "seed", "threshold") if k in options})
+    except ValueError as exc:
+        raise ValueError(f"{where}: " + re.sub(r"`(\w+)`", r"`calibkit: \1`", str(exc))) from None
     return {
         "metrics": metrics,
-        "bootstrap": 0 if bootstrap == 0 else check_positive_int(bootstrap, "calibkit: bootstrap"),
-        "seed": seed,
+        "bootstrap": sampling.bootstrap,
+        "seed": sampling.seed,
         "n_bins": check_positive_int(options.get("n_bins", DEFAULTS.n_bins), "calibkit: n_bins"),
         "correct": options.get("correct"),
-        "threshold": float(threshold),
+        "threshold": sampling.threshold,
         "words": check_words(options.get("words")),
     }
 

@@ -23,6 +23,7 @@ from calibkit.metrics import calibration_report, smooth_reliability
 from calibkit.metrics import registry as metric_registry
 from calibkit.metrics.accumulator import CalibrationAccumulator
 from calibkit.metrics.bootstrap import bootstrap_intervals
+from calibkit.metrics.sampling import OFF, SAMPLING_DEFAULTS
 from calibkit.metrics.settings import DEFAULTS, CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics
 from calibkit.plots import RegionPlot, ReliabilityDiagram
@@ -137,8 +138,8 @@ def compare_calibrators(
     rbece_bins: int = DEFAULTS.rbece_bins,
     theta: float = DEFAULTS.theta,
     fce_variant: str = DEFAULTS.fce_variant,
-    bootstrap: int = 0,
-    seed: int = 0,
+    bootstrap: int = OFF,
+    seed: int = SAMPLING_DEFAULTS.seed,
     sets: bool = True,
     smooth: bool = True,
 ) -> Comparison:
@@ -230,7 +231,7 @@ def compare_calibrators(
             out.smooth[method] = smooth_reliability(probs, y_test)
         if bootstrap:
             resampled = into_sequences(probs, y_test, places) if places.ndim == 2 else (probs, y_test)
-            ci = bootstrap_intervals(*resampled, n_boot=bootstrap, seed=seed, settings=settings)
+            ci = bootstrap_intervals(*resampled, bootstrap=bootstrap, seed=seed, settings=settings)
             out.intervals[method] = ci["intervals"]
             out.class_intervals[method] = ci["subset_ece"]
     calibrated = [m for m in out.rows if m != "uncalibrated"]
@@ -242,7 +243,12 @@ def compare_calibrators(
 
 
 def conformal_cells(
-    method: str, z_val: np.ndarray, y_val: np.ndarray, z_test: np.ndarray, y_test: np.ndarray, seed: int = 0
+    method: str,
+    z_val: np.ndarray,
+    y_val: np.ndarray,
+    z_test: np.ndarray,
+    y_test: np.ndarray,
+    seed: int = SAMPLING_DEFAULTS.seed,
 ) -> dict[str, dict[str, Any]]:
     """Split-conformal sets after a calibrator: their coverage and mean size on the test rows.
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.sampling import SAMPLING_UNSET, SamplingSettings, resolve_sampling
 from calibkit.metrics.settings import DEFAULTS
-from calibkit.metrics.validation import check_positive_int
 from calibkit.plots import tables
 from calibkit.verdicts.claims import HOLD_SHARE, what_this_means
 from calibkit.verdicts.comparison import (
@@ -180,7 +180,7 @@ def resplit_comparison(
     test_logits: Any,
     test_labels: Any,
     *,
-    resplits: int = 20,
+    resplits: int = SAMPLING_UNSET.resplits,
     methods: tuple[str, ...] = METHODS,
     class_names: list[str] | None = None,
     ignore_index: int = DEFAULTS.ignore_index,
@@ -188,7 +188,8 @@ def resplit_comparison(
     rbece_bins: int = DEFAULTS.rbece_bins,
     theta: float = DEFAULTS.theta,
     fce_variant: str = DEFAULTS.fce_variant,
-    seed: int = 0,
+    seed: int = SAMPLING_UNSET.seed,
+    sampling: SamplingSettings | None = None,
 ) -> Resplits:
     """Fit on one part, evaluate on the other, over ``resplits`` random re-splits of the pooled data.
 
@@ -203,12 +204,16 @@ def resplit_comparison(
     methods, class_names, ignore_index, n_bins, rbece_bins, theta, fce_variant
         As in :func:`calibkit.verdicts.comparison.compare_calibrators`.
     seed : int, default 0
+    sampling : SamplingSettings, optional
+        ``resplits`` and ``seed`` as one object (:class:`calibkit.metrics.sampling.SamplingSettings`),
+        instead of the keywords.
 
     Returns
     -------
     Resplits
     """
-    resplits = check_positive_int(resplits, "resplits", 10_000)
+    sampling = resolve_sampling(sampling, resplits=resplits, seed=seed)
+    resplits, seed = sampling.require("resplits"), sampling.seed
     z_val, y_val, g_val, n_val = labelled_rows(val_logits, val_labels, ignore_index)
     z_test, y_test, g_test, n_test = labelled_rows(test_logits, test_labels, ignore_index)
     if z_val.shape[1] != z_test.shape[1]:

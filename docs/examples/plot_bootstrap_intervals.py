@@ -41,13 +41,13 @@ metrics = ["ece", "cece", "sce", "brier"]
 # %%
 # Intervals for each evaluation size
 # ----------------------------------
-# ``bootstrap_intervals(probs, labels, n_boot=..., metrics=..., seed=...)`` returns
+# ``bootstrap_intervals(probs, labels, bootstrap=..., metrics=..., seed=...)`` returns
 # ``{"intervals": {metric: (low, high)}, ...}``; the level is 95% by default (``confidence``).
 # The point estimates come from :func:`calibkit.calibration_report` on the same rows.
 estimates, intervals = {}, {}
 for n in sizes:
     estimates[n] = calibkit.calibration_report(probs[:n], labels[:n], metrics=metrics)
-    intervals[n] = bootstrap_intervals(probs[:n], labels[:n], n_boot=400, metrics=metrics, seed=0)["intervals"]
+    intervals[n] = bootstrap_intervals(probs[:n], labels[:n], bootstrap=400, metrics=metrics, seed=0)["intervals"]
 
 print("     n" + "".join(f"  {m:>23s}" for m in metrics))
 for n in sizes:
@@ -82,7 +82,7 @@ for m in metrics:
 # -------------------
 # With ``subset_ece`` among the metrics (as by default, ``metrics=None``), the result also holds
 # ``"subset_ece": (low, high)``, the interval of each class's ECE.
-full = bootstrap_intervals(probs, labels, n_boot=400, seed=0)
+full = bootstrap_intervals(probs, labels, bootstrap=400, seed=0)
 low, high = full["subset_ece"]
 point = calibkit.subset_ece(probs, labels)
 for c in range(k):

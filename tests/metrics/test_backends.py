@@ -143,7 +143,7 @@ def test_bad_input_same_error_on_both_engines():
 def test_bootstrap_and_accumulator_on_torch():
     probs, labels = make_data(6, "token", n=300, num_classes=4, from_logits=True)
     settings = CalibrationSettings(from_logits=True)
-    a, b = both(lambda: bootstrap_intervals(probs, labels, metrics=["ece", "sce"], settings=settings, n_boot=20))
+    a, b = both(lambda: bootstrap_intervals(probs, labels, metrics=["ece", "sce"], settings=settings, bootstrap=20))
     assert a["n_blocks"] == b["n_blocks"] > 100
     assert all(close(a["intervals"][m], b["intervals"][m]) for m in b["intervals"])
 

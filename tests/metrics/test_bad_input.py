@@ -34,7 +34,7 @@ def _accumulate(probs, labels, **kw):
 
 
 def _bootstrap(probs, labels, **kw):
-    return bootstrap_intervals(probs, labels, n_boot=5, **kw)
+    return bootstrap_intervals(probs, labels, bootstrap=5, **kw)
 
 
 # Every door that takes (probs, labels, from_logits=, ignore_index=).
@@ -121,11 +121,11 @@ BAD_SETTINGS = [
         ("calibration_report", s, 0, rf"`{s}` must be an integer")
         for s in ("ace_ranges", "sce_bins", "rbece_bins", "fce_bins", "esce_bins")
     ],
-    ("bootstrap", "n_boot", 0, r"`n_boot` must be an integer"),
-    ("bootstrap", "n_boot", 10**9, r"`n_boot` must be an integer in \[1, 100000\]"),
-    ("bootstrap", "n_boot", "5", r"`n_boot` must be an integer"),
-    ("bootstrap", "confidence", 1.0, r"`confidence` must lie in \(0, 1\)"),
-    ("bootstrap", "confidence", "0.9", r"`confidence` must be a number"),
+    ("bootstrap", "bootstrap", 0, r"`bootstrap` must be an integer >= 1"),
+    ("bootstrap", "bootstrap", 10**9, r"`bootstrap` must be an integer in \[0, 100000\]"),
+    ("bootstrap", "bootstrap", "5", r"`bootstrap` must be an integer"),
+    ("bootstrap", "level", 1.0, r"`level` must lie in \(0, 1\)"),
+    ("bootstrap", "level", "0.9", r"`level` must be a number"),
     ("bootstrap", "seed", -1, r"`seed` must be an integer >= 0"),
     ("bootstrap", "seed", "x", r"`seed` must be an integer >= 0"),
     ("bootstrap", "max_blocks", 0, r"`max_blocks` must be an integer"),

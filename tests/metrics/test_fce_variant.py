@@ -89,7 +89,7 @@ def test_fce_authors_streams_and_merges_like_the_one_shot():
 def test_fce_authors_bootstrap_interval():
     probs, labels = make_data(6, "multiclass", 2000, 4)
     point = calibkit.fce(probs, labels, fce_variant="authors")
-    kw = {"metrics": ("fce",), "n_boot": 200, "seed": 1}
+    kw = {"metrics": ("fce",), "bootstrap": 200, "seed": 1}
     low, high = bootstrap_intervals(probs, labels, fce_variant="authors", **kw)["intervals"]["fce"]
     assert low < point < high
     paper_low, paper_high = bootstrap_intervals(probs, labels, **kw)["intervals"]["fce"]
@@ -103,7 +103,7 @@ def test_fce_variant_is_validated_naming_the_argument(value):
         lambda: calibkit.fce(P, Y, fce_variant=value),
         lambda: calibkit.calibration_report(P, Y, fce_variant=value),
         lambda: CalibrationAccumulator(fce_variant=value),
-        lambda: bootstrap_intervals(P, Y, n_boot=5, fce_variant=value),
+        lambda: bootstrap_intervals(P, Y, bootstrap=5, fce_variant=value),
     ):
         with pytest.raises(ValueError, match=r"`fce_variant` must be one of \['paper', 'authors'\]"):
             door()

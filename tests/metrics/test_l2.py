@@ -162,7 +162,7 @@ def test_streaming_and_bootstrap_carry_both():
     report = acc.compute()
     assert report["ece_l2"] == pytest.approx(calibkit.ece_l2(probs, labels), abs=1e-12)
     assert report["ece_l2_debiased"] == pytest.approx(calibkit.ece_l2_debiased(probs, labels), abs=1e-12)
-    intervals = bootstrap_intervals(probs, labels, metrics=("ece_l2", "ece_l2_debiased"), n_boot=200)["intervals"]
+    intervals = bootstrap_intervals(probs, labels, metrics=("ece_l2", "ece_l2_debiased"), bootstrap=200)["intervals"]
     for name in ("ece_l2", "ece_l2_debiased"):
         low, high = intervals[name]
         assert low < report[name] < high

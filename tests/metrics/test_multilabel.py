@@ -177,7 +177,7 @@ def test_the_bootstrap_resamples_rows_with_every_label_and_one_label_is_the_bina
     from calibkit.metrics.bootstrap import bootstrap_intervals
 
     z, y = multilabel_data(n=600, seed=6, logits=True)
-    out = bootstrap_intervals(z, y, from_logits=True, multilabel=True, n_boot=150, metrics=["ece", "brier"], seed=3)
+    out = bootstrap_intervals(z, y, from_logits=True, multilabel=True, bootstrap=150, metrics=["ece", "brier"], seed=3)
     point = calibkit.multilabel_report(z, y, from_logits=True, metrics=["ece", "brier"])
     for avg in ("macro", "weighted", "micro"):
         for m in ("ece", "brier"):
@@ -188,9 +188,9 @@ def test_the_bootstrap_resamples_rows_with_every_label_and_one_label_is_the_bina
     assert out["intervals"]["cece"][0] < out["intervals"]["cece"][1]
     # one label: the same blocks, weights and formulas as the binary bootstrap of its column
     one = bootstrap_intervals(
-        z[:, :1], y[:, :1], from_logits=True, multilabel=True, n_boot=80, metrics=["ece", "brier"]
+        z[:, :1], y[:, :1], from_logits=True, multilabel=True, bootstrap=80, metrics=["ece", "brier"]
     )
-    binary = bootstrap_intervals(z[:, 0], y[:, 0].astype(int), from_logits=True, n_boot=80, metrics=["ece", "brier"])
+    binary = bootstrap_intervals(z[:, 0], y[:, 0].astype(int), from_logits=True, bootstrap=80, metrics=["ece", "brier"])
     for m in ("ece", "brier"):
         assert one["intervals"]["micro"][m] == pytest.approx(binary["intervals"][m], rel=1e-12)
 
@@ -228,5 +228,5 @@ def test_metrics_not_defined_per_label_are_refused_and_tiny_bootstraps_are_nan()
         calibkit.calibration_report(p, y, multilabel=True, metrics=["ece", "aurc"])
     only_summary = calibkit.calibration_report(p, y, multilabel=True, metrics=["cece"])
     assert list(only_summary["macro"]) == ["ece"] and only_summary["cece"] >= 0
-    out = bootstrap_intervals([[0.7, 0.2]], [[1, 0]], multilabel=True, n_boot=1, seed=2)  # no replicate draws a row
+    out = bootstrap_intervals([[0.7, 0.2]], [[1, 0]], multilabel=True, bootstrap=1, seed=2)  # no replicate draws a row
     assert np.isnan(out["intervals"]["macro"]["ece"][0]) and np.isnan(out["intervals"]["cece"][1])

@@ -125,7 +125,7 @@ def test_the_accumulator_in_batches_equals_one_pass():
 
 def test_the_bootstrap_resamples_sequences():
     logits, labels = causal_batch(n=8, seed=4)
-    ci = bootstrap_intervals(logits, labels, from_logits=True, next_token=True, metrics=["nll"], n_boot=50)
+    ci = bootstrap_intervals(logits, labels, from_logits=True, next_token=True, metrics=["nll"], bootstrap=50)
     assert ci["n_blocks"] == 8
     low, high = ci["intervals"]["nll"]
     point = calibkit.nll(logits, labels, from_logits=True, next_token=True)

@@ -250,7 +250,7 @@ def test_the_bootstrap_gives_intervals_around_the_value():
     from calibkit.metrics.bootstrap import bootstrap_intervals
 
     out = bootstrap_intervals(
-        z, y, metrics=["aurc", "selective_accuracy"], from_logits=True, n_boot=200, max_blocks=400
+        z, y, metrics=["aurc", "selective_accuracy"], from_logits=True, bootstrap=200, max_blocks=400
     )
     value = calibkit.aurc(z, y, from_logits=True)
     low, high = out["intervals"]["aurc"]

@@ -51,8 +51,8 @@ def test_every_door_takes_the_settings_object_and_agrees_with_the_keywords():
     streamed = CalibrationAccumulator(settings=CUSTOM).update(P[:250], Y[:250]).update(P[250:], Y[250:]).compute()
     for key in ("ece", "sce", "rbece", "fce", "esce", "cece"):
         assert streamed[key] == pytest.approx(by_keywords[key], abs=1e-12)
-    boot_kw = bootstrap_intervals(P, Y, n_boot=20, metrics=("fce", "rbece"), **KEYWORDS)["intervals"]
-    boot_obj = bootstrap_intervals(P, Y, n_boot=20, metrics=("fce", "rbece"), settings=CUSTOM)["intervals"]
+    boot_kw = bootstrap_intervals(P, Y, bootstrap=20, metrics=("fce", "rbece"), **KEYWORDS)["intervals"]
+    boot_obj = bootstrap_intervals(P, Y, bootstrap=20, metrics=("fce", "rbece"), settings=CUSTOM)["intervals"]
     assert boot_kw == boot_obj
 
 
@@ -68,7 +68,7 @@ def test_settings_and_keywords_together_are_refused():
     with pytest.raises(ValueError, match=both):
         CalibrationAccumulator(settings=CUSTOM, fce_variant="paper")
     with pytest.raises(ValueError, match=r"`n_bins=15` and `settings.n_bins=9`"):
-        bootstrap_intervals(P, Y, n_boot=5, settings=CUSTOM, n_bins=15)
+        bootstrap_intervals(P, Y, bootstrap=5, settings=CUSTOM, n_bins=15)
     with pytest.raises(ValueError, match=r"`from_logits=False` and `settings.from_logits=True`"):
         calibkit.calibration_report(P, Y, settings=CUSTOM.replace(from_logits=True), from_logits=False)
     with pytest.raises(ValueError, match=r"`ignore_index=-100` and `settings.ignore_index=-1`"):

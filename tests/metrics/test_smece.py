@@ -156,7 +156,7 @@ def test_bad_points_names_the_argument(points):
     "door",
     [
         lambda: CalibrationAccumulator(["ece", "smece"]),
-        lambda: bootstrap_intervals(np.array([0.2, 0.8]), [0, 1], metrics=["smece"], n_boot=5),
+        lambda: bootstrap_intervals(np.array([0.2, 0.8]), [0, 1], metrics=["smece"], bootstrap=5),
         lambda: calibkit.CalibrationCallback(metrics=["ece", "smece"]),
     ],
     ids=["accumulator", "bootstrap", "callback"],

@@ -166,7 +166,7 @@ def test_torch_sums_kept_on_the_device_add_up(dense, monkeypatch):
 
 def test_bootstrap_intervals_match(dense):
     logits, labels = vocabulary_batch(n=60, seed=6)
-    kw = {"from_logits": True, "n_boot": 40, "metrics": ("ece", "sce", "cece", "subset_ece"), "seed": 1}
+    kw = {"from_logits": True, "bootstrap": 40, "metrics": ("ece", "sce", "cece", "subset_ece"), "seed": 1}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = bootstrap_intervals(logits, labels, **kw)

@@ -73,7 +73,7 @@ def test_lighteval_results_equal_calibkit_choices_on_the_details_file(task, scor
     from calibkit.plugins.lighteval import CHOICE_METRICS, CLASSWISE, choice_calibration
 
     file = details_file(task)
-    results = lighteval_results([choice_calibration(score, n_boot=200)], *docs_and_responses(file))
+    results = lighteval_results([choice_calibration(score, bootstrap=200)], *docs_and_responses(file))
     expected = calibkit_choices(file, score, capsys)
     fixed = task == "calibkit_mc4"  # 4 choices each; mcvar has 3 to 5
     suffix = "" if score == "loglik" else f"_{score}"
@@ -84,7 +84,7 @@ def test_lighteval_results_equal_calibkit_choices_on_the_details_file(task, scor
     assert not [k for k in results if k.endswith("_stderr")]  # lighteval's own 32x-too-small stderr is off
     # the interval is calibkit's bootstrap on the same probabilities
     data = read_choices(file)
-    ci = bootstrap_intervals(choice_probabilities(data, score), data.gold, metrics=tuple(names), n_boot=200)
+    ci = bootstrap_intervals(choice_probabilities(data, score), data.gold, metrics=tuple(names), bootstrap=200)
     for m in names:
         assert (results[f"{m}{suffix}_ci_lower"], results[f"{m}{suffix}_ci_upper"]) == pytest.approx(ci["intervals"][m])
         assert results[f"{m}{suffix}_ci_lower"] <= results[f"{m}{suffix}_ci_upper"]
@@ -103,7 +103,7 @@ def test_several_scores_of_one_task_share_its_table_and_equal_calibkit_on_many_q
     choices = [[" a", " bb", " ccc", " dddd"]] * 300
     docs = [Doc(query="q", choices=c, gold_index=int(g), id=str(i)) for i, (c, g) in enumerate(zip(choices, gold))]
     responses = [ModelResponse(logprobs=row.tolist()) for row in ll]
-    metrics = [choice_calibration(n_boot=0), choice_calibration("chars", metrics=("ece", "aurc"), n_boot=0)]
+    metrics = [choice_calibration(bootstrap=0), choice_calibration("chars", metrics=("ece", "aurc"), bootstrap=0)]
     results = lighteval_results(metrics, docs, responses)
     file = tmp_path / "choices.jsonl"
     file.write_text("".join(json.dumps({"choice_logprobs": r.tolist(), "gold": int(g), "choice_chars": [2, 3, 4, 5]})
@@ -114,7 +114,7 @@ def test_several_scores_of_one_task_share_its_table_and_equal_calibkit_on_many_q
     assert results["ece_chars"] == pytest.approx(chars["ece"], abs=1e-12)
     assert results["aurc_chars"] == pytest.approx(chars["aurc"], abs=1e-12)
     assert results["ece"] != pytest.approx(results["ece_chars"])  # two scores, two different numbers
-    assert "brier_chars" not in results and "ece_ci_lower" not in results  # metrics= and n_boot=0 are heeded
+    assert "brier_chars" not in results and "ece_ci_lower" not in results  # metrics= and bootstrap=0 are heeded
 
 
 @pytest.mark.parametrize(
@@ -171,8 +171,8 @@ def test_bad_settings_are_refused_where_the_task_is_defined():
 
     for kwargs, message in [
         ({"score": "words"}, "`score`"),
-        ({"n_boot": -1}, "`n_boot`"),
-        ({"confidence": 1.5}, "`confidence`"),
+        ({"bootstrap": -1}, "`bootstrap`"),
+        ({"level": 1.5}, "`level`"),
         ({"seed": -2}, "`seed`"),
         ({"n_bins": 0}, "n_bins"),
         ({"metrics": ["ece", "nonsense"]}, "unknown names"),
@@ -180,9 +180,23 @@ def test_bad_settings_are_refused_where_the_task_is_defined():
     ]:
         with pytest.raises(ValueError, match=message):
             choice_calibration(**kwargs)
-    with pytest.raises(ValueError, match="`n_boot`"):
-        hle_calibration(n_boot=2.5, sample_level_fn=object())
-    assert choice_calibration(n_boot=0, metrics=["ece"]).corpus_level_fn.n_boot == 0
+    with pytest.raises(ValueError, match="`bootstrap`"):
+        hle_calibration(bootstrap=2.5, sample_level_fn=object())
+    assert choice_calibration(bootstrap=0, metrics=["ece"]).corpus_level_fn.bootstrap == 0
+
+
+def test_the_old_names_n_boot_and_confidence_still_work_with_a_future_warning():
+    from calibkit.plugins.lighteval import ChoiceCalibration, choice_calibration, hle_calibration
+
+    with pytest.warns(FutureWarning, match="`n_boot` is renamed `bootstrap`"):
+        corpus = choice_calibration(n_boot=0, metrics=["ece"]).corpus_level_fn
+    assert corpus.bootstrap == corpus.n_boot == 0
+    with pytest.warns(FutureWarning, match="`confidence` is renamed `level`"):
+        assert ChoiceCalibration(confidence=0.9).level == 0.9
+    with pytest.warns(FutureWarning, match="`n_boot` is renamed `bootstrap`"):
+        assert hle_calibration(n_boot=7, sample_level_fn=object()).corpus_level_fn.bootstrap == 7
+    with pytest.raises(ValueError, match="`n_boot=5` and `bootstrap=5`"):
+        choice_calibration(n_boot=5, bootstrap=5)
 
 
 def test_the_metric_pickles_and_the_module_loads_as_lightevals_custom_tasks():
@@ -192,7 +206,7 @@ def test_the_metric_pickles_and_the_module_loads_as_lightevals_custom_tasks():
 
     from calibkit.plugins.lighteval import ChoiceCalibration, choice_calibration
 
-    metric = pickle.loads(pickle.dumps(choice_calibration("chars", n_boot=10)))
+    metric = pickle.loads(pickle.dumps(choice_calibration("chars", bootstrap=10)))
     assert isinstance(metric.corpus_level_fn, ChoiceCalibration) and metric.corpus_level_fn.score == "chars"
     configs = Registry._extract_configs(Registry.create_custom_tasks_module("calibkit.plugins.lighteval"))
     assert sorted(configs) == ["calibkit_arc:challenge", "calibkit_arc:easy"]
@@ -241,7 +255,7 @@ def test_hle_keeps_lightevals_numbers_beside_the_error_over_every_bin():
     from calibkit.plugins.lighteval import HLE_NAMES, hle_calibration
 
     verdicts = hle_verdicts()
-    metric = hle_calibration(n_boot=100)
+    metric = hle_calibration(bootstrap=100)
     # lighteval's pipeline logs the judge's dict under each of its three names; aggregate as it does
     from lighteval.logging.info_loggers import MetricsLogger
     from lighteval.tasks.lighteval_task import LightevalTask, LightevalTaskConfig
@@ -331,7 +345,7 @@ def _run_lightevals_pipeline(tmp_path, monkeypatch, capsys):
     md = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(md)
     monkeypatch.setattr(md.LightevalTask, "download_dataset_worker", staticmethod(md.fake_download))
-    md.TASKS_TABLE = [with_calibration(c, choice_calibration(n_boot=100), prefix="") for c in md.TASKS_TABLE]
+    md.TASKS_TABLE = [with_calibration(c, choice_calibration(bootstrap=100), prefix="") for c in md.TASKS_TABLE]
     model = md.SyntheticMCModel(md.DummyModelConfig(model_name=md.MODEL_NAME, seed=md.SEED, cache_dir=str(tmp_path)))
     tracker = md.EvaluationTracker(output_dir=str(tmp_path / "out"), save_details=True, push_to_hub=False)
     params = md.PipelineParameters(launcher_type=md.ParallelismManager.NONE, custom_tasks_directory=md)

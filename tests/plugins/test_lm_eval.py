@@ -103,7 +103,7 @@ def test_the_choice_rows_equal_calibkit_choices_on_the_samples_file(choice_run, 
     assert row["acc,none"] == pytest.approx(report["accuracy"], abs=1e-12)  # the harness's acc, calibkit's accuracy
     data = read_choices(out)
     ci = bootstrap_intervals(choice_probabilities(data), data.gold, metrics=("ece", "brier", "nll", "aurc", "cece"),
-                             n_boot=200, seed=0)["intervals"]  # fmt: skip
+                             bootstrap=200, seed=0)["intervals"]  # fmt: skip
     for metric, (low, high) in ci.items():
         if metric == "accuracy":
             continue
@@ -230,6 +230,8 @@ def _load(tasks, name):
         ("filter_list:\n  - name: first\n    filter:\n      - function: take_first\n", "has filters"),
         ("calibkit:\n  metrics: [ece, nope]\n", "`calibkit: metrics`"),
         ("calibkit:\n  bootstrap: -3\n", "calibkit: bootstrap"),
+        ("calibkit:\n  seed: -1\n", "`calibkit: seed` must be an integer >= 0"),  # the carrier's one check
+        ("calibkit:\n  threshold: 1.5\n", "`calibkit: threshold` must be a number in"),
         ("calibkit:\n  n_bin: 10\n", "the `calibkit` key holds"),
     ],
 )

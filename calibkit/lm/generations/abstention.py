@@ -17,8 +17,8 @@ import numpy as np
 
 from calibkit.lm.generations.data import Generations
 from calibkit.metrics.abstention import abstention_threshold, binomial_upper_tail, selective_error_at
-from calibkit.metrics.settings import DEFAULTS
-from calibkit.metrics.validation import check_open_unit, check_positive_int
+from calibkit.metrics.sampling import SAMPLING_UNSET, SamplingSettings, resolve_sampling
+from calibkit.metrics.settings import DEFAULTS, resolve_settings
 
 
 def abstention_summary(
@@ -49,14 +49,14 @@ def abstention_summary(
         on these answers), ``p_value``, ``alpha``, ``delta``, ``answers`` (with a confidence) and
         ``sentence`` (``abstention_sentence``).
     """
-    alpha = check_open_unit(abstention_alpha, "abstention_alpha")
-    delta = check_open_unit(abstention_delta, "abstention_delta")
+    levels = resolve_settings(abstention_alpha=abstention_alpha, abstention_delta=abstention_delta)
+    alpha, delta = levels.abstention_alpha, levels.abstention_delta
     has = ~np.isnan(confidence)
     out: dict[str, Any] = {"alpha": alpha, "delta": delta, "answers": int(has.sum())}
     if not has.any():
         out.update(threshold=None, answered=0.0, n_answered=0, selective_error=None, p_value=None)
     else:
-        found = abstention_threshold(confidence[has], right[has], alpha=alpha, delta=delta)
+        found = abstention_threshold(confidence[has], right[has], abstention_alpha=alpha, abstention_delta=delta)
         out.update({k: found[k] for k in ("threshold", "answered", "n_answered", "selective_error", "p_value")})
     return {**out, "sentence": abstention_sentence(out)}
 
@@ -90,11 +90,12 @@ def abstention_resplits(
     data: Generations,
     *,
     sources: list[str] | None = None,
-    resplits: int = 20,
-    threshold: float = 0.5,
+    resplits: int = SAMPLING_UNSET.resplits,
+    threshold: float = SAMPLING_UNSET.threshold,
     abstention_alpha: float = DEFAULTS.abstention_alpha,
     abstention_delta: float = DEFAULTS.abstention_delta,
-    seed: int = 0,
+    seed: int = SAMPLING_UNSET.seed,
+    sampling: SamplingSettings | None = None,
 ) -> dict[str, Any]:
     """Fit each source's threshold on half of the questions (pooled) and measure its selective error on the other half.
 
@@ -110,6 +111,9 @@ def abstention_resplits(
     abstention_alpha, abstention_delta : float, default 0.1
         As :func:`abstention_summary`.
     seed : int, default 0
+    sampling : SamplingSettings, optional
+        ``resplits``, ``threshold`` and ``seed`` as one object
+        (:class:`calibkit.metrics.sampling.SamplingSettings`), instead of the keywords.
 
     Returns
     -------
@@ -139,11 +143,10 @@ def abstention_resplits(
     names = data.source_names(sources)
     if not names:
         raise ValueError(f"`sources` must name confidence sources of the data {sorted(data.confidence)}, got {names}")
-    resplits = check_positive_int(resplits, "resplits", 10_000)
-    if isinstance(threshold, bool) or not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
-        raise ValueError(f"`threshold` must be a number in (0, 1], got {threshold!r}")
-    alpha = check_open_unit(abstention_alpha, "abstention_alpha")
-    delta = check_open_unit(abstention_delta, "abstention_delta")
+    sampling = resolve_sampling(sampling, resplits=resplits, threshold=threshold, seed=seed)
+    resplits, threshold, seed = sampling.require("resplits"), sampling.threshold, sampling.seed
+    levels = resolve_settings(abstention_alpha=abstention_alpha, abstention_delta=abstention_delta)
+    alpha, delta = levels.abstention_alpha, levels.abstention_delta
     right = (data.correct >= threshold).astype(np.int64)
     rng = np.random.default_rng(seed)
     fields = ("thresholds", "held_error", "held_answered", "above")
@@ -157,7 +160,7 @@ def abstention_resplits(
             train, held = fit & has, ~fit & has
             if not train.any() or not held.any():
                 continue
-            found = abstention_threshold(p[train], right[train], alpha=alpha, delta=delta)
+            found = abstention_threshold(p[train], right[train], abstention_alpha=alpha, abstention_delta=delta)
             if found["threshold"] is None:
                 continue
             error, answered = selective_error_at(p[held], right[held], found["threshold"])

@@ -25,8 +25,8 @@ from calibkit.metrics.decomposition import binary_decomposition
 from calibkit.metrics.functional.core import calibration_report
 from calibkit.metrics.ranking import selective_from_rows
 from calibkit.metrics.registry import CONFIDENCE_METRICS, ON_REQUEST
-from calibkit.metrics.settings import DEFAULTS
-from calibkit.metrics.validation import check_open_unit, check_positive_int
+from calibkit.metrics.sampling import OFF, SAMPLING_DEFAULTS, SAMPLING_UNSET, SamplingSettings, resolve_sampling
+from calibkit.metrics.settings import DEFAULTS, resolve_settings
 from calibkit.verdicts.claims import verdict_from_shares
 
 SOURCE_METRICS = CONFIDENCE_METRICS
@@ -44,7 +44,12 @@ recalibrating would remove, and what the confidence knows beyond the base rate."
 
 
 def source_metrics(
-    confidence: np.ndarray, right: np.ndarray, *, n_bins: int = DEFAULTS.n_bins, bootstrap: int = 0, seed: int = 0
+    confidence: np.ndarray,
+    right: np.ndarray,
+    *,
+    n_bins: int = DEFAULTS.n_bins,
+    bootstrap: int = OFF,
+    seed: int = SAMPLING_DEFAULTS.seed,
 ) -> dict[str, Any]:
     """Judge one confidence source on some answers.
 
@@ -85,7 +90,7 @@ def source_metrics(
     if bootstrap:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ci = bootstrap_intervals(p, y, metrics=SOURCE_METRICS, n_boot=bootstrap, seed=seed, n_bins=n_bins)
+            ci = bootstrap_intervals(p, y, metrics=SOURCE_METRICS, bootstrap=bootstrap, seed=seed, n_bins=n_bins)
         out["intervals"] = {m: json_ready(list(ci["intervals"][m])) for m in SOURCE_METRICS}
     return out
 
@@ -94,12 +99,13 @@ def generations_report(
     data: Generations,
     *,
     sources: list[str] | None = None,
-    threshold: float = 0.5,
+    threshold: float = SAMPLING_UNSET.threshold,
     n_bins: int = DEFAULTS.n_bins,
-    bootstrap: int = 0,
-    seed: int = 0,
+    bootstrap: int = OFF,
+    seed: int = SAMPLING_UNSET.seed,
     abstention_alpha: float = DEFAULTS.abstention_alpha,
     abstention_delta: float = DEFAULTS.abstention_delta,
+    sampling: SamplingSettings | None = None,
 ) -> dict[str, Any]:
     """Judge every confidence source of some generated answers, per task and pooled.
 
@@ -119,6 +125,9 @@ def generations_report(
     abstention_alpha, abstention_delta : float, default 0.1
         Each source's abstention threshold (Learn then Test): the selective error allowed, and the
         probability allowed that it is exceeded.
+    sampling : SamplingSettings, optional
+        ``threshold``, ``bootstrap`` and ``seed`` as one object
+        (:class:`calibkit.metrics.sampling.SamplingSettings`), instead of the keywords.
 
     Returns
     -------
@@ -136,10 +145,10 @@ def generations_report(
         source at all.
     """
     names = _checked_sources(data, sources)
-    _check_threshold(threshold)
-    levels = {"abstention_alpha": abstention_alpha, "abstention_delta": abstention_delta}
-    for name, value in levels.items():
-        check_open_unit(value, name)
+    sampling = resolve_sampling(sampling, threshold=threshold, bootstrap=bootstrap, seed=seed)
+    threshold, bootstrap, seed = sampling.threshold, sampling.bootstrap, sampling.seed
+    checked = resolve_settings(abstention_alpha=abstention_alpha, abstention_delta=abstention_delta)
+    levels = {"abstention_alpha": checked.abstention_alpha, "abstention_delta": checked.abstention_delta}
     right = (data.correct >= threshold).astype(np.float64)
 
     def judged(s: str, rows: np.ndarray, intervals: int) -> dict[str, Any]:
@@ -175,10 +184,11 @@ def recalibration_resplits(
     *,
     sources: list[str] | None = None,
     methods: tuple[str, ...] = SCORE_MAPS,
-    resplits: int = 20,
-    threshold: float = 0.5,
+    resplits: int = SAMPLING_UNSET.resplits,
+    threshold: float = SAMPLING_UNSET.threshold,
     n_bins: int = DEFAULTS.n_bins,
-    seed: int = 0,
+    seed: int = SAMPLING_UNSET.seed,
+    sampling: SamplingSettings | None = None,
 ) -> dict[str, Any]:
     """Fit each recalibration of each source on half of the questions and judge it on the other half.
 
@@ -190,8 +200,8 @@ def recalibration_resplits(
     methods : tuple of str, default ("platt", "isotonic", "histogram")
     resplits : int, default 20
         Random halvings of the questions (every source's answers split alike).
-    threshold, n_bins, seed
-        As :func:`generations_report`.
+    threshold, n_bins, seed, sampling
+        As :func:`generations_report` (``sampling``: ``resplits``, ``threshold`` and ``seed``).
 
     Returns
     -------
@@ -208,11 +218,11 @@ def recalibration_resplits(
         outside (0, 1].
     """
     names = _checked_sources(data, sources)
-    resplits = check_positive_int(resplits, "resplits", 10_000)
+    sampling = resolve_sampling(sampling, resplits=resplits, threshold=threshold, seed=seed)
+    resplits, threshold, seed = sampling.require("resplits"), sampling.threshold, sampling.seed
     unknown = [m for m in methods if m not in SCORE_MAPS]
     if unknown:
         raise ValueError(f"`methods` has unknown names {unknown}; known: {list(SCORE_MAPS)}")
-    _check_threshold(threshold)
     right = (data.correct >= threshold).astype(np.float64)
     metrics = (*SOURCE_METRICS, RANKING[0])
     rng = np.random.default_rng(seed)
@@ -245,11 +255,6 @@ def _checked_sources(data: Generations, sources: list[str] | None) -> list[str]:
             "(`verbalized_confidence`), or a model's (`whitebox_confidence`)"
         )
     return names
-
-
-def _check_threshold(threshold: Any) -> None:
-    if isinstance(threshold, bool) or not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
-        raise ValueError(f"`threshold` must be a number in (0, 1], got {threshold!r}")
 
 
 def _verdicts(values: dict, names: list[str], methods: tuple[str, ...]) -> list[dict[str, Any]]:

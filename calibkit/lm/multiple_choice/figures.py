@@ -10,6 +10,7 @@ import numpy as np
 
 from calibkit.lm.multiple_choice.data import SCORE_NAMES, ChoiceData, choice_probabilities
 from calibkit.metrics.registry import headline
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 from calibkit.metrics.settings import DEFAULTS
 
 
@@ -42,7 +43,10 @@ def reliability_grid(data: ChoiceData, score: str, n_bins: int = DEFAULTS.n_bins
     fig = new_figure(figsize=(3.2 * columns, 3.2 * rows), layout="constrained")
     for i, (name, keep) in enumerate(panels):
         ax = fig.add_subplot(rows, columns, i + 1)
-        diagram = ReliabilityDiagram.from_predictions(probs[keep], data.gold[keep], n_bins=n_bins, ax=ax, band=1000)
+        draws = SAMPLING_DEFAULTS.bootstrap
+        diagram = ReliabilityDiagram.from_predictions(
+            probs[keep], data.gold[keep], n_bins=n_bins, ax=ax, bootstrap=draws
+        )
         ax.set_title(f"{name}: ECE {diagram.ece:.3f} ({int(keep.sum())} q.)", fontsize=9)
         fig.diagrams_ = [*getattr(fig, "diagrams_", []), (name, diagram)]  # the numbers behind each panel
     fig.suptitle(f"confidence: softmax over the choices of score={score}", fontsize=10)

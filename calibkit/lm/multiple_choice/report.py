@@ -9,6 +9,7 @@ import numpy as np
 
 from calibkit.lm.multiple_choice.data import ChoiceData, check_score, choice_logits, choice_probabilities
 from calibkit.metrics.registry import ON_REQUEST, OVER_CLASSES, TABLE_METRICS, metric_names
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 from calibkit.metrics.settings import DEFAULTS
 from calibkit.plots.tables import markdown_table, summary_cell
 
@@ -167,10 +168,10 @@ def choice_temperature_scaling(
     data: ChoiceData,
     *,
     score: str = "loglik",
-    resplits: int = 20,
+    resplits: int = SAMPLING_DEFAULTS.resplits,
     n_bins: int = DEFAULTS.n_bins,
     theta: float = DEFAULTS.theta,
-    seed: int = 0,
+    seed: int = SAMPLING_DEFAULTS.seed,
 ) -> dict[str, Any]:
     """Fit temperature scaling over the choices per task on one half, evaluate on the other, re-split.
 
