@@ -224,7 +224,7 @@ class ChoiceCalibration(CorpusLevelComputation):
 
     @property
     def n_boot(self) -> int:
-        """The old name of :attr:`bootstrap` (kept for one release).
+        """The old name of ``bootstrap`` (kept for one release).
 
         Returns
         -------
@@ -234,7 +234,7 @@ class ChoiceCalibration(CorpusLevelComputation):
 
     @property
     def confidence(self) -> float:
-        """The old name of :attr:`level` (kept for one release).
+        """The old name of ``level`` (kept for one release).
 
         Returns
         -------
@@ -445,7 +445,7 @@ class HLECalibration(CorpusLevelComputation):
 
     @property
     def n_boot(self) -> int:
-        """The old name of :attr:`bootstrap` (kept for one release).
+        """The old name of ``bootstrap`` (kept for one release).
 
         Returns
         -------
