@@ -389,3 +389,15 @@ def test_the_multiple_choice_tables_fit_the_page_with_long_task_names(tmp_path, 
     page = (tmp_path / "o" / "index.html").read_text()
     check_page(page)  # both tables (every metric, temperature scaling) within the page
     assert "<td>mmlu_<wbr>high_<wbr>school_<wbr>government_<wbr>and_<wbr>politics</td>" in page
+
+
+def test_a_markdown_tables_intervals_go_below_their_values_so_six_methods_fit():
+    """The multi-label demo's re-splits table (metrics x 6 methods, `mean [2.5 %, 97.5 %]` a cell) was
+    1,280 px wide with each interval on its value's line; below it, as number() writes it, the table fits."""
+    methods = ["uncalibrated", "TS (one T)", "WTS (per-type weights)", "TS per type", "Platt per type", "isotonic"]
+    rows = "".join(f"| {m} |" + " 0.1234 [0.1111, 0.1356] |" * len(methods) + "\n" for m in ("macro_ece", "nll"))
+    table = pages.markdown_to_html_table(f"| metric | {' | '.join(methods)} |\n|{'---|' * 7}\n{rows}")
+    assert '<td class="n"><span class="v">0.1234</span><span class="ci">[0.1111, 0.1356]</span></td>' in table
+    assert table_min_width(table) <= PAGE_PX
+    bold = pages.markdown_to_html_table("| a | b |\n|---|---|\n| x | **0.5 [0.4, 0.6]** ▲ |\n| y | 7 |")
+    assert '<span class="v"><b>0.5</b> ▲</span><span class="ci">[0.4, 0.6]</span>' in bold and '"n">7<' in bold

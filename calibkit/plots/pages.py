@@ -620,7 +620,10 @@ def markdown_to_html_table(markdown: str) -> str:
 
     def cell(text: str, tag: str) -> str:
         text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text.strip()))
-        numeric = tag == "td" and re.fullmatch(r"(<b>)?[-+]?[\d.,]+%?( \[.*\])?(</b>)?[ ▲▼†]*", text)
+        numeric = tag == "td" and re.fullmatch(r"(<b>)?([-+]?[\d.,]+%?)( \[.*\])?(</b>)?([ ▲▼†]*)", text)
+        if numeric and numeric.group(3):  # an interval: on a line of its own below the value, as number() writes it
+            bold, value, interval, end, marks = (g or "" for g in numeric.groups())
+            text = f'<span class="v">{bold}{value}{end}{marks}</span><span class="ci">{interval.strip()}</span>'
         if numeric:
             return f'<{tag} class="n">{text}</{tag}>'
         return f"<{tag}>{text.replace('_', '_<wbr>')}</{tag}>"  # a long task name may break at "_"
