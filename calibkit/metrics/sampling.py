@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.metrics.settings import given_keywords, is_unset, mark_unset, unset_defaults
+from calibkit.metrics.validation import check_open_unit
 
 __all__ = [
     "MAX_REPLICATES",
@@ -63,14 +64,6 @@ def _count(value: Any, name: str, maximum: int) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= value <= maximum:
         raise ValueError(f"`{name}` must be an integer in [0, {maximum}], got {value!r}")
     return int(value)
-
-
-def _level(value: Any) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"`level` must be a number in (0, 1), got {value!r}")
-    if not 0 < value < 1:
-        raise ValueError(f"`level` must lie in (0, 1), got {value!r}")
-    return float(value)
 
 
 def _seed(value: Any) -> int:
@@ -129,7 +122,7 @@ class SamplingSettings:
         """Check and normalise every setting (numpy integers become int, ...)."""
         checked = {
             "bootstrap": _count(self.bootstrap, "bootstrap", MAX_REPLICATES),
-            "level": _level(self.level),
+            "level": check_open_unit(self.level, "level"),
             "seed": _seed(self.seed),
             "resplits": _count(self.resplits, "resplits", MAX_RESPLITS),
             "threshold": _threshold(self.threshold),
