@@ -177,7 +177,6 @@ _ANSWERS = {
     "verbalized_confidence": "--confidence verbalized",
 }
 FLAGS: dict[str, dict[str, str]] = {
-    "*": {},
     "report": _PREDICTIONS,
     "multilabel": _PREDICTIONS,
     "choices": {**_PREDICTIONS, "file": "--predictions"},
@@ -198,8 +197,8 @@ FLAGS: dict[str, dict[str, str]] = {
     },
     "compare": {"model": "--model", "dataset": "--dataset", "label_column": "--label-column"},
 }
-"""What the command line says for a name a library message gives in backticks, by command (``"*"``: every
-command): its arguments (``gold`` of ``read_served`` is ``calibkit served``'s ``--gold``, ``location`` of
+"""What the command line says for a name a library message gives in backticks, by command: its
+arguments (``gold`` of ``read_served`` is ``calibkit served``'s ``--gold``, ``location`` of
 ``read_generations`` its ``--answers``) and the library functions the command reaches through a flag; a
 setting ``x_y`` (of :class:`calibkit.CalibrationSettings` or :class:`calibkit.metrics.sampling.SamplingSettings`:
 ``bootstrap``, ``seed``, ...) is ``--x-y`` everywhere (:func:`calibkit.cli.options.flag`). The one table from Python
@@ -219,7 +218,7 @@ def name_flags(message: str, command: str | None = None) -> str:
     message : str
         A ``ValueError``'s message.
     command : str, optional
-        The sub-command that passed the arguments (default: the names every command shares, and
+        The sub-command that passed the arguments (default: the settings' names and
         ``predictions``).
 
     Returns
@@ -231,7 +230,7 @@ def name_flags(message: str, command: str | None = None) -> str:
     from calibkit.metrics.settings import names
 
     own = FLAGS.get(command, {}) if command else {"predictions": "--predictions"}
-    flags = {**{name: flag(name) for name in (*names(), *sampling_names())}, **FLAGS["*"], **own}
+    flags = {**{name: flag(name) for name in (*names(), *sampling_names())}, **own}
     return re.sub(r"`([a-z_]+)`", lambda m: flags.get(m.group(1), m.group(0)), message)
 
 
