@@ -73,6 +73,12 @@ setup(
             "xxhash<4",
             "lightning==2.6.6",
             "openai==3.57.0",
+            # Models that grade other models: TRL's RewardTrainer/DPOTrainer/GRPOTrainer run offline on a tiny
+            # model (calibkit.callbacks' preference callback, the calibrated reward head, RLCR's reward);
+            # the judges' references: ppi-python (PPI++) and judgy (Rogan-Gladen).
+            "trl==1.16.0",
+            "ppi-python==0.2.3",
+            "judgy==0.1.0",
         ],
         # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],
