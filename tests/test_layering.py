@@ -184,6 +184,7 @@ METRICS_FLOORS = (
             "calibkit.metrics.multilabel",
             "calibkit.metrics.decomposition",
             "calibkit.metrics.conformal",
+            "calibkit.metrics.preferences",
         ),
     ),
     ("functions and warm-up", ("calibkit.metrics.functional", "calibkit.metrics.warmup")),

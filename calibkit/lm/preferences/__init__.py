@@ -6,7 +6,8 @@ people labelled (:class:`Preferences`: every label is "chosen wins") and fits th
 temperature (:func:`fit_preference_temperature`).
 """
 
+from calibkit.calibrators.preference import fit_preference_temperature
 from calibkit.lm.preferences.data import Preferences
-from calibkit.lm.preferences.temperature import fit_preference_temperature, preference_probability
+from calibkit.metrics.preferences import preference_probability
 
 __all__ = ["Preferences", "fit_preference_temperature", "preference_probability"]
