@@ -171,7 +171,8 @@ def calibrate(
     metrics : dict, optional
         A reward model's only: the preference metrics before and after ``T`` for its card,
         ``{"before": {name: number}, "after": {name: number}, "n": pairs}`` (``"n"`` optional),
-        e.g. ECE, Brier, NLL and accuracy from ``calibkit.metrics.preferences``.
+        or ``{"before": preference_metrics(m), "after": preference_metrics(m, temperature=T)}``
+        (:func:`calibkit.metrics.preferences.preference_metrics`).
     fitted_on : str, optional
         A reward model's only: the data ``T`` was fitted on, in words (the card states it).
 

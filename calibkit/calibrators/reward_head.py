@@ -19,6 +19,7 @@ import numpy as np
 
 from calibkit.calibrators.preference import PreferenceTemperature
 from calibkit.calibrators.wrapping import task_of, wrap
+from calibkit.metrics.preferences import PREFERENCE_METRICS
 
 __all__ = ["calibrate_reward_model", "is_reward_model"]
 
@@ -58,35 +59,57 @@ def _temperature_of(calibrator: Any) -> PreferenceTemperature:
         raise ValueError(f"`calibrator`: the temperature must be a finite number > 0, got {calibrator!r}") from None
 
 
-def _check_metrics(metrics: Any) -> dict:
-    """Return the card's metrics ``{"n", "before", "after"}`` as plain JSON numbers, checked."""
-    if not isinstance(metrics, dict) or not isinstance(metrics.get("before"), dict):
+def _side(metrics: dict, side: str, temperature: float) -> tuple[dict[str, float], int | None]:
+    """Return one side's numbers (and its pair count when it is a ``preference_metrics`` result), checked."""
+    values = metrics.get(side)
+    if not isinstance(values, dict) or not values:
+        raise ValueError(f'`metrics`: "{side}" must be a non-empty dict of metric name to number')
+    pairs = None
+    if "pairs" in values and "temperature" in values:  # a preference_metrics result: its numbers
+        pairs, measured = values["pairs"], values["temperature"]
+        expected = 1.0 if side == "before" else temperature
+        if not math.isclose(float(measured), expected, rel_tol=1e-9):
+            raise ValueError(
+                f'`metrics`: "{side}" was measured at temperature {measured!r}, expected {expected!r} '
+                f"(before: 1, the model as trained; after: the model's T)"
+            )
+        values = {name: values[name] for name in PREFERENCE_METRICS if name in values}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not math.isfinite(value):
+            raise ValueError(f'`metrics`: "{side}" {name!r} must be a finite number, got {value!r}')
+    return {str(name): float(value) for name, value in values.items()}, pairs
+
+
+def _check_metrics(metrics: Any, temperature: float) -> dict:
+    """Return the card's metrics ``{"n", "before", "after"}`` as plain JSON numbers, checked.
+
+    Each side is a dict of metric name to number, or what
+    :func:`calibkit.metrics.preferences.preference_metrics` returns (its :data:`PREFERENCE_METRICS`
+    kept, ``n`` its pairs, its temperature checked: 1 before, ``T`` after).
+    """
+    if not isinstance(metrics, dict):
         raise ValueError(
             '`metrics` must be a dict {"before": {name: number}, "after": {name: number}, "n": pairs}, '
             f"got {type(metrics).__name__}"
         )
-    out: dict = {}
-    for side in ("before", "after"):
-        values = metrics.get(side)
-        if not isinstance(values, dict) or not values:
-            raise ValueError(f'`metrics`: "{side}" must be a non-empty dict of metric name to number')
-        for name, value in values.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not math.isfinite(value):
-                raise ValueError(f'`metrics`: "{side}" {name!r} must be a finite number, got {value!r}')
-        out[side] = {str(name): float(value) for name, value in values.items()}
-    if set(out["before"]) != set(out["after"]):
-        raise ValueError(
-            f'`metrics`: "before" and "after" must name the same metrics, got {sorted(out["before"])} '
-            f"and {sorted(out['after'])}"
-        )
-    n = metrics.get("n")
-    if n is not None:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f'`metrics`: "n" must be the number of pairs (an integer >= 1), got {n!r}')
-        out["n"] = int(n)
     unknown = set(metrics) - {"before", "after", "n"}
     if unknown:
         raise ValueError(f'`metrics`: unknown keys {sorted(unknown)}; expected "before", "after" and "n"')
+    (before, pairs_before), (after, pairs_after) = (_side(metrics, s, temperature) for s in ("before", "after"))
+    if set(before) != set(after):
+        raise ValueError(
+            f'`metrics`: "before" and "after" must name the same metrics, got {sorted(before)} and {sorted(after)}'
+        )
+    if pairs_before != pairs_after:
+        raise ValueError(f'`metrics`: "before" counts {pairs_before} pairs, "after" {pairs_after}')
+    n = metrics.get("n", pairs_before)
+    out: dict = {"before": before, "after": after}
+    if n is not None:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f'`metrics`: "n" must be the number of pairs (an integer >= 1), got {n!r}')
+        if pairs_before is not None and n != pairs_before:
+            raise ValueError(f'`metrics`: "n" is {n} but the metrics count {pairs_before} pairs')
+        out["n"] = int(n)
     return out
 
 
@@ -107,7 +130,10 @@ def calibrate_reward_model(
         ``T > 0``, or a fitted :class:`~calibkit.calibrators.preference.PreferenceTemperature`.
     metrics : dict, optional
         The preference metrics before and after ``T``, for the card:
-        ``{"before": {name: number}, "after": {name: number}, "n": pairs}``.
+        ``{"before": {name: number}, "after": {name: number}, "n": pairs}``, or
+        ``{"before": preference_metrics(m), "after": preference_metrics(m, temperature=T)}``
+        (:func:`calibkit.metrics.preferences.preference_metrics`: its ECE, Brier, NLL, accuracy,
+        AURC and mean confidence are kept, ``n`` is its pairs).
     fitted_on : str, optional
         The data ``T`` was fitted on, in words (the card states it).
     given : dict, optional
@@ -146,5 +172,5 @@ def calibrate_reward_model(
             )
         block["fitted_on"] = fitted_on.strip()
     if metrics is not None:
-        block["metrics"] = _check_metrics(metrics)
+        block["metrics"] = _check_metrics(metrics, block["temperature"])
     return wrap(model, "sequence-classification", block)

@@ -26,7 +26,7 @@ from calibkit.calibrators import (
     fold_into_classifier,
 )
 from calibkit.calibrators.preference import fit_preference_temperature
-from calibkit.metrics.preferences import preference_probability
+from calibkit.metrics.preferences import PREFERENCE_METRICS, preference_metrics, preference_probability
 
 PAD = 0
 T = 1.7
@@ -189,6 +189,40 @@ def test_the_model_card_states_t_the_data_and_the_numbers_before_and_after(tmp_p
         assert f"| {name} | {METRICS['before'][name]:.4f} | {METRICS['after'][name]:.4f} |" in card
     assert "sigmoid((r_a - r_b) / T)" in card and "trust_remote_code=True" in card
     assert json.loads((tmp_path / "config.json").read_text())["calibration"]["metrics"] == METRICS
+
+
+def test_the_card_takes_preference_metrics_before_and_after_and_they_are_the_calibrated_models(tmp_path):
+    """T fitted on a tiny reward model's pairs; the card's numbers are preference_metrics' before and
+    after T, and the calibrated model's own margins give the "after" numbers at temperature 1."""
+    base = reward_model("gpt2")
+    base.config.pad_token_id = PAD
+    batch = padded_batch(seed=5, n=80)
+    r = rewards(base, batch)
+    first, second = r[0::2], r[1::2]
+    right = np.random.default_rng(0).random(first.size) < 0.75  # people prefer the higher reward 3 times in 4
+    chosen_first = right == (first > second)
+    margins = np.where(chosen_first, first - second, second - first)
+    fitted = PreferenceTemperature().fit(margins)
+    metrics = {
+        "before": preference_metrics(margins),
+        "after": preference_metrics(margins, temperature=fitted.temperature_),
+    }
+    model = calibrate(base, fitted, metrics=metrics, fitted_on="40 tiny pairs").eval()
+    block = model.config.calibration
+    assert block["metrics"]["n"] == 40 and set(block["metrics"]["before"]) == set(PREFERENCE_METRICS)
+    after = rewards(model, batch)
+    own = np.where(chosen_first, after[0::2] - after[1::2], after[1::2] - after[0::2])
+    again = preference_metrics(own)
+    for name in PREFERENCE_METRICS:
+        assert block["metrics"]["after"][name] == pytest.approx(again[name], rel=1e-5, abs=1e-6), name
+    assert block["metrics"]["after"]["nll"] <= block["metrics"]["before"]["nll"]
+    assert block["metrics"]["after"]["accuracy"] == block["metrics"]["before"]["accuracy"]  # ranking unchanged
+    model.save_pretrained(tmp_path)
+    card = (tmp_path / "README.md").read_text()
+    for name in ("accuracy", "ece", "brier", "nll"):
+        assert f"| {name} | {metrics['before'][name]:.4f} | {metrics['after'][name]:.4f} |" in card
+    with pytest.raises(ValueError, match=r'"after" was measured at temperature 1.0, expected'):
+        calibrate(base, fitted, metrics={"before": metrics["before"], "after": metrics["before"]})
 
 
 def test_push_to_hub_uploads_the_reward_card_and_the_remote_code(monkeypatch):
