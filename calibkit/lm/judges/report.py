@@ -224,17 +224,23 @@ def cross_fitted_recalibration(
         return {m: float(report[m]) for m in CALIBRATION}
 
     out: dict[str, Any] = {"folds": k, "samples": int(p.size), "raw": scored(p)}
-    for method in methods:
-        held = np.empty_like(p)
-        for f in range(k):  # a loop over folds; each fit and map is vectorised
-            train = fold != f
-            if y[train].min() == y[train].max():  # one class left to fit on: the identity
-                held[~train] = p[~train]
-                continue
-            held[~train] = apply_score_map(fit_score_map(method, p[train], y[train]), p[~train])
-        fitted = fit_score_map(method, p, y)
-        out[method] = {"metrics": scored(held), "map": {k_: _plain(v) for k_, v in fitted.items()}}
+    with np.errstate(over="ignore"):  # Platt on separable classes: a steep map, exp overflows to 0 or 1
+        for method in methods:
+            out[method] = _cross_fitted(method, p, y, fold, k, scored)
     return out
+
+
+def _cross_fitted(method: str, p: np.ndarray, y: np.ndarray, fold: np.ndarray, k: int, scored: Any) -> dict[str, Any]:
+    """One map's out-of-fold confidences scored, and the map fitted on every sample."""
+    held = np.empty_like(p)
+    for f in range(k):  # a loop over folds; each fit and map is vectorised
+        train = fold != f
+        if y[train].min() == y[train].max():  # one class left to fit on: the identity
+            held[~train] = p[~train]
+            continue
+        held[~train] = apply_score_map(fit_score_map(method, p[train], y[train]), p[~train])
+    fitted = fit_score_map(method, p, y)
+    return {"metrics": scored(held), "map": {key: _plain(v) for key, v in fitted.items()}}
 
 
 def _plain(value: Any) -> Any:
