@@ -65,6 +65,8 @@ PUBLIC_MODULES = (
     "calibkit.calibrators.preference",
     "calibkit.lm.judges",
     "calibkit.lm.judges.data",
+    "calibkit.lm.judges.readers",
+    "calibkit.lm.judges.report",
     "calibkit.demos.llm",
     "calibkit.demos.llm_harness",
     "calibkit.cli",
