@@ -267,6 +267,11 @@ def test_compare_runs_paired_on_the_same_questions_else_independent(tmp_path):
         paired=True,
     )
     assert paired["estimate"] == pytest.approx(direct["estimate"]) and paired["se"] == pytest.approx(direct["se"])
+    rows, kept = rng.permutation(len(judged)), rng.permutation(len(labels))  # the second run in another order
+    shuffled = Judged(flipped.ids[rows], flipped.task[rows], flipped.verdict[rows], flipped.confidence[rows])
+    reordered = HumanLabels(relabelled.ids[kept], relabelled.label[kept])
+    again = judges.compare_runs((judged, labels), (shuffled, reordered))
+    assert again["estimate"] == pytest.approx(paired["estimate"], abs=1e-12) and again["construction"] == "paired"
     other, other_labels, _ = _loaded(tmp_path / "2", seed=9)
     assert judges.compare_runs((judged, labels), (other, other_labels))["construction"] == "independent"
 

@@ -374,21 +374,25 @@ def compare_runs(
         rest[at] = False
         runs.append((judged, labels, at, rest))
     (ja, la, at_a, rest_a), (jb, lb, at_b, rest_b) = runs
-    same_ids = len(ja) == len(jb) and set(ja.ids.tolist()) == set(jb.ids.tolist())
-    paired = same_ids and set(la.ids.tolist()) == set(lb.ids.tolist())
+    same_ids = len(ja) == len(jb) and np.array_equal(np.sort(ja.ids.astype(str)), np.sort(jb.ids.astype(str)))
+    paired = same_ids and np.array_equal(np.sort(la.ids.astype(str)), np.sort(lb.ids.astype(str)))
+    a = (la.label, ja.verdict[at_a], ja.verdict[rest_a])
     if paired:  # line the second run up on the first, by id
-        order = {k: i for i, k in enumerate(jb.ids.tolist())}
-        by_label = {k: i for i, k in enumerate(lb.ids.tolist())}
-        b_rows = np.array([order[k] for k in ja.ids.tolist()])  # a loop over ids while aligning
-        b_labels = np.array([by_label[k] for k in la.ids.tolist()])
-        a = (la.label, ja.verdict[at_a], ja.verdict[rest_a])
+        b_rows = _positions(jb.ids, ja.ids)
+        b_labels = _positions(lb.ids, la.ids)
         b = (lb.label[b_labels], jb.verdict[at_b[b_labels]], jb.verdict[b_rows][rest_a])
         out = ppi_mean_difference(a, b, paired=True, level=level)
     else:
-        a = (la.label, ja.verdict[at_a], ja.verdict[rest_a])
         b = (lb.label, jb.verdict[at_b], jb.verdict[rest_b])
         out = ppi_mean_difference(a, b, level=level)
     return {**out, "labelled": [len(la), len(lb)]}
+
+
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Where each of ``wanted`` is in ``ids`` (every one is there, each once)."""
+    keys = ids.astype(str)
+    order = np.argsort(keys, kind="stable")
+    return order[np.searchsorted(keys[order], wanted.astype(str))]
 
 
 def answer_sentence(report: dict[str, Any]) -> str:
