@@ -51,7 +51,7 @@ class JudgedReader:
     Parameters
     ----------
     kind : str
-        Its name (``"table"``, ``"inspect"``, ...), as :func:`judged_kind` returns it.
+        Its name (``"table"``, ``"inspect"``, ...), as ``judged_kind`` returns it.
     detect : callable
         ``detect(file: Path) -> bool``: whether a file is of this kind (cheap: a header or the
         first line; never raises on a file of another kind).

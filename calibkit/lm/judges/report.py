@@ -300,7 +300,7 @@ def judge_report(
     n_bins : int, default 15
     bootstrap : int, default 1000
         Replicates of the agreement's and the calibration's intervals (0: none) and of
-        Rogan-Gladen's (0: :data:`RG_REPLICATES`).
+        Rogan-Gladen's (0: ``RG_REPLICATES``, 2,000).
     level : float, default 0.95
     seed : int, default 0
     folds : int, default 5
@@ -313,9 +313,9 @@ def judge_report(
     dict
         ``samples``, ``labelled``, ``binary`` (verdicts and labels 0/1), ``threshold``, ``level``,
         ``pooled`` and ``tasks`` (task -> the same): ``samples``, ``labelled``, ``rates``
-        (:func:`pass_rates`), ``agreement`` (:func:`calibkit.metrics.judges.judge_agreement`),
-        ``calibration`` (:func:`judge_calibration`) and ``recalibration``
-        (:func:`cross_fitted_recalibration`) where the judge gives a confidence.
+        (``calibkit.lm.judges.report.pass_rates``), ``agreement`` (:func:`calibkit.metrics.judges.judge_agreement`),
+        ``calibration`` (``calibkit.lm.judges.report.judge_calibration``) and ``recalibration``
+        (``calibkit.lm.judges.report.cross_fitted_recalibration``) where the judge gives a confidence.
 
     Raises
     ------
