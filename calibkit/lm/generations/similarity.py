@@ -311,7 +311,7 @@ def _checked(matrix: Any, q: int, k: int, part: str) -> np.ndarray:
     if bad.any():
         where = tuple(int(x) for x in np.argwhere(bad)[0])
         raise ValueError(
-            f"`similarity` returned{part} {matrix[where]!r} at [question, i, j] = {list(where)}: similarities must be "
+            f"`similarity` returned{part} {float(matrix[where])!r} at [question, i, j] = {list(where)}: similarities must be "
             f"in [0, 1] (probabilities), {int(bad.sum())} are not"
         )
     return matrix
