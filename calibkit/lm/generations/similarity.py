@@ -46,7 +46,8 @@ SIMILARITIES = ("exact", "jaccard", "rouge_l")
 """The built-in similarities (a callable is the fourth kind)."""
 
 _ROUGE_TOKEN = re.compile(r"[a-z0-9]+")
-_PAIR_CELLS = 1 << 22  # the longest-common-subsequence table is filled this many cells at a time
+_PAIR_CELLS = 1 << 22  # the longest-common-subsequence table is filled at most this many cells at a time
+_PAIR_BLOCK = 4096  # and at most this many pairs (of similar lengths: less padding)
 
 
 def check_similarity(similarity: Any) -> str | Callable:
@@ -166,13 +167,14 @@ def _porter() -> Any:
 def lcs_lengths(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """Return the length of the longest common subsequence of each pair of rows.
 
-    The table is filled one token of ``first`` at a time for every pair at once: with ``t[j] =
-    max(above[j], above[j-1] + match[j])``, the row is the running maximum of ``t``.
+    The table is filled one token of the shorter row at a time for every pair at once: with
+    ``t[j] = max(above[j], above[j-1] + match[j])``, the row is the running maximum of ``t``. Pairs
+    are taken in blocks of similar lengths, each block padded only to its own longest rows.
 
     Parameters
     ----------
     first, second : ndarray of int, shapes (P, m) and (P, n)
-        Token ids, padded with values that match nothing (different pads in the two).
+        Token ids (non-negative), padded on the right with negative values.
 
     Returns
     -------
@@ -180,19 +182,29 @@ def lcs_lengths(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
     Examples
     --------
-    >>> lcs_lengths(np.array([[1, 2, 3, 4]]), np.array([[2, 4, 3, -2]])).tolist()
+    >>> lcs_lengths(np.array([[1, 2, 3, 4]]), np.array([[2, 4, 3, -1]])).tolist()
     [2]
     """
-    pairs, n = second.shape
-    out = np.empty(pairs, dtype=np.int64)
-    step = max(1, _PAIR_CELLS // max(n + 1, 1))
-    for lo in range(0, pairs, step):  # blocks of pairs bound the memory; every pair of a block at once
-        a, b = first[lo : lo + step], second[lo : lo + step]
-        row = np.zeros((a.shape[0], n + 1), dtype=np.int64)
-        for i in range(a.shape[1]):  # the tokens of the longest answer, each row for every pair
-            candidate = np.maximum(row[:, 1:], row[:, :-1] + (a[:, i, None] == b))
-            row[:, 1:] = np.maximum.accumulate(candidate, axis=1)
-        out[lo : lo + step] = row[:, -1]
+    width = max(first.shape[1], second.shape[1])
+    first, second = (np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=-1) for x in (first, second))
+    la, lb = (first >= 0).sum(axis=1), (second >= 0).sum(axis=1)
+    swap = (la > lb)[:, None]  # the shorter row drives the loop
+    short = np.where(swap, second, first)
+    long = np.where(swap, first, second)
+    short, long = np.where(short < 0, -1, short), np.where(long < 0, -2, long)  # pads that match nothing
+    ls, ll = np.minimum(la, lb), np.maximum(la, lb)
+    order = np.lexsort((ls, ll))
+    out = np.zeros(first.shape[0], dtype=np.int64)
+    step = min(_PAIR_BLOCK, max(1, _PAIR_CELLS // (width + 1)))
+    for lo in range(0, order.size, step):  # blocks of pairs of similar lengths; every pair of a block at once
+        rows = order[lo : lo + step]
+        m, n = int(ls[rows].max()), int(ll[rows].max())
+        a, b = short[rows, :m], long[rows, :n]
+        table = np.zeros((rows.size, n + 1), dtype=np.int32)
+        for i in range(m):  # the tokens of the block's longest short row, each for every pair
+            candidate = np.maximum(table[:, 1:], table[:, :-1] + (a[:, i, None] == b))
+            table[:, 1:] = np.maximum.accumulate(candidate, axis=1)
+        out[rows] = table[:, -1]
     return out
 
 
@@ -218,13 +230,17 @@ def rouge_l_matrices(answers: Sequence[Sequence[str]], *, stem: bool = False) ->
     np.float64(0.7273)
     """
     q, k = len(answers), len(answers[0]) if answers else 0
-    flat, lengths = _vocabulary([rouge_tokens(a, stem) for question in answers for a in question])
+    tokens = [rouge_tokens(a) for question in answers for a in question]
+    if stem:  # each word stemmed once
+        stemmer = _porter()
+        stems = {t: t if len(t) <= 3 else stemmer.stem(t) for t in {t for words in tokens for t in words}}
+        tokens = [[stems[t] for t in words] for words in tokens]
+    flat, lengths = _vocabulary(tokens)
     rows = _padded(flat, lengths, -1)
     i, j = np.triu_indices(k, 1)
     base = (np.arange(q) * k)[:, None]
     a, b = (base + i).reshape(-1), (base + j).reshape(-1)
-    second = np.where(rows[b] < 0, -2, rows[b])  # pads that never match the other side's
-    lcs = lcs_lengths(rows[a], second)
+    lcs = lcs_lengths(rows[a], rows[b])
     total = lengths[a] + lengths[b]
     f = np.divide(2.0 * lcs, total, out=np.zeros(lcs.shape), where=(lengths[a] > 0) & (lengths[b] > 0))
     out = np.zeros((q, k, k))
@@ -311,7 +327,7 @@ def _checked(matrix: Any, q: int, k: int, part: str) -> np.ndarray:
     if bad.any():
         where = tuple(int(x) for x in np.argwhere(bad)[0])
         raise ValueError(
-            f"`similarity` returned{part} {float(matrix[where])!r} at [question, i, j] = {list(where)}: similarities must be "
-            f"in [0, 1] (probabilities), {int(bad.sum())} are not"
+            f"`similarity` returned{part} {float(matrix[where])!r} at [question, i, j] = {list(where)}: "
+            f"similarities must be in [0, 1] (probabilities), {int(bad.sum())} are not"
         )
     return matrix

@@ -51,6 +51,9 @@ MODULES = (
 
 def estimators() -> dict[str, types.ModuleType]:
     """Import LM-Polygraph's six estimator modules without its package's ``__init__``."""
+    loaded = sys.modules.get("lm_polygraph")
+    if loaded is not None and loaded.__spec__ is None:  # the stand-in of an earlier call
+        return {m: importlib.import_module(f"lm_polygraph.estimators.{m}") for m in MODULES}
     spec = importlib.util.find_spec("lm_polygraph")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("lm-polygraph is not installed: pip install --no-deps lm-polygraph==0.7.0")
