@@ -88,6 +88,8 @@ API_MODULES = {
     "calibkit.lm.multiple_choice": "Language models on multiple-choice benchmarks",
     "calibkit.lm.generations": "Generated answers: confidence sources, report and recalibration",
     "calibkit.lm.sources": "Confidence sources: the registry of their names, kinds and descriptions",
+    "calibkit.lm.generations.consistency": "Consistency of sampled answers: LexSim, NumSemSets, EigV, Deg, Ecc, KLE",
+    "calibkit.lm.generations.similarity": "Similarity of sampled answers: exact, Jaccard, ROUGE-L, or an NLI model's",
     "calibkit.lm.served": "Served models: confidence from API log-probabilities",
     "calibkit.metrics.abstention": "Abstention with a guarantee (Learn then Test)",
     "calibkit.lm.inspect_logs": "Inspect AI logs",

@@ -57,6 +57,8 @@ PUBLIC_MODULES = (
     "calibkit.lm.multiple_choice",
     "calibkit.lm.generations",
     "calibkit.lm.generations.whitebox",
+    "calibkit.lm.generations.consistency",
+    "calibkit.lm.generations.similarity",
     "calibkit.lm.sources",
     "calibkit.lm.preferences",
     "calibkit.lm.preferences.data",

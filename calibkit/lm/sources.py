@@ -31,6 +31,7 @@ __all__ = [
     "LETTER",
     "NEEDS",
     "REGISTRY",
+    "SIMILARITIES",
     "TOKENS",
     "VERBALIZED",
     "WHITEBOX",
@@ -70,6 +71,10 @@ DOORS = {
     "samples": "from several sampled answers a question (calibkit.lm.generations.read_agreement; calibkit generations)",
 }
 """Where calibkit computes a source, each with its function and command."""
+
+SIMILARITIES = ("exact", "jaccard", "rouge_l")
+"""The built-in similarities of sampled answers that the consistency sources are computed over
+(:mod:`calibkit.lm.generations.similarity`; a callable is the fourth kind)."""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,18 @@ import numpy as np
 from calibkit.lm.generations.similarity import check_similarity, jaccard_matrices, rouge_l_matrices, similarity_matrices
 from calibkit.lm.sources import names
 
+__all__ = [
+    "CONSISTENCY",
+    "ECC_THRESHOLD",
+    "KLE_T",
+    "SINGLE",
+    "consistency_confidences",
+    "consistency_scores",
+    "consistency_uncertainties",
+    "graph_uncertainties",
+    "lexical_similarity",
+]
+
 KLE_T = 0.3
 """The heat kernel's time ``t`` of KLE (LM-Polygraph's default, from Nikitin et al. 2024)."""
 

@@ -41,9 +41,19 @@ from typing import Any
 import numpy as np
 
 from calibkit.lm.generations.normalize import normalize_answer
+from calibkit.lm.sources import SIMILARITIES
 
-SIMILARITIES = ("exact", "jaccard", "rouge_l")
-"""The built-in similarities (a callable is the fourth kind)."""
+__all__ = [
+    "SIMILARITIES",
+    "check_similarity",
+    "exact_matrices",
+    "jaccard_matrices",
+    "lcs_lengths",
+    "rouge_l_matrices",
+    "rouge_tokens",
+    "similarity_matrices",
+]
+
 
 _ROUGE_TOKEN = re.compile(r"[a-z0-9]+")
 _PAIR_CELLS = 1 << 22  # the longest-common-subsequence table is filled at most this many cells at a time
