@@ -186,6 +186,14 @@ def test_exact_similarity_counts_meanings():
         close(c[name], 1 / groups)  # one over the number of meanings, as the module says
 
 
+def test_equal_scores_are_equal_after_the_eigendecompositions_rounding():
+    rng = np.random.default_rng(4)
+    texts = [[str(w) for w in rng.choice(["a", "b", "c", "d", "e"], 6)] for _ in range(300)]
+    c = consistency_scores(texts, similarity="exact")
+    # one over the number of meanings, three ways: equal numbers, so that AURC reads no rounding noise as a ranking
+    assert (c["eigv"] == c["num_sem_sets"]).all() and (c["ecc"] == c["num_sem_sets"]).all()
+
+
 def test_confidences_are_decreasing_maps_into_the_unit_interval():
     rng = np.random.default_rng(3)
     words = ["yes", "no", "maybe so", "yes indeed", "no way", "Yes."]

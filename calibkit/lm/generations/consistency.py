@@ -53,6 +53,7 @@ from calibkit.lm.sources import names
 
 __all__ = [
     "CONSISTENCY",
+    "DECIMALS",
     "ECC_THRESHOLD",
     "KLE_T",
     "SINGLE",
@@ -68,6 +69,11 @@ KLE_T = 0.3
 
 ECC_THRESHOLD = 0.9
 """The eigenvalues below which Ecc keeps the Laplacian's eigenvectors (LM-Polygraph's ``thres``)."""
+
+DECIMALS = 12
+"""The confidences are rounded to this many decimals: the eigendecompositions' rounding errors (1e-15) would
+otherwise order answers whose scores are equal (two questions of the same number of meanings), and
+the ranking metrics (AURC) would read that noise."""
 
 SINGLE = ("raise", "nan")
 """What a question with one sample gets: a ``ValueError``, or NaN scores."""
@@ -222,7 +228,7 @@ def consistency_confidences(uncertainty: dict[str, np.ndarray], samples: np.ndar
     Returns
     -------
     dict of str to ndarray of float64, shape (Q,)
-        The same keys; NaN stays NaN.
+        The same keys, rounded to :data:`DECIMALS` decimals; NaN stays NaN.
 
     Examples
     --------
@@ -232,9 +238,8 @@ def consistency_confidences(uncertainty: dict[str, np.ndarray], samples: np.ndar
     """
     k = np.asarray(samples, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return {
-            name: np.clip(_MAPS[name](np.asarray(u, dtype=np.float64), k), 0.0, 1.0) for name, u in uncertainty.items()
-        }
+        mapped = {name: _MAPS[name](np.asarray(u, dtype=np.float64), k) for name, u in uncertainty.items()}
+    return {name: np.round(np.clip(c, 0.0, 1.0), DECIMALS) for name, c in mapped.items()}
 
 
 def consistency_uncertainties(
