@@ -196,7 +196,7 @@ def graph_uncertainties(
     --------
     >>> s = np.array([[[1.0, 1, 0], [1, 1, 0], [0, 0, 1]]])  # two meanings among three answers
     >>> {name: round(float(u[0]), 4) for name, u in graph_uncertainties(s).items()}
-    {'num_sem_sets': 2.0, 'eigv': 2.0, 'deg': 0.4444, 'ecc': 1.0, 'kle': 0.8295}
+    {'num_sem_sets': 2.0, 'eigv': 2.0, 'deg': 0.4444, 'ecc': 1.0, 'kle': 0.9077}
     """
     similarity = np.asarray(similarity, dtype=np.float64)
     other = 1.0 - similarity if contra is None else np.asarray(contra, dtype=np.float64)
