@@ -38,6 +38,17 @@ BATCHES = range(len(STORED["samples"]))
 TOL = 1e-9
 
 
+def test_the_stored_inputs_are_the_scripts():
+    import importlib.util
+
+    path = Path(__file__).parent / "data" / "lm_polygraph" / "make_consistency.py"
+    spec = importlib.util.spec_from_file_location("make_consistency", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)  # numpy only: LM-Polygraph is imported when its estimators run
+    assert script.inputs() == INPUTS and list(script.SAMPLES) == STORED["samples"]
+    assert STORED["lm_polygraph"] == "0.7.0" and all(len(v) == len(BATCHES) for v in OUTPUTS.values())
+
+
 def close(got, want):
     np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float), rtol=0, atol=TOL)
 
