@@ -91,6 +91,8 @@ API_MODULES = {
     "calibkit.lm.generations": "Generated answers: confidence sources, report and recalibration",
     "calibkit.lm.generations.rlcr": "RLCR's calibration reward for TRL's GRPOTrainer",
     "calibkit.lm.sources": "Confidence sources: the registry of their names, kinds and descriptions",
+    "calibkit.lm.generations.consistency": "Consistency of sampled answers: LexSim, NumSemSets, EigV, Deg, Ecc, KLE",
+    "calibkit.lm.generations.similarity": "Similarity of sampled answers: exact, Jaccard, ROUGE-L, or an NLI model's",
     "calibkit.lm.served": "Served models: confidence from API log-probabilities",
     "calibkit.lm.judges": "LLM judges against people: readers, report, two runs compared",
     "calibkit.metrics.judges": "LLM judges' statistics: agreement, PPI++, Rogan-Gladen",

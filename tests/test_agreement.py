@@ -22,6 +22,7 @@ from calibkit.lm.generations import (
     read_agreement,
     read_generations,
 )
+from calibkit.lm.sources import names
 
 WORDS = ["Paris", "paris.", "The Paris", "Lyon", "4", "four", "4.0", "Four!", "40", "3.5", "3.50", "an apple", "Apple"]
 
@@ -281,11 +282,14 @@ def test_the_demo_section_judges_agreement_beside_the_sequence_probability(repea
     assert got["answers"] == data.answers and got["accuracy"] == pytest.approx(data.correct.mean())
     assert got["repeats"] == REPEATS and got["unanimous"] == np.mean(data.confidence["agreement"] == 1)
     sources = got["report"]["pooled"]["sources"]
-    assert set(sources) == {"agreement", "semantic_entropy", "sequence", "sequence_normalized"}
+    assert list(sources) == [*names("samples"), "sequence", "sequence_normalized"]  # every source of the samples
     assert all(row["answers"] == 10 for row in sources.values())
     assert sources["agreement"]["ece"] == pytest.approx(
         generations_report(data)["pooled"]["sources"]["agreement"]["ece"]
     )
-    assert len(got["claims"]) == 2 * 2 * 2  # each agreement source against each sequence source, on AURC and ECE
+    # each source of the samples against each sequence source on AURC; the counts' on ECE too
+    assert len(got["claims"]) == len(names("samples")) * 2 + 2 * 2
+    assert got["best_ranking"] == min(names("samples"), key=lambda s: sources[s]["aurc"])
+    assert f"{got['best_ranking']} ranks the answers best" in part["text"] and "| eigv |" in part["text"]
     assert all(sentence.startswith("sampled answers: ") for _, sentence in part["verdicts"])
     assert "| agreement |" in part["text"] and "| sequence |" in part["text"]

@@ -115,6 +115,10 @@ CASES = {
         "--answers", "{repeats}", "--confidence", "agreement", "--agreement-answer", "scored", "--resplits", "0",
         "--json",
     ],
+    ("generations", "--similarity"): [
+        "--answers", "{repeats}", "--confidence", "eigv", "--similarity", "exact", "--agreement-answer", "scored",
+        "--resplits", "0", "--json",
+    ],
     ("generations", "--metric"): ["--answers", "{harness}", "--metric", "f1", "--resplits", "0", "--json"],
     ("generations", "--harness-filter"): [
         "--answers", "{filters}", "--harness-filter", "flex", "--resplits", "0", "--json",
@@ -312,7 +316,7 @@ def _generations(folder: Path) -> dict[str, Path]:
         })  # fmt: skip
     repeats = []  # repeats: 4 samples a question, the scored (first) one not always the majority's
     for i in range(10):
-        said = ["Lyon", "Paris", "Paris", "Nice"] if i % 2 else ["Paris", "Paris", "Lyon", "Paris"]
+        said = ["Lyon", "Paris.", "Paris", "Nice"] if i % 2 else ["Paris", "Paris", "Lyon", "Paris"]
         repeats.append({
             "doc_id": i, "doc": {}, "target": "Paris", "filter": "take_first", "resps": [said],
             "filtered_resps": [said[0]], "metrics": ["exact_match"], "exact_match": float(said[0] == "Paris"),

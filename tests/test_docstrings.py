@@ -58,6 +58,8 @@ PUBLIC_MODULES = (
     "calibkit.lm.generations",
     "calibkit.lm.generations.whitebox",
     "calibkit.lm.generations.rlcr",
+    "calibkit.lm.generations.consistency",
+    "calibkit.lm.generations.similarity",
     "calibkit.lm.sources",
     "calibkit.lm.preferences",
     "calibkit.lm.preferences.data",

@@ -102,6 +102,7 @@ def test_each_entry_is_whole_and_one_name_each():
 def test_the_old_public_names_are_the_registrys():
     from calibkit.cli.report_generations import WHITEBOX_HELP
     from calibkit.lm.generations import AGREEMENT_SOURCES, WHITEBOX
+    from calibkit.lm.generations.consistency import CONSISTENCY
     from calibkit.lm.inspect_logs import LETTERS
     from calibkit.lm.inspect_logs import SOURCES as INSPECT
     from calibkit.lm.served import SOURCES as SERVED
@@ -111,7 +112,16 @@ def test_the_old_public_names_are_the_registrys():
     assert LETTERS == sources.LETTER == "letter"
     assert WHITEBOX == names("model") == ("sequence", "sequence_normalized", "ptrue")
     assert WHITEBOX_HELP == ", ".join(WHITEBOX)
-    assert AGREEMENT_SOURCES == names(kind="samples") == ("agreement", "semantic_entropy")
+    assert AGREEMENT_SOURCES == names(kind="samples") == names("samples")
+    assert AGREEMENT_SOURCES[:2] == ("agreement", "semantic_entropy")  # the groups' counts, then the consistency
+    assert AGREEMENT_SOURCES[2:] == CONSISTENCY
+
+
+def test_the_consistency_scores_are_the_registrys():
+    from calibkit.lm.generations.consistency import CONSISTENCY, consistency_scores, consistency_uncertainties
+
+    samples = [["a b", "a", "b c"], ["x", "x"]]
+    assert tuple(consistency_uncertainties(samples)) == tuple(consistency_scores(samples)) == CONSISTENCY
 
 
 def test_an_unknown_source_gets_one_message_listing_the_known_ones():

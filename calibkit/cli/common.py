@@ -185,6 +185,7 @@ FLAGS: dict[str, dict[str, str]] = {
         "metric": "--metric",
         "harness_filter": "--harness-filter",
         "answer": "--agreement-answer",
+        "similarity": "--similarity",
         "read_agreement": "--confidence agreement",
         "whitebox_confidence": "--model DIR --confidence sequence,ptrue",
     },

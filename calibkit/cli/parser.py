@@ -23,7 +23,7 @@ from calibkit.cli.options import (
 )
 from calibkit.cli.report_served import add_served_options
 from calibkit.lm.multiple_choice.data import SCORES
-from calibkit.lm.sources import AGREEMENT, LETTER, TOKENS, VERBALIZED, WHITEBOX, lookup
+from calibkit.lm.sources import AGREEMENT, LETTER, SIMILARITIES, TOKENS, VERBALIZED, WHITEBOX, lookup
 
 DESCRIPTION = """\
 calibkit: can a classifier's probabilities be trusted, per class and per region of certainty?
@@ -274,6 +274,11 @@ def _generations(sub: argparse._SubParsersAction) -> None:
         "--agreement-answer", choices=("majority", "scored"), default="majority",
         help="with agreement: a question's answer is its samples' majority, or the one the harness scored",
     )  # fmt: skip
+    gen.add_argument(
+        "--similarity", choices=SIMILARITIES, default="jaccard",
+        help="with the consistency sources of sampled answers: the similarity of their graph scores (exact after "
+        "normalisation, Jaccard of the words, ROUGE-L; default jaccard, LM-Polygraph's without a model)",
+    )  # fmt: skip
     gen.add_argument("--metric", help="the harness samples' correctness key (default: their first)")
     gen.add_argument("--harness-filter", help="the harness filter to read (when a task has several)")
     gen.add_argument("--confidence-words", help="words of verbalized confidence, e.g. high=0.9,low=0.3")
@@ -306,7 +311,9 @@ def _served(sub: argparse._SubParsersAction) -> None:
     )
     served.add_argument("--confidence-words", help="words of verbalized confidence, e.g. high=0.9,low=0.3")
     # what the generations report reads of the options that the other inputs take
-    served.set_defaults(metric=None, harness_filter=None, model=None, gguf_file=None, agreement_answer="majority")
+    served.set_defaults(
+        metric=None, harness_filter=None, model=None, gguf_file=None, agreement_answer="majority", similarity="jaccard"
+    )
 
 
 def _multilabel(sub: argparse._SubParsersAction) -> None:

@@ -257,7 +257,11 @@ def run(
     if served is None and set(AGREEMENT) & asked:
         # several sampled answers a question: the majority answer, its agreement as confidence
         data = read_agreement(
-            args.answers, metric=args.metric, harness_filter=args.harness_filter, answer=args.agreement_answer
+            args.answers,
+            metric=args.metric,
+            harness_filter=args.harness_filter,
+            answer=args.agreement_answer,
+            similarity=args.similarity,
         )
     else:
         data = read_generations(

@@ -7,7 +7,9 @@ of samples agreeing estimates the probability the model puts on that answer's me
 samples file is read as ``calibkit generations --confidence agreement,semantic_entropy`` reads any
 (:func:`calibkit.lm.generations.read_agreement`): the majority answer (answers grouped by
 :func:`calibkit.lm.generations.normalize_answer`), right when it holds the gold answer (the task's
-metric applied to it), its ``agreement`` and ``semantic_entropy`` confidences; beside them, on the
+metric applied to it), its ``agreement`` and ``semantic_entropy`` confidences, and every consistency
+score of the samples (:mod:`calibkit.lm.generations.consistency`: LexSim, NumSemSets, EigV, Deg, Ecc,
+KLE; :data:`SIMILARITY` similarity); beside them, on the
 same answers, the sequence probability the model gives the majority answer (white-box), so that
 the two kinds of confidence are judged on the same questions and the same correctness.
 
@@ -25,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.lm.generations.consistency import CONSISTENCY
 from calibkit.lm.sources import names
 
 REPEATS = 5
@@ -35,6 +38,9 @@ QUESTIONS = 40
 
 TEMPERATURE = 1.0
 """The sampling temperature: the model's own distribution."""
+
+SIMILARITY = "jaccard"
+"""The similarity of the graph consistency scores (``read_agreement``'s default: LM-Polygraph's model-free one)."""
 
 COMPARED = names("model", kind="log-probabilities")
 """The white-box sources of the majority answer the agreement is compared with (its log-probabilities': ``sequence``
@@ -84,7 +90,7 @@ def sampled_answers(
     golds = [next(c for c, v in e["target_scores"].items() if v == 1) for e in examples]
     tasks = write_task(folder, [e["input"] for e in examples], golds, shots, repeats=repeats, temperature=temperature)
     out = run_generate_until(model, tokenizer, tasks, folder / "output")
-    data = read_agreement(out, score=lambda answer, gold: float(is_right(answer, str(gold))))
+    data = read_agreement(out, score=lambda answer, gold: float(is_right(answer, str(gold))), similarity=SIMILARITY)
     data = data.subset(np.argsort(data.ids.astype(int)))  # the questions' order, for the re-splits' seeds
     said = np.flatnonzero([bool(a.strip()) for a in data.answers])  # an empty majority has no sequence probability
     computed = whitebox_confidence(
@@ -126,9 +132,10 @@ def agreement_section(
     Returns
     -------
     dict
-        ``text`` (Markdown), ``json`` (the numbers) and ``verdicts`` (``(verdict, sentence)``): on
-        held-out halves, each agreement source against each sequence probability on AURC and on
-        ECE, and each source's recalibrations against it raw.
+        ``text`` (Markdown), ``json`` (the numbers; ``best_ranking``: the source of the samples of
+        lowest AURC) and ``verdicts`` (``(verdict, sentence)``): on held-out halves, each source of
+        the samples against each sequence probability on AURC (and, for ``agreement`` and
+        ``semantic_entropy``, on ECE, with their recalibrations against them raw).
     """
     from calibkit.demos.llm_text import source_table
     from calibkit.lm.generations import AGREEMENT_SOURCES, generations_report, recalibration_resplits
@@ -148,7 +155,7 @@ def agreement_section(
     verdicts, claims = [], []
     for mine in AGREEMENT_SOURCES:
         for other in COMPARED:
-            for metric, what in (("aurc", "ranks answers better"), ("ece", "is better calibrated")):
+            for metric, what in _judged_on(mine):
                 a, b = raw[mine][metric], raw[other][metric]
                 both = ~np.isnan(a) & ~np.isnan(b)
                 better = float(np.mean(a[both] < b[both])) if both.any() else math.nan
@@ -158,26 +165,42 @@ def agreement_section(
                 claims.append({"claim": claim, "verdict": verdict, "better": better, "worse": worse})
                 verdicts.append((verdict, f"sampled answers: {claim}: {verdict}{_shares(better, worse)}"))
     for v in recal["verdicts"]:
-        if v["claim"].split(" ")[-1] in AGREEMENT_SOURCES:  # a recalibration of an agreement source
+        named = v["claim"].split(" ")[-1]
+        if named in AGREEMENT_SOURCES and named not in CONSISTENCY:  # a recalibration of a count's source
             verdicts.append((v["verdict"], f"sampled answers: {v['claim']}: {v['verdict']}"
                                            f"{_shares(v['better'], v['worse'])}"))  # fmt: skip
+    ranked = {s: row["aurc"] for s, row in report["pooled"]["sources"].items() if s in AGREEMENT_SOURCES}
+    best = min((s for s in ranked if ranked[s] is not None), key=ranked.get, default=None)
     unanimous = float(np.mean(data.confidence["agreement"] == 1.0))
     lines = [
         f"Sampled answers (lm-evaluation-harness, repeats {repeats}, do_sample at temperature {temperature:g}; "
         f"{seconds:.0f} s): the majority answer to the first {n} of the {total} questions, grouped by "
         f"normalisation, right when it holds the gold answer: accuracy {data.correct.mean():.3f}; all {repeats} "
-        f"samples agree on {unanimous:.0%} of the questions. Its agreement and exp(-semantic entropy) beside the "
-        "sequence probability of the same answer:",
+        f"samples agree on {unanimous:.0%} of the questions. Its agreement and exp(-semantic entropy), and the "
+        f"samples' consistency scores ({', '.join(CONSISTENCY)}; {SIMILARITY} similarity for the graph's), beside "
+        "the sequence probability of the same answer. Of the sources of the samples, "
+        f"{best} ranks the answers best (lowest AURC), on this one small model:",
         "",
         *source_table(report, answers=False),
     ]
     out = {
         "questions": n, "repeats": repeats, "temperature": temperature, "seconds": seconds,
         "accuracy": float(data.correct.mean()), "unanimous": unanimous, "answers": list(data.answers),
-        "report": report, "claims": claims, "recalibration_verdicts": recal["verdicts"],
+        "report": report, "claims": claims, "best_ranking": best, "similarity": SIMILARITY,
+        "recalibration_verdicts": recal["verdicts"],
         "harness_samples": str(folder / "output"),
     }  # fmt: skip
     return {"text": "\n".join(lines), "json": out, "verdicts": verdicts}
+
+
+def _judged_on(source: str) -> tuple[tuple[str, str], ...]:
+    """Return what a source of the samples is judged on against the sequence probability: AURC, and ECE for the counts'.
+
+    The consistency scores are monotone maps of LM-Polygraph's uncertainties, not probabilities: they are
+    judged on how they rank answers (the field's measure); the counts' shares on their calibration too.
+    """
+    ranking = (("aurc", "ranks answers better"),)
+    return ranking if source in CONSISTENCY else (*ranking, ("ece", "is better calibrated"))
 
 
 def _shares(better: float, worse: float) -> str:

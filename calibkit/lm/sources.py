@@ -31,6 +31,7 @@ __all__ = [
     "LETTER",
     "NEEDS",
     "REGISTRY",
+    "SIMILARITIES",
     "TOKENS",
     "VERBALIZED",
     "WHITEBOX",
@@ -48,7 +49,7 @@ KINDS = {
     "them, a served model or an Inspect log returns them",
     "white-box": "computed by running the model's weights on a further prompt",
     "verbalized": "stated by the model in the answer's text",
-    "samples": "the agreement of several answers sampled for one question",
+    "samples": "the agreement or the similarity of several answers sampled for one question",
     "given": "a column of the answers' file (a tool's own score: LM-Polygraph, uqlm, a judge), used as it is",
 }
 """The kinds of source, by what they are computed from (``Generations.kinds`` holds one of these)."""
@@ -70,6 +71,10 @@ DOORS = {
     "samples": "from several sampled answers a question (calibkit.lm.generations.read_agreement; calibkit generations)",
 }
 """Where calibkit computes a source, each with its function and command."""
+
+SIMILARITIES = ("exact", "jaccard", "rouge_l")
+"""The built-in similarities of sampled answers that the consistency sources are computed over
+(:mod:`calibkit.lm.generations.similarity`; a callable is the fourth kind)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,7 @@ class Source:
 
 
 _LOGPROBS = frozenset({"log-probabilities"})
+_SAMPLES = frozenset({"samples"})
 
 REGISTRY: tuple[Source, ...] = (
     Source(
@@ -164,6 +170,59 @@ REGISTRY: tuple[Source, ...] = (
         "samples",
         frozenset({"samples"}),
         "exp(-SE) of the semantic entropy over the groups of a question's sampled answers that agree",
+        ("samples",),
+    ),
+    Source(
+        "lexsim_rouge_l",
+        "samples",
+        _SAMPLES,
+        "LexSim: the mean ROUGE-L F-measure over the pairs of a question's sampled answers "
+        "(LM-Polygraph's LexicalSimilarity, minus its sign)",
+        ("samples",),
+    ),
+    Source(
+        "lexsim_jaccard",
+        "samples",
+        _SAMPLES,
+        "LexSim: the mean Jaccard index of the word sets over the pairs of a question's sampled answers",
+        ("samples",),
+    ),
+    Source(
+        "num_sem_sets",
+        "samples",
+        _SAMPLES,
+        "1 / NumSemSets: one over the number of sets of sampled answers linked by the similarity both "
+        "ways (above 1/2, or entailment above contradiction)",
+        ("samples",),
+    ),
+    Source(
+        "eigv",
+        "samples",
+        _SAMPLES,
+        "1 / EigV: one over the sum of max(0, 1 - eigenvalue) of the normalised Laplacian of the "
+        "sampled answers' similarity graph",
+        ("samples",),
+    ),
+    Source(
+        "deg",
+        "samples",
+        _SAMPLES,
+        "1 - Deg: the sampled answers' mean similarity, each to itself included (the degree matrix's)",
+        ("samples",),
+    ),
+    Source(
+        "ecc",
+        "samples",
+        _SAMPLES,
+        "1 / (1 + Ecc^2): Ecc the eccentricity of the answers in the Laplacian's eigenvectors of eigenvalue below 0.9",
+        ("samples",),
+    ),
+    Source(
+        "kle",
+        "samples",
+        _SAMPLES,
+        "k^-KLE: one over the effective number of meanings in the von Neumann entropy of the similarity "
+        "graph's heat kernel",
         ("samples",),
     ),
 )

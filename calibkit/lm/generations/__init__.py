@@ -11,7 +11,10 @@ When a model answers in its own words, its confidence is not a softmax over choi
   answer's sequence probability, its geometric mean over tokens, and P(True) with LM-Polygraph's
   prompt;
 - **agreement** of several sampled answers (:func:`read_agreement`): the majority answer's share
-  of the samples, and ``exp(-SE)`` of the semantic entropy over the groups of answers that agree.
+  of the samples, and ``exp(-SE)`` of the semantic entropy over the groups of answers that agree;
+  and their **consistency** (:mod:`calibkit.lm.generations.consistency`: LM-Polygraph's LexSim,
+  NumSemSets, EigV, Deg, Ecc and KLE as confidences, over a similarity of
+  :mod:`calibkit.lm.generations.similarity`: exact, Jaccard, ROUGE-L or an NLI model's).
 
 Every source calibkit computes has one name, kind and description in :mod:`calibkit.lm.sources`.
 

@@ -24,14 +24,16 @@ Readers (:func:`read_agreement`): lm-evaluation-harness samples of a task run wi
 
 from __future__ import annotations
 
-import re
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from calibkit.lm.generations.consistency import CONSISTENCY, consistency_scores
 from calibkit.lm.generations.data import Generations, concat
+from calibkit.lm.generations.normalize import normalize_answer
 from calibkit.lm.generations.readers import (
     OPTION,
     _check_unique_ids,
@@ -41,6 +43,7 @@ from calibkit.lm.generations.readers import (
     _located,
     _read_table_file,
 )
+from calibkit.lm.generations.similarity import check_similarity
 from calibkit.lm.multiple_choice.readers import task_of
 from calibkit.lm.sources import AGREEMENT, source_kind
 
@@ -50,58 +53,17 @@ AGREEMENT_SOURCES = AGREEMENT
 ANSWERS = ("majority", "scored")
 """Which answer a harness log's row stands for: the samples' majority, or the one the harness scored."""
 
-_ARTICLES = frozenset(("a", "an", "the"))
-_NUMBER_WORDS = {
-    w: str(i)
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen twenty".split()
-    )
-} | {w: str(10 * i) for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), start=3)}
-_NUMBER = re.compile(r"(?<![\w.])(-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?![\w])")
-_PUNCTUATION = re.compile(r"[^\w\s]|_")
-
-
-def normalize_answer(text: str) -> str:
-    """Return the form of an answer that two answers meaning the same share, as a rule can tell.
-
-    Lower case; numbers written in digits read as numbers (``3.0`` and ``3`` agree, ``1,000`` and
-    ``1000`` too) and the number words zero to twenty and the tens as their digits (``four`` and
-    ``4``); punctuation removed; the articles *a*, *an*, *the* dropped; white space collapsed. As
-    SQuAD's official ``normalize_answer`` (Rajpurkar et al. 2016), with the numbers added.
-
-    Parameters
-    ----------
-    text : str
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> normalize_answer(" The Four legs."), normalize_answer("4 legs")
-    ('4 legs', '4 legs')
-    >>> normalize_answer("3.0") == normalize_answer("3"), normalize_answer("1,000 km")
-    (True, '1000 km')
-    """
-    pieces = _NUMBER.split(str(text).lower())
-    words = []
-    for i, piece in enumerate(pieces):
-        if i % 2:  # a number the pattern matched
-            value = float(piece.replace(",", ""))
-            words.append(str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value))
-            continue
-        for word in _PUNCTUATION.sub("", piece).split():
-            if word not in _ARTICLES:
-                words.append(_NUMBER_WORDS.get(word, word))
-    return " ".join(words)
-
 
 class _Grouping:
     """How answers are grouped: by a key (default :func:`normalize_answer`) or by a ``same(a, b)`` test."""
 
-    def __init__(self, key: Callable[[str], Hashable] | None, same: Callable[[str, str], bool] | None) -> None:
+    def __init__(
+        self,
+        key: Callable[[str], Hashable] | None,
+        same: Callable[[str, str], bool] | None,
+        similarity: str | Callable = "jaccard",
+        stem: bool = False,
+    ) -> None:
         if key is not None and same is not None:
             raise ValueError("give `key` or `same`, not both: a key groups answers by equality, `same` by a test")
         for name, value in (("key", key), ("same", same)):
@@ -109,6 +71,8 @@ class _Grouping:
                 raise ValueError(f"`{name}` must be a callable, got {type(value).__name__}")
         self.key = normalize_answer if key is None and same is None else key
         self.same = same
+        self.similarity = check_similarity(similarity)  # of the consistency scores
+        self.stem = stem
 
     def labels(self, answers: Sequence[str]) -> list[int]:
         """Label each answer with its group, groups numbered in the order first seen."""
@@ -274,8 +238,17 @@ def read_agreement(
     same: Callable[[str, str], bool] | None = None,
     score: Callable[[str, Any], float] | None = None,
     answer: str = "majority",
+    similarity: str | Callable = "jaccard",
+    stem: bool = False,
 ) -> Generations:
     """Read several sampled answers a question and give the majority answer its agreement confidences.
+
+    Every source of several samples in the registry (:data:`AGREEMENT_SOURCES`): the two of the
+    groups' counts (``agreement``, ``semantic_entropy``) and the consistency scores of
+    :mod:`calibkit.lm.generations.consistency` (LexSim, NumSemSets, EigV, Deg, Ecc, KLE, as
+    confidences in [0, 1]), which say how alike a question's samples are, whichever answer the row
+    stands for. A question with one sample has no pair to compare: its consistency scores are NaN,
+    with a ``UserWarning`` that counts such questions.
 
     Two inputs (a file, a folder searched recursively, or a quoted glob, as
     :func:`~calibkit.lm.generations.read_generations`):
@@ -307,25 +280,30 @@ def read_agreement(
         ``score(answer, target) -> float`` in [0, 1]: the correctness of a harness log's majority
         answer.
     answer : {"majority", "scored"}, default "majority"
+    similarity : {"jaccard", "exact", "rouge_l"} or callable, default "jaccard"
+        The similarity of the graph scores (NumSemSets, EigV, Deg, Ecc, KLE):
+        :mod:`calibkit.lm.generations.similarity` (a callable: an NLI model's batched matrices).
+    stem : bool, default False
+        Porter-stem ROUGE-L's tokens, as LM-Polygraph's LexSim does (needs nltk).
 
     Returns
     -------
     Generations
-        One row a question, with the sources ``agreement`` and ``semantic_entropy``
-        (:data:`AGREEMENT_SOURCES`; kinds of the same names).
+        One row a question, with every source of :data:`AGREEMENT_SOURCES` (kind ``samples``).
 
     Raises
     ------
     ValueError
         As :func:`~calibkit.lm.generations.read_generations`, and: a majority answer the harness
         did not score (without ``score``), ``score`` or ``answer="scored"`` on a table, an unknown
-        ``answer``, or a bad grouping.
+        ``answer``, a bad grouping or ``similarity`` (a callable's result of the wrong shape or
+        outside [0, 1]).
     """
     if answer not in ANSWERS:
         raise ValueError(f"`answer` must be one of {list(ANSWERS)}, got {answer!r}")
     if score is not None and not callable(score):
         raise ValueError(f"`score` must be a callable, got {type(score).__name__}")
-    grouping = _Grouping(key, same)
+    grouping = _Grouping(key, same, similarity, stem)
     parts = []
     for file, kind in _located(location).items():
         if kind == "harness":
@@ -344,8 +322,22 @@ def read_agreement(
     return data
 
 
-def _sources(question: np.ndarray, label: np.ndarray) -> dict[str, np.ndarray]:
+def _sources(
+    texts: Sequence[Sequence[str]], question: np.ndarray, label: np.ndarray, grouping: _Grouping
+) -> dict[str, np.ndarray]:
+    """Return the majority and every source of the samples: the groups' counts, and the consistency scores."""
     scores = agreement_scores(question, label)
+    counts = scores["samples"]
+    if (counts == 1).any():
+        warnings.warn(
+            f"`samples`: {int((counts == 1).sum())} of {counts.size} questions have one sampled answer: the "
+            f"consistency scores ({', '.join(CONSISTENCY)}) compare answers in pairs and are NaN there (the report "
+            "counts those answers as without a confidence)",
+            UserWarning,
+            stacklevel=4,
+        )
+    texts = [[str(t) for t in ts] for ts in texts]
+    scores.update(consistency_scores(texts, similarity=grouping.similarity, stem=grouping.stem, single="nan"))
     return {"majority": scores["majority"], **{s: scores[s] for s in AGREEMENT_SOURCES}}
 
 
@@ -367,7 +359,7 @@ def _harness_agreement(
                 f"{OPTION}: {place}: a samples file of an unknown lm-evaluation-harness version (no {exc})"
             ) from None
     question, label = group_answers(texts, key=grouping.key, same=grouping.same)
-    out = _sources(question, label)
+    out = _sources(texts, question, label, grouping)
     flat = [t for ts in texts for t in ts]
     majority = [flat[i] for i in out["majority"]]
     answers = majority
@@ -408,7 +400,7 @@ def _table_agreement(file: Path, grouping: _Grouping) -> Generations:
     question = question[order]
     texts = np.split(np.asarray(rows.answers, dtype=object)[order], np.flatnonzero(np.diff(question)) + 1)
     _, label = group_answers([list(t) for t in texts], key=grouping.key, same=grouping.same)
-    out = _sources(question, label)
+    out = _sources(texts, question, label, grouping)
     data = rows.subset(order[out["majority"]])
     for name in AGREEMENT_SOURCES:
         data = data.with_source(name, out[name], source_kind(name))
