@@ -50,6 +50,15 @@ import torch
 from transformers import TrainerCallback
 
 from calibkit.calibrators.preference import fit_preference_temperature
+from calibkit.callbacks.preference_batches import (
+    OutputHooks,
+    PreferencePairs,
+    dpo_batch_pairs,
+    on_device,
+    reward_batch_pairs,
+    sequence_logps,
+    to_numpy,
+)
 from calibkit.metrics.preferences import check_margins
 
 __all__ = [
@@ -60,192 +69,11 @@ __all__ = [
     "reward_batch_pairs",
     "sequence_logps",
 ]
+REEXPORTED = (OutputHooks, on_device)
+"""Names of :mod:`calibkit.callbacks.preference_batches` used here (the batch layout lives there)."""
 
 KEY = "preference"
 """The logged keys are ``<prefix>_preference_<name>``."""
-
-
-@dataclasses.dataclass
-class PreferencePairs:
-    """The pairs of an evaluation: one margin and two lengths a pair, in the evaluation set's order.
-
-    Parameters
-    ----------
-    margins : ndarray of float64, shape (N,)
-        ``reward_chosen - reward_rejected`` (DPO: ``beta`` times the difference of the log-ratios).
-    length_chosen : ndarray of int64, shape (N,)
-        Tokens of the chosen sequence (``RewardTrainer``: prompt and answer; DPO: the completion).
-    length_rejected : ndarray of int64, shape (N,)
-        Tokens of the rejected sequence, counted as ``length_chosen``.
-    """
-
-    margins: np.ndarray
-    length_chosen: np.ndarray
-    length_rejected: np.ndarray
-
-    @classmethod
-    def concat(cls, parts: Iterable[PreferencePairs]) -> PreferencePairs:
-        """Return the pairs of several batches, in order.
-
-        Parameters
-        ----------
-        parts : iterable of PreferencePairs
-
-        Returns
-        -------
-        PreferencePairs
-        """
-        parts = list(parts)
-        if not parts:
-            return cls(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        return cls(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(cls)))
-
-    def __len__(self) -> int:
-        """Return the number of pairs."""
-        return len(self.margins)
-
-
-def _halves(tensor: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Split a batch's rows into its chosen (top half) and rejected (bottom half) rows."""
-    if tensor.shape[0] % 2:
-        raise ValueError(
-            f"`{name}`: a preference batch holds its chosen rows then its rejected rows, so an even number of "
-            f"rows, got {tensor.shape[0]}"
-        )
-    chosen, rejected = tensor.chunk(2, dim=0)
-    return chosen, rejected
-
-
-def _numpy(tensor: torch.Tensor, dtype) -> np.ndarray:
-    return tensor.detach().to("cpu", torch.float64 if dtype is np.float64 else torch.int64).numpy().astype(dtype)
-
-
-def _lengths(mask: torch.Tensor, name: str) -> tuple[np.ndarray, np.ndarray]:
-    chosen, rejected = _halves(mask.sum(dim=1), name)
-    return _numpy(chosen, np.int64), _numpy(rejected, np.int64)
-
-
-def reward_batch_pairs(rewards: torch.Tensor, attention_mask: torch.Tensor) -> PreferencePairs:
-    """Return the pairs of a ``RewardTrainer`` batch from its rewards: chosen rows, then rejected rows.
-
-    Parameters
-    ----------
-    rewards : torch.Tensor of shape (2B,) or (2B, 1)
-        The reward model's output for the batch (``outputs.logits``), TRL's collator's layout.
-    attention_mask : torch.Tensor of shape (2B, L)
-        The batch's attention mask (its row sums are the lengths).
-
-    Returns
-    -------
-    PreferencePairs
-        ``margins = r_chosen - r_rejected`` in float64 (from the rewards as the model gave them).
-
-    Raises
-    ------
-    ValueError
-        When the rewards are not one a row, or the rows are odd in number.
-
-    Examples
-    --------
-    >>> import torch
-    >>> pairs = reward_batch_pairs(torch.tensor([[2.0], [0.5], [1.0], [1.5]]), torch.ones(4, 3, dtype=torch.long))
-    >>> pairs.margins.tolist()
-    [1.0, -1.0]
-    """
-    rows = rewards.shape[0]
-    if rewards.numel() != rows:
-        raise ValueError(
-            f"`rewards` must hold one reward a row (a reward model has one output), got {tuple(rewards.shape)}"
-        )
-    chosen, rejected = _halves(rewards.reshape(rows), "rewards")
-    margins = _numpy(chosen, np.float64) - _numpy(rejected, np.float64)
-    return PreferencePairs(margins, *_lengths(attention_mask, "attention_mask"))
-
-
-def sequence_logps(output: Any, input_ids: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
-    """Return each row's log-probability of its completion tokens, summed (float64).
-
-    Parameters
-    ----------
-    output : transformers ModelOutput
-        A causal LM's output: TRL's fused head (``log_probs`` of each next-token label, zero where
-        the label is ignored), or ``logits`` of shape (rows, L, V).
-    input_ids : torch.Tensor of shape (rows, L)
-    completion_mask : torch.Tensor of shape (rows, L)
-        1 on the completion's tokens (TRL's DPO collator's ``completion_mask``).
-
-    Returns
-    -------
-    torch.Tensor of float64, shape (rows,)
-        ``sum_t log p(x_t | x_<t)`` over the completion's tokens, as DPO's ``logps`` (its
-        ``ld_alpha`` left out).
-    """
-    shift_mask = completion_mask[:, 1:].to(torch.float64)
-    log_probs = getattr(output, "log_probs", None)
-    if log_probs is None:
-        logits = output.logits[:, -completion_mask.shape[1] :][:, :-1].float()
-        log_probs = torch.log_softmax(logits, dim=-1).gather(-1, input_ids[:, 1:, None].to(logits.device))[..., 0]
-    log_probs = log_probs[:, -shift_mask.shape[1] :].to(torch.float64)
-    return (log_probs * shift_mask.to(log_probs.device)).sum(dim=1)
-
-
-def dpo_batch_pairs(
-    policy_logps: torch.Tensor, ref_logps: torch.Tensor, completion_mask: torch.Tensor, beta: float
-) -> PreferencePairs:
-    """Return the pairs of a ``DPOTrainer`` batch: margins of the implicit rewards ``beta * log(pi / pi_ref)``.
-
-    Parameters
-    ----------
-    policy_logps : torch.Tensor of shape (2B,)
-        The policy's completion log-probabilities (:func:`sequence_logps`), chosen rows first.
-    ref_logps : torch.Tensor of shape (2B,)
-        The reference model's, in the same rows.
-    completion_mask : torch.Tensor of shape (2B, L)
-        The batch's completion mask (its row sums are the lengths).
-    beta : float
-        DPO's ``beta``.
-
-    Returns
-    -------
-    PreferencePairs
-        ``margins = beta * ((pi_c - ref_c) - (pi_r - ref_r))``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> pairs = dpo_batch_pairs(torch.tensor([-3.0, -5.0]), torch.tensor([-4.0, -4.0]), torch.ones(2, 4), 0.1)
-    >>> round(float(pairs.margins[0]), 6)
-    0.2
-    """
-    ratios = policy_logps.to(torch.float64) - ref_logps.to(device=policy_logps.device, dtype=torch.float64)
-    chosen, rejected = _halves(ratios, "policy_logps")
-    return PreferencePairs(beta * _numpy(chosen - rejected, np.float64), *_lengths(completion_mask, "completion_mask"))
-
-
-def _on_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
-    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
-
-
-class _Hooks:
-    """Forward hooks that keep each call's output, for as long as the ``with`` block lasts."""
-
-    def __init__(self, modules: Iterable[torch.nn.Module]) -> None:
-        self.modules = [m for m in dict.fromkeys(modules) if m is not None]
-        self.outputs: dict[int, list[Any]] = {id(m): [] for m in self.modules}
-        self._handles: list[Any] = []
-
-    def __enter__(self) -> _Hooks:
-        for module in self.modules:
-            kept = self.outputs[id(module)]
-            self._handles.append(module.register_forward_hook(lambda _m, _a, out, kept=kept: kept.append(out)))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for handle in self._handles:
-            handle.remove()
-
-    def of(self, module: torch.nn.Module) -> list[Any]:
-        return self.outputs.get(id(module), [])
 
 
 class PreferenceCallback(TrainerCallback):
@@ -325,14 +153,14 @@ class PreferenceCallback(TrainerCallback):
         """
         return (self.trainer.model,)
 
-    def captured_pairs(self, inputs: dict[str, Any], hooks: _Hooks) -> PreferencePairs:
+    def captured_pairs(self, inputs: dict[str, Any], hooks: OutputHooks) -> PreferencePairs:
         """Return a batch's pairs from the outputs its evaluation's forward pass gave (``attach``).
 
         Parameters
         ----------
         inputs : dict
             The batch as ``compute_loss`` received it.
-        hooks : _Hooks
+        hooks : OutputHooks
             The forward outputs kept while ``compute_loss`` ran.
 
         Returns
@@ -388,7 +216,7 @@ class PreferenceCallback(TrainerCallback):
         model.eval()
         try:
             with torch.no_grad():
-                parts = [self.batch_pairs(model, _on_device(batch, device)) for batch in dataloader]
+                parts = [self.batch_pairs(model, on_device(batch, device)) for batch in dataloader]
         finally:
             model.train(was_training)
         return PreferencePairs.concat(parts)
@@ -504,7 +332,7 @@ class PreferenceCallback(TrainerCallback):
         def compute_loss(model, inputs, *args, **kwargs):
             if self._batches is None or trainer.model.training:
                 return original(model, inputs, *args, **kwargs)
-            with _Hooks(self.scoring_modules()) as hooks:
+            with OutputHooks(self.scoring_modules()) as hooks:
                 result = original(model, inputs, *args, **kwargs)
             self._batches.append(self._gathered(self.captured_pairs(inputs, hooks)))
             return result
@@ -520,7 +348,7 @@ class PreferenceCallback(TrainerCallback):
             accelerator.gather_for_metrics(torch.as_tensor(getattr(pairs, f.name), device=accelerator.device))
             for f in dataclasses.fields(pairs)
         ]
-        return PreferencePairs(*(_numpy(g, np.float64 if i == 0 else np.int64) for i, g in enumerate(gathered)))
+        return PreferencePairs(*(to_numpy(g, np.float64 if i == 0 else np.int64) for i, g in enumerate(gathered)))
 
     # -- the callback's events ----------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kwargs):
@@ -672,7 +500,15 @@ class DPOPreferenceCallback(PreferenceCallback):
         with :meth:`attach`, default: ``trainer.ref_model``.
     beta : float, optional
         DPO's ``beta``; default: the run's ``args.beta``.
-    n_bins, temperature, fit, fit_dataset, calibrate
+    n_bins : int, default 15
+        As in :class:`PreferenceCallback`.
+    temperature : float, default 1.0
+        As in :class:`PreferenceCallback`.
+    fit : bool, default True
+        As in :class:`PreferenceCallback`.
+    fit_dataset : str, optional
+        As in :class:`PreferenceCallback`.
+    calibrate : callable, optional
         As in :class:`PreferenceCallback`.
 
     Examples
@@ -681,8 +517,18 @@ class DPOPreferenceCallback(PreferenceCallback):
     0.1
     """
 
-    def __init__(self, ref_model: torch.nn.Module | None = None, *, beta: float | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(
+        self,
+        ref_model: torch.nn.Module | None = None,
+        *,
+        beta: float | None = None,
+        n_bins: int = 15,
+        temperature: float = 1.0,
+        fit: bool = True,
+        fit_dataset: str | None = None,
+        calibrate: Callable[[Any, float], Any] | None = None,
+    ) -> None:
+        super().__init__(n_bins=n_bins, temperature=temperature, fit=fit, fit_dataset=fit_dataset, calibrate=calibrate)
         if beta is not None and not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta > 0):
             raise ValueError(f"`beta` must be a finite number > 0, got {beta!r}")
         self.ref_model, self.beta = ref_model, None if beta is None else float(beta)
@@ -731,7 +577,7 @@ class DPOPreferenceCallback(PreferenceCallback):
     def _reference(self) -> torch.nn.Module | None:
         return self.ref_model if self.ref_model is not None else getattr(self.trainer, "ref_model", None)
 
-    def captured_pairs(self, inputs: dict[str, Any], hooks: _Hooks) -> PreferencePairs:
+    def captured_pairs(self, inputs: dict[str, Any], hooks: OutputHooks) -> PreferencePairs:
         """Return a batch's pairs from the policy's and the reference's outputs of its evaluation step.
 
         Parameters
@@ -739,7 +585,7 @@ class DPOPreferenceCallback(PreferenceCallback):
         inputs : dict
             The batch as ``compute_loss`` received it (``input_ids``, ``completion_mask``, maybe
             ``ref_chosen_logps`` / ``ref_rejected_logps``).
-        hooks : _Hooks
+        hooks : OutputHooks
             The forward outputs kept while ``compute_loss`` ran.
 
         Returns
