@@ -336,3 +336,23 @@ def test_another_dpo_loss_is_warned_about():
     args = trl.DPOConfig(output_dir="/tmp/unused", loss_type=["hinge"], use_cpu=True, bf16=False, report_to=[])
     with pytest.warns(RuntimeWarning, match="loss_type"):
         DPOPreferenceCallback().check_args(args)
+
+
+def test_lightning_gets_the_same_numbers_through_calibration_metrics():
+    """docs/guide/reward_models/training.rst's call: the top-label reading of each batch into CalibrationMetrics."""
+    from calibkit.metrics.preferences import top_label_reading
+    from calibkit.plugins.torchmetrics import CalibrationMetrics
+
+    margins = np.random.default_rng(0).normal(0.3, 1.5, 500)
+    margins[:3] = 0.0  # ties
+    metric = CalibrationMetrics(metrics=["ece", "brier", "nll", "accuracy"], n_bins=15)
+    for batch in np.array_split(margins, 7):
+        confidence, right = top_label_reading(batch, temperature=1.3)
+        metric.update(torch.as_tensor(confidence), torch.as_tensor(right, dtype=torch.long))
+    got = {name: float(value) for name, value in metric.compute().items()}
+    want = preference_metrics(margins, temperature=1.3)
+    for name in ("ece", "brier", "nll"):
+        assert got[name] == pytest.approx(want[name], abs=1e-12), name
+    # the binary reading counts a tie (confidence 0.5, label 0) as right; the preference accuracy does not
+    assert got["accuracy"] == pytest.approx(want["accuracy"] + want["ties"] / len(margins))
+    assert want["accuracy"] == pytest.approx((margins > 0).mean())
