@@ -159,6 +159,8 @@ def _table(file: Path) -> tuple[dict[str, Any], list[str]]:
 
 def _read_file(file: Path, drop_missing: bool) -> Preferences:
     columns, where = _table(file)
+    if not where:
+        raise ValueError(f"{OPTION}: {file} holds no preference pair (an empty file)")
     names = list(columns)
     pair = next((p for p in REWARD_COLUMNS if set(p) <= set(names)), None)
     if pair is None:
