@@ -258,10 +258,11 @@ def preference_metrics(
     -------
     dict
         ``pairs``, ``ties``, ``temperature``, ``n_bins``, then :data:`PREFERENCE_METRICS`
-        (``accuracy``, ``ece``, ``brier``, ``nll``, ``aurc``, ``mean_confidence``: floats);
+        (``accuracy``, ``ece``, ``brier``, ``nll``, ``aurc``, ``mean_confidence``: floats),
+        ``confidence_gap = accuracy - mean_confidence`` (below 0: over-confident);
         ``reliability`` (``edges`` and per bin ``count``, ``confidence``, ``accuracy``, ``gap``:
         arrays, NaN means in empty bins); ``length_bias`` (:func:`length_bias`, or None without
-        lengths); with ``bootstrap``, ``intervals``: metric -> ``(low, high)``.
+        lengths); with ``bootstrap``, ``intervals``: metric (and ``confidence_gap``) -> ``(low, high)``.
 
     Raises
     ------
@@ -300,6 +301,7 @@ def preference_metrics(
         aurc=selective_from_rows(conf, 1.0 - right, settings.coverage)["aurc"][0],
         mean_confidence=float(conf.mean()),
     )
+    out["confidence_gap"] = out["accuracy"] - out["mean_confidence"]  # ESCE's sign: < 0 over-confident
     table = stats.top_table(settings.n_bins).sum(axis=0)
     out["reliability"] = {"edges": np.linspace(0.0, 1.0, settings.n_bins + 1), **binned_gaps(table)}
     out["length_bias"] = length_bias(m, *lengths) if lengths is not None else None
@@ -341,7 +343,7 @@ def _intervals(
     rng = np.random.default_rng(sampling.seed)
     scalars, table, buckets = _block_sums(conf, right, nll_terms, n_bins, max_blocks, rng)
     coverage = resolve_settings().coverage
-    values = {name: [] for name in PREFERENCE_METRICS}
+    values = {name: [] for name in (*PREFERENCE_METRICS, "confidence_gap")}
     for start in range(0, sampling.bootstrap, _REPLICATE_CHUNK):  # a loop over chunks of replicates
         weights = rng.poisson(1.0, size=(min(_REPLICATE_CHUNK, sampling.bootstrap - start), scalars.shape[0]))
         s, t, b = weights @ scalars, weights @ table, (weights @ buckets).reshape(len(weights), -1, 2)
@@ -352,12 +354,13 @@ def _intervals(
             values["brier"].append(s[:, 3] / n)
             values["nll"].append(s[:, 4] / n)
             values["mean_confidence"].append(s[:, 2] / n)
+            values["confidence_gap"].append((s[:, 1] - s[:, 2]) / n)
         aurc = [selective_from_buckets(r, coverage)["aurc"][0] if r[:, 0].sum() else np.nan for r in b]
         values["aurc"].append(np.asarray(aurc))
     tail = 100 * (1 - sampling.level) / 2
     out = {}
-    for name in PREFERENCE_METRICS:
-        v = np.concatenate(values[name])
+    for name, v in values.items():
+        v = np.concatenate(v)
         low, high = np.nanpercentile(v, [tail, 100 - tail]) if (~np.isnan(v)).any() else (np.nan, np.nan)
         out[name] = (float(low), float(high))
     return out
