@@ -59,7 +59,7 @@ from calibkit.callbacks.preference_batches import (
     sequence_logps,
     to_numpy,
 )
-from calibkit.metrics.preferences import check_margins
+from calibkit.metrics.preferences import check_margins, preference_metrics
 
 __all__ = [
     "DPOPreferenceCallback",
@@ -236,8 +236,6 @@ class PreferenceCallback(TrainerCallback):
             Keys as :func:`~calibkit.metrics.preferences.preference_metrics` names them (a nested
             number as ``<outer>_<inner>``), without a prefix; ``pairs`` always.
         """
-        from calibkit.metrics.preferences import preference_metrics
-
         report = preference_metrics(
             check_margins(pairs.margins),
             temperature=self.temperature if temperature is None else temperature,
