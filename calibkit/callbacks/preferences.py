@@ -12,7 +12,9 @@ the evaluation set (ECE, Brier, NLL, accuracy, ties, the length bias), pooled ov
 (``eval``, or ``eval_<name>`` for each dataset of an ``eval_dataset`` dict). At the end of
 training they fit the pairwise temperature
 (:func:`calibkit.calibrators.preference.fit_preference_temperature`) on the last evaluation's
-pairs, log it and keep it (:attr:`PreferenceCallback.temperature`).
+pairs, log it and keep it (``temperature_fitted``); with ``calibrate=True`` the reward model is
+wrapped by :func:`calibkit.calibrators.calibrate` (its rewards divided by ``T``) and saved to
+``<output_dir>/calibrated-preference/`` (:mod:`calibkit.callbacks.preference_fitting`).
 
 Every pair is read whole. TRL's collators put a batch's chosen rows above its rejected rows
 (``torch.chunk(rewards, 2)``); ``trainer.predict`` and ``compute_metrics`` see per-batch blocks
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -59,6 +60,7 @@ from calibkit.callbacks.preference_batches import (
     sequence_logps,
     to_numpy,
 )
+from calibkit.callbacks.preference_fitting import calibrated_reward_model, logged_numbers, save_calibrated
 from calibkit.metrics.preferences import check_margins, preference_metrics
 
 __all__ = [
@@ -94,11 +96,14 @@ class PreferenceCallback(TrainerCallback):
     fit_dataset : str, optional
         With an ``eval_dataset`` dict, the name of the dataset to fit on (default: the first one
         evaluated); ``"eval"`` names a single evaluation set.
-    calibrate : callable, optional
-        ``calibrate(model, temperature) -> model``: called at the end with the fitted
-        temperature; its result is kept as :attr:`calibrated_model` and saved to
-        ``<output_dir>/calibrated-preference/`` (a calibrated reward head, whose rewards are
-        divided by ``T``).
+    calibrate : bool or callable, default False
+        True: at the end, :func:`calibkit.calibrators.calibrate` wraps the reward model with the
+        fitted ``T`` (its rewards divided by ``T``; the card states ``T``, the pairs it was fitted
+        on and the preference metrics before and after). A callable
+        ``calibrate(model, temperature) -> model`` is called instead. The result is kept as
+        :attr:`calibrated_model`, saved with the tokenizer to
+        ``<output_dir>/calibrated-preference/`` and, with ``args.push_to_hub``, uploaded to the
+        run's Hub repository under that folder.
 
     Attributes
     ----------
@@ -107,7 +112,9 @@ class PreferenceCallback(TrainerCallback):
     last_pairs : dict of str to PreferencePairs
         The last evaluation's pairs, by ``metric_key_prefix``.
     calibrated_model : object or None
-        What ``calibrate`` returned.
+        The calibrated model (or what the ``calibrate`` callable returned).
+    calibrated_dir : str or None
+        Where it was saved.
 
     Examples
     --------
@@ -123,7 +130,7 @@ class PreferenceCallback(TrainerCallback):
         temperature: float = 1.0,
         fit: bool = True,
         fit_dataset: str | None = None,
-        calibrate: Callable[[Any, float], Any] | None = None,
+        calibrate: bool | Callable[[Any, float], Any] = False,
     ) -> None:
         if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
             raise ValueError(f"`n_bins` must be an integer >= 1, got {n_bins!r}")
@@ -131,14 +138,15 @@ class PreferenceCallback(TrainerCallback):
             raise ValueError(f"`temperature` must be a finite number > 0, got {temperature!r}")
         if not isinstance(fit, bool):
             raise ValueError(f"`fit` must be True or False, got {fit!r}")
-        if calibrate is not None and not callable(calibrate):
-            raise ValueError(f"`calibrate` must be a callable (model, temperature) -> model, got {calibrate!r}")
+        if not (isinstance(calibrate, bool) or callable(calibrate)):
+            raise ValueError(f"`calibrate` must be True, False or a callable (model, T) -> model, got {calibrate!r}")
         self.n_bins, self.temperature, self.fit = n_bins, float(temperature), fit
         self.fit_dataset, self.calibrate = fit_dataset, calibrate
         self.trainer = None
         self.temperature_fitted: float | None = None
         self.last_pairs: dict[str, PreferencePairs] = {}
         self.calibrated_model = None
+        self.calibrated_dir: str | None = None
         self._dataloaders: dict[str, Any] = {}
         self._batches: list[PreferencePairs] | None = None
         self._warned: set[str] = set()
@@ -243,7 +251,7 @@ class PreferenceCallback(TrainerCallback):
             length_chosen=pairs.length_chosen,
             length_rejected=pairs.length_rejected,
         )
-        return _scalars(report)
+        return logged_numbers(report)
 
     def _evaluated(self, prefix: str, pairs: PreferencePairs) -> dict[str, float]:
         """Keep the pairs of an evaluation and return its log entries (``<prefix>_preference_<name>``)."""
@@ -428,16 +436,53 @@ class PreferenceCallback(TrainerCallback):
             )
             return
         self.temperature_fitted = temperature
-        logs = {f"{KEY}/temperature": temperature, f"{KEY}/fit_pairs": float(len(pairs))}
+        logs = {f"{KEY}/temperature": temperature, f"{KEY}/fit_pairs": float(len(pairs)), **self.fit_logs(temperature)}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for when, t in (("before", self.temperature), ("after", temperature)):
                 logs.update({f"{KEY}/{when}_{k}": v for k, v in self.metrics(pairs, t).items() if k != "pairs"})
         self._log(logs, state)
-        if self.calibrate is not None and model is not None:
-            self.calibrated_model = self.calibrate(model, temperature)
+        if self.calibrate is not False and model is not None:
+            fitted_on = f"the {len(pairs)} pairs of the evaluation {prefix!r} at step {state.global_step}"
+            self.calibrated_model = self.calibrated(model, temperature, pairs, fitted_on)
             if state.is_world_process_zero and hasattr(self.calibrated_model, "save_pretrained"):
-                self.calibrated_model.save_pretrained(os.path.join(args.output_dir, "calibrated-preference"))
+                self.calibrated_dir = save_calibrated(self.calibrated_model, args, kwargs.get("processing_class"))
+
+    def fit_logs(self, temperature: float) -> dict[str, float]:
+        """Return the trainer's own numbers of the fit, logged beside ``T`` (none for a reward model).
+
+        Parameters
+        ----------
+        temperature : float
+            The fitted pairwise temperature.
+
+        Returns
+        -------
+        dict of str to float
+        """
+        return {}
+
+    def calibrated(self, model: Any, temperature: float, pairs: PreferencePairs, fitted_on: str) -> Any:
+        """Return the model calibrated by ``temperature``, or what the ``calibrate`` callable returns.
+
+        Parameters
+        ----------
+        model : transformers.PreTrainedModel
+            The reward model at the end of training.
+        temperature : float
+            The fitted pairwise temperature.
+        pairs : PreferencePairs
+            The pairs it was fitted on (the card's numbers before and after).
+        fitted_on : str
+            The data it was fitted on, in words (the card states it).
+
+        Returns
+        -------
+        object
+        """
+        if callable(self.calibrate):
+            return self.calibrate(model, temperature)
+        return calibrated_reward_model(model, temperature, pairs, self.n_bins, fitted_on)
 
     def _fit_prefix(self) -> str:
         if self.fit_dataset is None:
@@ -454,28 +499,6 @@ class PreferenceCallback(TrainerCallback):
             self.trainer.log(logs)
         else:
             state.log_history.append({**logs, "step": state.global_step})
-
-
-SETTINGS_KEYS = ("temperature", "n_bins")
-"""Keys of the report that echo its settings: not logged."""
-
-
-def _scalars(report: dict[str, Any], outer: str = "") -> dict[str, float]:
-    """Return the numbers of a report, nested dicts flattened as ``<outer>_<inner>``.
-
-    Arrays (the reliability diagram's) are left out; None (an accuracy over no pair, a correlation
-    of a constant) is NaN, so that every evaluation logs the same keys.
-    """
-    out: dict[str, float] = {}
-    for key, value in report.items():
-        name = f"{outer}_{key}" if outer else str(key)
-        if isinstance(value, dict):
-            out.update(_scalars(value, name))
-        elif value is None:
-            out[name] = math.nan
-        elif isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)) and name not in SETTINGS_KEYS:
-            out[name] = float(value)
-    return out
 
 
 class DPOPreferenceCallback(PreferenceCallback):
@@ -507,7 +530,9 @@ class DPOPreferenceCallback(PreferenceCallback):
     fit_dataset : str, optional
         As in :class:`PreferenceCallback`.
     calibrate : callable, optional
-        As in :class:`PreferenceCallback`.
+        ``calibrate(model, temperature) -> model``, as in :class:`PreferenceCallback` (a policy is
+        not a reward model: ``True`` is refused). The fit also logs ``preference/calibrated_beta``,
+        ``beta / T``: the ``beta`` whose implicit rewards are calibrated.
 
     Examples
     --------
@@ -526,7 +551,11 @@ class DPOPreferenceCallback(PreferenceCallback):
         fit_dataset: str | None = None,
         calibrate: Callable[[Any, float], Any] | None = None,
     ) -> None:
-        super().__init__(n_bins=n_bins, temperature=temperature, fit=fit, fit_dataset=fit_dataset, calibrate=calibrate)
+        if calibrate is True:
+            raise ValueError("`calibrate=True` wraps a reward model; a DPO policy takes a callable (model, T) -> model")
+        super().__init__(
+            n_bins=n_bins, temperature=temperature, fit=fit, fit_dataset=fit_dataset, calibrate=calibrate or False
+        )
         if beta is not None and not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta > 0):
             raise ValueError(f"`beta` must be a finite number > 0, got {beta!r}")
         self.ref_model, self.beta = ref_model, None if beta is None else float(beta)
@@ -562,6 +591,20 @@ class DPOPreferenceCallback(PreferenceCallback):
                 f"calibkit: with `{name}={getattr(args, name)!r}` sigmoid(beta * margin) is not the probability "
                 "this DPO loss models; the preference metrics read it as the sigmoid loss would",
             )
+
+    def fit_logs(self, temperature: float) -> dict[str, float]:
+        """Return ``preference/calibrated_beta``, ``beta / T``: the ``beta`` whose implicit rewards are calibrated.
+
+        Parameters
+        ----------
+        temperature : float
+            The fitted pairwise temperature.
+
+        Returns
+        -------
+        dict of str to float
+        """
+        return {f"{KEY}/calibrated_beta": self.beta / temperature}
 
     def scoring_modules(self) -> tuple[torch.nn.Module, ...]:
         """Return the policy and the reference model (whose outputs :meth:`captured_pairs` reads).

@@ -236,6 +236,23 @@ def test_a_calibrate_hook_gets_the_model_and_the_temperature_and_is_saved(tmp_pa
     assert (tmp_path / "out" / "calibrated-preference" / "config.json").exists()
 
 
+def test_calibrate_true_wraps_the_reward_model_with_the_fitted_temperature_and_saves_it(tmp_path):
+    cb = PreferenceCallback(calibrate=True)
+    trainer = reward_trainer(tmp_path, cb, eval_dataset=pairs(10, 3))
+    train(trainer)
+    t = cb.temperature_fitted
+    assert t is not None and cb.calibrated_dir == str(tmp_path / "out" / "calibrated-preference")
+    ids = trainer.eval_dataset["chosen_ids"][0]
+    with torch.no_grad():
+        calibrated = float(cb.calibrated_model.eval()(input_ids=torch.tensor([ids])).logits[0, 0])
+    assert calibrated == pytest.approx(one_reward(trainer.model, ids) / t, rel=1e-6)
+    block = cb.calibrated_model.config.calibration
+    assert block["temperature"] == pytest.approx(t)
+    assert "10 pairs" in block["fitted_on"]
+    folder = tmp_path / "out" / "calibrated-preference"
+    assert (folder / "config.json").exists() and (folder / "tokenizer.json").exists()
+
+
 @pytest.mark.parametrize(
     "margins, reason",
     [([1.0, 2.0, 0.0], "no margin < 0"), ([-1.0, -2.0, 0.5], "do not favour")],
@@ -289,7 +306,10 @@ def test_dpo_trainer_logs_implicit_reward_calibration(tmp_path, attach):
         assert_logged_equal(entries[-1], prefix, pairs.margins, lc, lr)
         # the sigmoid loss is the preference NLL: the Trainer's evaluation loss, pooled the same way
         assert entries[-1][f"{prefix}_preference_nll"] == pytest.approx(entries[-1][f"{prefix}_loss"], abs=1e-5)
-    assert cb.temperature_fitted == pytest.approx(fit_preference_temperature(cb.last_pairs["eval_a"].margins))
+    t = fit_preference_temperature(cb.last_pairs["eval_a"].margins)
+    assert cb.temperature_fitted == pytest.approx(t)
+    fit_entry = [e for e in trainer.state.log_history if "preference/temperature" in e][-1]
+    assert fit_entry["preference/calibrated_beta"] == pytest.approx(0.5 / t)
 
 
 def test_batch_layout_chosen_rows_then_rejected_rows():
@@ -313,6 +333,10 @@ def test_bad_input_is_refused_naming_the_argument():
         DPOPreferenceCallback(beta=-1.0)
     with pytest.raises(ValueError, match="`fit`"):
         PreferenceCallback(fit="yes")
+    with pytest.raises(ValueError, match="`calibrate`"):
+        PreferenceCallback(calibrate="yes")
+    with pytest.raises(ValueError, match="`calibrate=True`.*DPO"):
+        DPOPreferenceCallback(calibrate=True)
 
 
 def test_dpo_without_a_reference_says_so(tmp_path):
