@@ -138,7 +138,10 @@ def one_reward(model, ids):
 
 def reward_margins(trainer, name):
     """Margins and lengths read one pair at a time, one sequence a forward pass (no batch, no padding)."""
-    data = trainer.eval_dataset[name]
+    return reward_margins_of(trainer, trainer.eval_dataset[name])
+
+
+def reward_margins_of(trainer, data):
     m = [
         one_reward(trainer.model, c) - one_reward(trainer.model, r)
         for c, r in zip(data["chosen_ids"], data["rejected_ids"])
@@ -310,6 +313,62 @@ def test_dpo_trainer_logs_implicit_reward_calibration(tmp_path, attach):
     assert cb.temperature_fitted == pytest.approx(t)
     fit_entry = [e for e in trainer.state.log_history if "preference/temperature" in e][-1]
     assert fit_entry["preference/calibrated_beta"] == pytest.approx(0.5 / t)
+
+
+@pytest.mark.parametrize("attach", [True, False], ids=["attached", "callbacks-list"])
+def test_evaluate_on_another_set_under_its_own_prefix(tmp_path, attach):
+    cb = PreferenceCallback(fit=False)
+    trainer = reward_trainer(tmp_path, cb, eval_dataset=pairs(21, 2), attach=attach)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        metrics = trainer.evaluate(eval_dataset=pairs(9, 4), metric_key_prefix="test")
+    assert metrics["test_preference_pairs"] == 9
+    assert len(cb.last_pairs["test"]) == 9
+    assert eval_entries(trainer, "test")[-1]["test_preference_pairs"] == 9
+
+
+def test_load_best_model_at_end_fits_on_the_pairs_of_the_model_loaded(tmp_path):
+    from types import SimpleNamespace
+
+    cb = PreferenceCallback(fit=False)
+    trainer = reward_trainer(tmp_path, cb, eval_dataset=pairs(10, 3))
+    train(trainer)
+    with torch.no_grad():  # another checkpoint "loaded" at the end: the last evaluation's pairs are stale
+        trainer.model.score.weight.mul_(0.5)  # every reward halved: T halves too
+    cb.fit = True
+    state = SimpleNamespace(log_history=[], global_step=4, is_world_process_zero=True)
+    args = SimpleNamespace(load_best_model_at_end=True, output_dir=str(tmp_path), push_to_hub=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cb.on_train_end(args, state, None, model=trainer.model)
+    margins, _, _ = reward_margins_of(trainer, trainer.eval_dataset)
+    assert cb.temperature_fitted == pytest.approx(fit_preference_temperature(margins), rel=1e-6)
+
+
+def test_save_calibrated_pushes_with_push_to_hub(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import huggingface_hub
+
+    from calibkit.callbacks.preference_fitting import save_calibrated
+
+    calls = []
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", lambda self, **kw: calls.append(kw))
+    model = SimpleNamespace(save_pretrained=lambda folder: os.makedirs(folder, exist_ok=True))
+    args = SimpleNamespace(output_dir=str(tmp_path), push_to_hub=True, hub_model_id="me/rm", hub_token=None)
+    folder = save_calibrated(model, args)
+    assert folder == str(tmp_path / "calibrated-preference")
+    assert calls == [
+        dict(
+            repo_id="me/rm",
+            folder_path=folder,
+            path_in_repo="calibrated-preference",
+            commit_message="calibkit: calibrated reward model (pairwise temperature)",
+        )
+    ]
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", lambda self, **kw: 1 / 0)
+    with pytest.warns(RuntimeWarning, match="pushing calibrated-preference to me/rm failed"):
+        save_calibrated(model, args)
 
 
 def test_batch_layout_chosen_rows_then_rejected_rows():
