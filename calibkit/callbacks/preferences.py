@@ -34,8 +34,7 @@ rows, so the callbacks use neither. Two ways, the same numbers:
   ``metric_for_best_model``) and to its entry of ``state.log_history``, but the ``report_to``
   integrations have already been called (a warning says so once).
 
-TRL logs its own averages under ``eval_`` whatever the dataset (``eval_accuracy`` for every
-dataset of a dict); the callbacks' keys carry each dataset's prefix.
+The user guide: ``docs/guide/reward_models/training.rst``.
 """
 
 from __future__ import annotations
@@ -71,9 +70,6 @@ __all__ = [
     "reward_batch_pairs",
     "sequence_logps",
 ]
-REEXPORTED = (OutputHooks, on_device)
-"""Names of :mod:`calibkit.callbacks.preference_batches` used here (the batch layout lives there)."""
-
 KEY = "preference"
 """The logged keys are ``<prefix>_preference_<name>``."""
 
@@ -149,6 +145,7 @@ class PreferenceCallback(TrainerCallback):
         self.calibrated_dir: str | None = None
         self._dataloaders: dict[str, Any] = {}
         self._batches: list[PreferencePairs] | None = None
+        self._capture_error: str | None = None
         self._warned: set[str] = set()
 
     # -- what a batch is, for this trainer -----------------------------------------------------
@@ -321,12 +318,20 @@ class PreferenceCallback(TrainerCallback):
                 return original(*args, **kwargs)
             prefix = kwargs.get("metric_key_prefix", args[4] if len(args) > 4 else "eval")
             self._dataloaders[prefix] = kwargs.get("dataloader", args[0] if args else None)
-            self._batches = []
+            self._batches, self._capture_error = [], None
             try:
                 output = original(*args, **kwargs)
             finally:
                 batches, self._batches = self._batches, None
-            if output.metrics is not None:
+            if self._capture_error is not None:
+                warnings.warn(
+                    f"calibkit: the evaluation {prefix!r}'s pairs could not be read ({self._capture_error}); "
+                    "no preference metrics logged",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                self.last_pairs.pop(prefix, None)
+            elif output.metrics is not None:
                 output.metrics.update(self._evaluated(prefix, PreferencePairs.concat(batches)))
             return output
 
@@ -340,7 +345,11 @@ class PreferenceCallback(TrainerCallback):
                 return original(model, inputs, *args, **kwargs)
             with OutputHooks(self.scoring_modules()) as hooks:
                 result = original(model, inputs, *args, **kwargs)
-            self._batches.append(self._gathered(self.captured_pairs(inputs, hooks)))
+            if self._capture_error is None:
+                try:
+                    self._batches.append(self._gathered(self.captured_pairs(inputs, hooks)))
+                except (ValueError, RuntimeError, KeyError) as exc:  # not a preference batch: say so, keep training
+                    self._capture_error = f"{type(exc).__name__}: {exc}"
             return result
 
         trainer.compute_loss = compute_loss
@@ -425,6 +434,8 @@ class PreferenceCallback(TrainerCallback):
         if not self.fit or not self.last_pairs:
             return
         prefix = self._fit_prefix()
+        if prefix is None:
+            return
         pairs = self.last_pairs[prefix]
         if getattr(args, "load_best_model_at_end", False) and model is not None and self._dataloaders.get(prefix):
             pairs = self.read_pairs(model, self._dataloaders[prefix])
@@ -484,14 +495,18 @@ class PreferenceCallback(TrainerCallback):
             return self.calibrate(model, temperature)
         return calibrated_reward_model(model, temperature, pairs, self.n_bins, fitted_on)
 
-    def _fit_prefix(self) -> str:
+    def _fit_prefix(self) -> str | None:
         if self.fit_dataset is None:
             return next(iter(self.last_pairs))
         prefix = self.fit_dataset if self.fit_dataset == "eval" else f"eval_{self.fit_dataset}"
-        if prefix not in self.last_pairs:
-            raise ValueError(
-                f"`fit_dataset`: {self.fit_dataset!r} was not evaluated; evaluated: {sorted(self.last_pairs)}"
+        if prefix not in self.last_pairs:  # warned, not raised: the end of a long training is no place to stop
+            warnings.warn(
+                f"calibkit: `fit_dataset`: {self.fit_dataset!r} was not evaluated (evaluated: "
+                f"{sorted(self.last_pairs)}); no pairwise temperature fitted",
+                RuntimeWarning,
+                stacklevel=3,
             )
+            return None
         return prefix
 
     def _log(self, logs: dict[str, float], state) -> None:

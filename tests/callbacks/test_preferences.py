@@ -289,10 +289,14 @@ def test_predict_leaves_the_evaluations_alone(tmp_path):
     assert metrics["eval_preference_pairs"] == 21
 
 
-@pytest.mark.parametrize("attach", [True, False], ids=["attached", "callbacks-list"])
-def test_dpo_trainer_logs_implicit_reward_calibration(tmp_path, attach):
+@pytest.mark.parametrize(
+    "attach, precompute",
+    [(True, False), (False, False), (True, True)],
+    ids=["attached", "callbacks-list", "attached-precomputed-reference"],
+)
+def test_dpo_trainer_logs_implicit_reward_calibration(tmp_path, attach, precompute):
     cb = DPOPreferenceCallback()
-    trainer = dpo_trainer(tmp_path, cb, attach=attach)
+    trainer = dpo_trainer(tmp_path, cb, attach=attach, precompute_ref_log_probs=precompute)
     train(trainer)
     assert cb.beta == 0.5  # from the run's DPOConfig
     for name, size in (("a", 21), ("b", 10)):
@@ -369,6 +373,31 @@ def test_save_calibrated_pushes_with_push_to_hub(tmp_path, monkeypatch):
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", lambda self, **kw: 1 / 0)
     with pytest.warns(RuntimeWarning, match="pushing calibrated-preference to me/rm failed"):
         save_calibrated(model, args)
+
+
+def test_a_batch_that_is_not_a_preference_batch_warns_and_training_goes_on(tmp_path):
+    cb = PreferenceCallback(fit=False)
+    trainer = reward_trainer(tmp_path, cb, eval_dataset=pairs(10, 3), max_steps=2)
+    cb.captured_pairs = lambda inputs, hooks: reward_batch_pairs(torch.zeros(3, 1), torch.ones(3, 2))  # odd rows
+    with pytest.warns(RuntimeWarning, match="pairs could not be read .*even number of rows"):
+        trainer.train()
+    assert "eval_preference_ece" not in eval_entries(trainer, "eval")[-1]
+    assert "eval" not in cb.last_pairs
+
+
+def test_an_unknown_fit_dataset_warns_at_the_end():
+    from types import SimpleNamespace
+
+    from calibkit.callbacks.preferences import PreferencePairs
+
+    cb = PreferenceCallback(fit_dataset="c")
+    cb.last_pairs["eval_a"] = PreferencePairs(
+        np.array([1.0, -1.0]), np.ones(2, dtype=np.int64), np.ones(2, dtype=np.int64)
+    )
+    state = SimpleNamespace(log_history=[], global_step=4, is_world_process_zero=True)
+    with pytest.warns(RuntimeWarning, match="`fit_dataset`: 'c' was not evaluated"):
+        cb.on_train_end(SimpleNamespace(load_best_model_at_end=False), state, None)
+    assert cb.temperature_fitted is None
 
 
 def test_batch_layout_chosen_rows_then_rejected_rows():
