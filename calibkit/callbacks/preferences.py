@@ -61,6 +61,7 @@ from calibkit.callbacks.preference_batches import (
 )
 from calibkit.callbacks.preference_fitting import calibrated_reward_model, logged_numbers, save_calibrated
 from calibkit.metrics.preferences import check_margins, preference_metrics
+from calibkit.metrics.settings import UNSET, resolve_settings
 
 __all__ = [
     "DPOPreferenceCallback",
@@ -122,21 +123,20 @@ class PreferenceCallback(TrainerCallback):
     def __init__(
         self,
         *,
-        n_bins: int = 15,
+        n_bins: int = UNSET.n_bins,
         temperature: float = 1.0,
         fit: bool = True,
         fit_dataset: str | None = None,
         calibrate: bool | Callable[[Any, float], Any] = False,
     ) -> None:
-        if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
-            raise ValueError(f"`n_bins` must be an integer >= 1, got {n_bins!r}")
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
             raise ValueError(f"`temperature` must be a finite number > 0, got {temperature!r}")
         if not isinstance(fit, bool):
             raise ValueError(f"`fit` must be True or False, got {fit!r}")
         if not (isinstance(calibrate, bool) or callable(calibrate)):
             raise ValueError(f"`calibrate` must be True, False or a callable (model, T) -> model, got {calibrate!r}")
-        self.n_bins, self.temperature, self.fit = n_bins, float(temperature), fit
+        self.n_bins = resolve_settings(n_bins=n_bins).n_bins  # the settings' check of it
+        self.temperature, self.fit = float(temperature), fit
         self.fit_dataset, self.calibrate = fit_dataset, calibrate
         self.trainer = None
         self.temperature_fitted: float | None = None
@@ -560,7 +560,7 @@ class DPOPreferenceCallback(PreferenceCallback):
         ref_model: torch.nn.Module | None = None,
         *,
         beta: float | None = None,
-        n_bins: int = 15,
+        n_bins: int = UNSET.n_bins,
         temperature: float = 1.0,
         fit: bool = True,
         fit_dataset: str | None = None,
