@@ -162,6 +162,7 @@ def test_a_batch_is_scored_at_once_plain_strings_too():
     got = brier_reward(chat(*texts), golds, "tac", checker="exact_match")
     np.testing.assert_allclose(got, [1 - 0.1**2, 1 - 0.9**2, 0.0, 1 - 0.1**2, 0.0])
     assert brier_reward(texts, golds, "tac", checker="exact_match") == got  # TRL's standard (string) completions
+    assert brier_reward(texts, np.array(golds), "tac", checker="exact_match") == got
     assert isinstance(got, list) and all(isinstance(x, float) for x in got)
 
 

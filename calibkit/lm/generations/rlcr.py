@@ -179,7 +179,7 @@ def format_reward(completions: Sequence[Any], format_pattern: str = "tabc", **kw
 
 
 def _check_answers(answer: Any, n: int) -> list[Any]:
-    if isinstance(answer, str) or not isinstance(answer, Sequence) or len(answer) != n:
+    if isinstance(answer, str) or not isinstance(answer, (Sequence, np.ndarray)) or len(answer) != n:
         raise ValueError(
             f"`answer` must be a list of {n} gold answers (the dataset's `answer` column), got {answer!r:.80}"
         )
