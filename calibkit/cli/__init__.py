@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         report_judge,
         report_model,
         report_multilabel,
+        report_preferences,
         report_served,
         warmup,
     )
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         "choices": report_choices.run,
         "generations": report_generations.run,
         "served": report_served.run,
+        "preferences": report_preferences.run,
         "multilabel": report_multilabel.run,
         "compare": report_model.run,
         "judge": report_judge.run,
