@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         report_generations,
         report_model,
         report_multilabel,
+        report_preferences,
         report_served,
         warmup,
     )
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         "choices": report_choices.run,
         "generations": report_generations.run,
         "served": report_served.run,
+        "preferences": report_preferences.run,
         "multilabel": report_multilabel.run,
         "compare": report_model.run,
         "install-modules": install_modules.run,

@@ -73,6 +73,13 @@ HELP = {
         "distribution over the choice letters and what the unreturned mass leaves unknown.",
         "calibkit served --answers batch_output.jsonl --gold gold.jsonl --letters ABCD --output report/",
     ),
+    "preferences": (
+        "A reward model's preference probabilities sigmoid(r_chosen - r_rejected), judged on labelled pairs\n"
+        "(RewardBench's *_outputs.jsonl, or a file with id, reward_chosen, reward_rejected and subset):\n"
+        "accuracy, ECE, Brier, NLL, AURC and the length bias per subset and pooled, RewardBench's sections;\n"
+        "--fit fits the pairwise temperature and judges it on re-splits of the pairs.",
+        "calibkit preferences --scores model_outputs.jsonl --fit --output report/",
+    ),
     "multilabel": (
         "Every calibration metric of a multi-label head's saved predictions (a value per label and\n"
         "multi-hot labels per row; a file or shards): per label, with macro, weighted and micro\n"
@@ -142,8 +149,8 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
     ----------
     commands : dict of str to callable
         The function that runs each sub-command (``demo``, ``report``, ``choices``, ``generations``,
-        ``served``, ``multilabel``, ``compare``, ``install-modules``, ``warmup``), given the parsed arguments;
-        it returns the exit status.
+        ``served``, ``preferences``, ``multilabel``, ``compare``, ``install-modules``, ``warmup``), given
+        the parsed arguments; it returns the exit status.
 
     Returns
     -------
@@ -160,6 +167,7 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
     _choices(sub)
     _generations(sub)
     _served(sub)
+    _preferences(sub)
     _multilabel(sub)
     _compare(sub)
     install = _command(sub, "install-modules", "make evaluate.load(NAME) find calibkit's modules offline")
@@ -302,6 +310,29 @@ def _served(sub: argparse._SubParsersAction) -> None:
     served.add_argument("--confidence-words", help="words of verbalized confidence, e.g. high=0.9,low=0.3")
     # what the generations report reads of the options that the other inputs take
     served.set_defaults(metric=None, harness_filter=None, model=None, gguf_file=None, agreement_answer="majority")
+
+
+def _preferences(sub: argparse._SubParsersAction) -> None:
+    """Add ``calibkit preferences``: a reward model's scores of preference pairs."""
+    parents = (
+        sampling_parent("--fit: re-splits of the pairs (fitted on one half, judged on the other)"),
+        settings_parent(("n_bins",)),
+        outputs_parent("report.html, report.json and table.md"),
+    )
+    prefs = _command(sub, "preferences", "calibration of a reward model's preferences, per subset", parents)
+    prefs.add_argument(
+        "--scores",
+        required=True,
+        help="a reward model's scores of preference pairs: RewardBench's *_outputs.jsonl, or a file (JSON Lines, "
+        "CSV, Parquet) with id, reward_chosen, reward_rejected and optionally subset, length_chosen, length_rejected; "
+        "or a folder or a quoted glob of them",
+    )
+    prefs.add_argument("--fit", action="store_true", help="fit the pairwise temperature; judge it on re-splits")
+    prefs.add_argument(
+        "--drop-missing",
+        action="store_true",
+        help="leave out the pairs whose reward is missing, NaN or infinite (each stated) instead of stopping",
+    )
 
 
 def _multilabel(sub: argparse._SubParsersAction) -> None:

@@ -43,6 +43,7 @@ from calibkit.metrics.functional import (
     subset_ece,
     wsece,
 )
+from calibkit.metrics.preferences import preference_metrics, preference_probability
 from calibkit.metrics.registry import METRICS, REGISTRY, report_from_statistics
 from calibkit.metrics.report import compute_statistics
 from calibkit.metrics.settings import CalibrationSettings
@@ -77,6 +78,8 @@ __all__ = [
     "multilabel_report",
     "nll",
     "overconfidence",
+    "preference_metrics",
+    "preference_probability",
     "rbece",
     "reliability_bins",
     "risk_coverage",

@@ -29,6 +29,9 @@ class Preferences:
         bias; None when unknown.
     origin : list of str, default []
         Where each pair was read (``file, line l``), for error messages.
+    dropped : list of str, default []
+        The pairs a reader left out (``read_preferences(..., drop_missing=True)``: a reward
+        missing, NaN or infinite), one line each saying where and why; reports count and state them.
     """
 
     ids: np.ndarray
@@ -38,6 +41,7 @@ class Preferences:
     length_chosen: np.ndarray | None = None
     length_rejected: np.ndarray | None = None
     origin: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         """Return the number of pairs."""
