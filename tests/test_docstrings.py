@@ -62,6 +62,7 @@ PUBLIC_MODULES = (
     "calibkit.lm.preferences.data",
     "calibkit.metrics.preferences",
     "calibkit.calibrators.preference",
+    "calibkit.calibrators.reward_head",
     "calibkit.lm.judges",
     "calibkit.lm.judges.data",
     "calibkit.demos.llm",

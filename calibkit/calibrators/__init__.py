@@ -33,6 +33,7 @@ _EXPORTS = {
     "MultiLabelScaling": "multilabel",
     "MultiLabelIsotonic": "multilabel",
     "SplitConformal": "conformal",
+    "PreferenceTemperature": "preference",
     "CALIBRATORS": "calibrated",
     "calibrate": "calibrated",
     "classifier_layer": "calibrated",

@@ -37,6 +37,8 @@ from calibkit.calibrators.modeling_calibkit import (
 )
 from calibkit.calibrators.modeling_calibkit_lm import CalibratedModelForCausalLM, is_causal_lm
 from calibkit.calibrators.multilabel import MULTILABEL_METHODS, MultiLabelIsotonic, MultiLabelScaling
+from calibkit.calibrators.preference import PreferenceTemperature
+from calibkit.calibrators.reward_head import calibrate_reward_model, is_reward_model
 from calibkit.calibrators.wrapping import task_of, wrap
 from calibkit.metrics.registry import METRICS
 from calibkit.metrics.registry import metric as metric_entry
@@ -125,21 +127,28 @@ def calibrate(
     data_collator=None,
     report: bool = True,
     progress: bool = True,
+    metrics: dict | None = None,
+    fitted_on: str | None = None,
 ):
     """Wrap ``model`` with a calibrator: same outputs, calibrated ``logits``, no copy of the model.
 
     Give either a fitted ``calibrator``, or a ``method`` and validation data: ``logits`` and
     ``labels``, or a tokenised ``dataset`` the model is run on (batched, with a progress bar). A
     causal LM gets one temperature on its next-token logits (for a large evaluation set, pass
-    ``TemperatureScaling().fit_batches(..., next_token=True)`` as ``calibrator``).
+    ``TemperatureScaling().fit_batches(..., next_token=True)`` as ``calibrator``). A reward model
+    (one output) gets its pairwise temperature: ``calibrator`` is ``T`` or a fitted
+    :class:`~calibkit.calibrators.preference.PreferenceTemperature`, and its head divides the
+    reward by ``T`` (rankings unchanged, ``sigmoid((r_a - r_b) / T)`` calibrated); the model card
+    states ``T``, ``fitted_on`` and the caller's ``metrics``.
 
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        A fine-tuned ``*ForSequenceClassification`` (single- or multi-label) or
-        ``*ForTokenClassification`` model, or a ``*ForCausalLM``.
-    calibrator : Calibrator, optional
-        Fitted, or fitted here on the data given.
+        A fine-tuned ``*ForSequenceClassification`` (single- or multi-label, or a reward model:
+        ``num_labels=1``) or ``*ForTokenClassification`` model, or a ``*ForCausalLM``.
+    calibrator : Calibrator, PreferenceTemperature or float, optional
+        Fitted, or fitted here on the data given; a reward model's: ``T`` (a number > 0) or a
+        fitted ``PreferenceTemperature``.
     method : str, optional
         Instead of ``calibrator``: ``"ts"``, ``"wts"``, ``"rd-ts"``, ``"vs"``, ``"ms"``, ``"ir"``
         or ``"hb"`` (a causal LM: ``"ts"`` or ``"wts"``).
@@ -159,6 +168,13 @@ def calibrate(
         and the model card.
     progress : bool, default True
         Show a progress bar while collecting logits.
+    metrics : dict, optional
+        A reward model's only: the preference metrics before and after ``T`` for its card,
+        ``{"before": {name: number}, "after": {name: number}, "n": pairs}`` (``"n"`` optional),
+        or ``{"before": preference_metrics(m), "after": preference_metrics(m, temperature=T)}``
+        (:func:`calibkit.metrics.preferences.preference_metrics`).
+    fitted_on : str, optional
+        A reward model's only: the data ``T`` was fitted on, in words (the card states it).
 
     Returns
     -------
@@ -175,6 +191,11 @@ def calibrate(
     check_bool(report, "report")
     check_bool(progress, "progress")
     batch_size = check_positive_int(batch_size, "batch_size")
+    if is_reward_model(model) or isinstance(calibrator, (PreferenceTemperature, int, float, np.number)):
+        given = {"method": method, "logits": logits, "labels": labels, "dataset": dataset}
+        return calibrate_reward_model(model, calibrator, metrics, fitted_on, given)
+    if metrics is not None or fitted_on is not None:
+        raise ValueError("`metrics` and `fitted_on` are a reward model's (num_labels=1); a classifier's are measured")
     if task == "causal-lm":
         return _calibrate_causal_lm(model, calibrator, method, logits, labels, dataset, report)
     if getattr(model.config, "problem_type", None) == MULTI_LABEL or isinstance(calibrator, MULTILABEL_CLASSES):

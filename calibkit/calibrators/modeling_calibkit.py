@@ -43,6 +43,8 @@ from .modeling_calibkit_heads import (  # noqa: F401  (re-exported: the table of
     CalibrationHead,
 )
 
+REWARD_METHOD = "reward-ts"  # a reward model's head: its one output divided by the pairwise temperature
+
 MULTI_LABEL = "multi_label_classification"  # transformers' problem_type of a sigmoid-per-label head
 TASKS = ("sequence-classification", "token-classification", "causal-lm")
 
@@ -122,20 +124,22 @@ def model_card(config: CalibratedConfig) -> str:
     tag = {"token-classification": "token-classification", "causal-lm": "text-generation"}.get(
         task, "text-classification"
     )
-    lines = [
-        "---",
-        "library_name: transformers",
-        "tags:",
-        "- calibkit",
-        "- calibration",
-        f"- {method}",
-        f"pipeline_tag: {tag}",
-        "---",
-        "",
+    formula = HEADS[method].formula if method in HEADS else "?"
+    lines = ["---", "library_name: transformers", "tags:", "- calibkit", "- calibration", f"- {method}"]
+    lines += [f"pipeline_tag: {tag}", "---", ""]
+    if method == REWARD_METHOD:
+        lines += [
+            f"# Calibrated {base_type} reward model ({method})",
+            "",
+            f"A `{base_type}` reward model (one output) whose reward passes through {_card_name(method)}: "
+            f"calibrated reward = `{formula}`.",
+        ]
+        return "\n".join(lines + _reward_card(block, auto))
+    lines += [
         f"# Calibrated {base_type} model ({method})",
         "",
         f"A fine-tuned `{base_type}` {task.replace('-', ' ')} model whose logits pass through "
-        f"{_card_name(method)}: calibrated logits = `{HEADS[method].formula if method in HEADS else '?'}`.",
+        f"{_card_name(method)}: calibrated logits = `{formula}`.",
         "Made with [calibkit](https://github.com/calibkit/calibkit).",
         "",
         "## Calibration parameters",
@@ -171,7 +175,11 @@ def model_card(config: CalibratedConfig) -> str:
             "",
             "These figures are measured on the data the calibrator was fitted on; check them on held-out data.",
         ]
-    lines += [
+    return "\n".join(lines + _usage(auto))
+
+
+def _usage(auto: str) -> list[str]:
+    return [
         "",
         "## Usage",
         "",
@@ -186,7 +194,42 @@ def model_card(config: CalibratedConfig) -> str:
         "(or the token-classification or causal-LM class) loads it without remote code.",
         "",
     ]
-    return "\n".join(lines)
+
+
+def _reward_card(block: dict, auto: str) -> list[str]:
+    """Write the body of a calibrated reward model's card: T, the pairs it was fitted on, the preference metrics."""
+    temperature, pairs = block.get("temperature"), block.get("pairs")
+    data = block.get("fitted_on") or "pairs the card does not name"
+    counted = f" ({pairs} pairs)" if isinstance(pairs, int) else ""
+    lines = [
+        "Every ranking is unchanged, and the probability that answer a is preferred to answer b,",
+        "`sigmoid((r_a - r_b) / T)`, is the calibrated one.",
+        "Made with [calibkit](https://github.com/calibkit/calibkit).",
+        "",
+        "## Calibration",
+        "",
+        f"- `temperature` T = {temperature:.6g}" if isinstance(temperature, (int, float)) else "- `temperature`: ?",
+        f"- fitted on: {data}{counted}",
+    ]
+    metrics = block.get("metrics") or {}
+    before, after = metrics.get("before") or {}, metrics.get("after") or {}
+    names = [name for name in before if name in after]
+    if names:
+        n = metrics.get("n")
+        lines += [
+            "",
+            "## Preference metrics" + (f" ({n} pairs)" if n else ""),
+            "",
+            "Of the preference probabilities, before (T = 1) and after (T) the calibration; accuracy is the",
+            "share of pairs ranked right (a tie counted wrong) and does not change.",
+            "",
+            "| metric | uncalibrated | calibrated |",
+            "|---|---|---|",
+            *[f"| {name} | {before[name]:.4f} | {after[name]:.4f} |" for name in names],
+            "",
+            "Where these pairs are the ones T was fitted on, check the figures on held-out pairs.",
+        ]
+    return lines + _usage(auto)
 
 
 class _ForwardWithTheBaseInputs:
@@ -299,6 +342,12 @@ class _CalibratedModel(PreTrainedModel):
         return_dict = kwargs.pop("return_dict", None)
         return_dict = getattr(self.config, "return_dict", True) if return_dict is None else return_dict
         kwargs["return_dict"] = True
+        if labels is not None and self.calibration_head.method == REWARD_METHOD:
+            raise ValueError(
+                "`labels`: a calibrated reward model computes no loss of its own (its trainer's Bradley-Terry loss "
+                "is computed from the rewards); train the base model (`.model`), then calibrate it again"
+            )
+        self._pass_the_pad_token()
         output = self.model(*args, **kwargs)
         logits = self.calibration_head(output.logits)
         output["logits"] = logits  # item assignment: transformers 4.x set only the attribute for a new key
@@ -321,6 +370,19 @@ class _CalibratedModel(PreTrainedModel):
         return output if return_dict else output.to_tuple()
 
     forward = _ForwardWithTheBaseInputs()
+
+    def _pass_the_pad_token(self) -> None:
+        """Give the base model a pad token set on this model's config, as TRL sets it.
+
+        TRL's ``RewardTrainer`` and ``GRPOTrainer`` set ``model.config.get_text_config().pad_token_id``
+        so that a sequence classifier reads the last non-pad token: on a calibrated model that is
+        this config, which the base model never reads (a GPT-2 reward model then took the last
+        token, a pad, or refused batches of more than one).
+        """
+        pad = getattr(self.config, "pad_token_id", None)
+        base = self.model.config.get_text_config()
+        if pad is not None and getattr(base, "pad_token_id", None) != pad:
+            base.pad_token_id = pad
 
 
 def _loss_labels(labels, logits: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,9 @@ reads the paper). :class:`CalibrationHead` picks one by the block's ``method``. 
 probabilities (IR, HB, Dirichlet, beta, Venn-Abers) return the log of the calibrated
 probabilities, so ``softmax`` of the head's output is the calibrated distribution; the
 multi-label heads (``multilabel``, ``multilabel-ir``) return per-label logits, before each
-label's sigmoid.
+label's sigmoid. The reward head (``reward-ts``) takes a reward model's one output (``num_labels``
+1) and divides it by the pairwise temperature: rankings unchanged, preference probabilities
+``sigmoid((r_a - r_b) / T)`` calibrated.
 """
 
 from __future__ import annotations
@@ -70,6 +72,13 @@ def _ragged(block: dict, key: str, num_labels: int) -> list[torch.Tensor]:
     return out
 
 
+def _temperature(block: dict) -> dict[str, torch.Tensor]:
+    temperature = _number(block, "temperature")
+    if temperature <= 0:
+        raise ValueError(f"calibration block: `temperature` must be > 0, got {temperature}")
+    return {"temperature": _cpu(temperature)}
+
+
 def _check_probabilities(values: torch.Tensor, key: str) -> None:
     # IR and HB map to frequencies: a value outside [0, 1] would give negative "probabilities"
     # (NaN after the log) or a row renormalised into something meaningless.
@@ -77,9 +86,17 @@ def _check_probabilities(values: torch.Tensor, key: str) -> None:
         raise ValueError(f"calibration block: every value of `{key}` must lie in [0, 1]")
 
 
-def _check_num_labels(value) -> int:
+def _check_num_labels(value, head: type[_Head]) -> int:
+    if head.outputs is not None:  # a reward head: the model's one output
+        if isinstance(value, bool) or value != head.outputs:
+            raise ValueError(
+                f"`num_labels` must be {head.outputs} for method {head.method!r} (a reward model's one output), "
+                f"got {value!r}"
+            )
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        raise ValueError(f"`num_labels` must be an integer >= 2, got {value!r}")
+        hint = "; a reward model (one output) takes method 'reward-ts'" if value == 1 else ""
+        raise ValueError(f"`num_labels` must be an integer >= 2, got {value!r}{hint}")
     return value
 
 
@@ -102,6 +119,7 @@ class _Head:
     title = ""
     paper = ""
     formula = ""
+    outputs: int | None = None  # the model's outputs the map takes when fixed (a reward model's 1); None: K >= 2
 
     def __init__(self, block: dict, num_labels: int) -> None:
         self.num_labels = num_labels
@@ -127,10 +145,7 @@ class _TemperatureScaling(_Head):
     method, title, paper, formula = "ts", "temperature scaling", "Guo et al. 2017", "logits / T"
 
     def read(self, block, k):
-        temperature = _number(block, "temperature")
-        if temperature <= 0:
-            raise ValueError(f"calibration block: `temperature` must be > 0, got {temperature}")
-        return {"temperature": _cpu(temperature)}
+        return _temperature(block)
 
     def apply(self, logits):
         return logits / self._get("temperature", logits)
@@ -321,6 +336,27 @@ class _VennAbers(_OneVsRest):
         return torch.cat([1 - merged, merged]) if self.num_labels == 2 else merged
 
 
+class _RewardTemperature(_Head):
+    """A reward model's pairwise temperature: its one output, the reward, divided by ``T``.
+
+    Every ranking is unchanged; the preference probability ``sigmoid((r_a - r_b) / T)`` is the
+    calibrated one. Not a subclass of :class:`_TemperatureScaling`: a causal LM does not take it.
+    """
+
+    method, title, paper = "reward-ts", "pairwise temperature scaling of a reward model", "Bradley & Terry 1952"
+    formula = "reward / T"
+    outputs = 1
+
+    def read(self, block, k):
+        return _temperature(block)
+
+    def apply(self, logits):
+        return logits / self._get("temperature", logits)
+
+    def affine_map(self):
+        return torch.ones(1, 1, dtype=torch.float64) / self.params["temperature"], torch.zeros(1, dtype=torch.float64)
+
+
 class _MultiLabelScaling(_VectorScaling):
     # Per label, before its sigmoid; the block's `mode` says how it was fitted.
     method, paper = "multilabel", ""
@@ -361,6 +397,7 @@ HEADS: dict[str, type[_Head]] = {
         _VennAbers,
         _MultiLabelScaling,
         _MultiLabelIsotonic,
+        _RewardTemperature,
     )
 }
 """Method name (as in the ``calibration`` block) -> its head class: the one table of saved maps."""
@@ -386,7 +423,7 @@ class CalibrationHead(nn.Module):
     calibration : dict
         The calibration block: ``{"method": ..., <parameters>}`` (module docstring).
     num_labels : int
-        ``K``.
+        ``K`` (a reward head: 1, the model's one output).
 
     Raises
     ------
@@ -405,7 +442,7 @@ class CalibrationHead(nn.Module):
         if not isinstance(method, str) or method not in HEADS:
             raise ValueError(f"calibration block: unknown method {method!r}; expected one of {METHODS}")
         self.method = method
-        self.num_labels = _check_num_labels(num_labels)
+        self.num_labels = _check_num_labels(num_labels, HEADS[method])
         self.map = HEADS[method](calibration, self.num_labels)
         self.params = self.map.params
 

@@ -61,3 +61,118 @@ def fit_preference_temperature(margins: np.ndarray) -> float:
             "falling as T -> 0, so no temperature is fitted; judge it on pairs the model gets wrong too"
         )
     return 1.0 / fit_inverse_temperature(_derivatives(m), start=1.0)
+
+
+class PreferenceTemperature:
+    """The pairwise temperature, fitted: what :func:`~calibkit.calibrators.calibrate` takes for a reward model.
+
+    Fit it on the margins of pairs (:meth:`fit`), or give a known ``T`` (:meth:`from_temperature`).
+
+    Attributes
+    ----------
+    temperature_ : float
+        ``T > 0``, after :meth:`fit`.
+    n_pairs_ : int or None
+        The pairs it was fitted on (None when given as a number).
+
+    Examples
+    --------
+    >>> round(PreferenceTemperature().fit([2.0, 1.0, -0.5, 3.0, -1.0]).temperature_, 4)
+    1.3369
+    """
+
+    method = "reward-ts"  # its head in modeling_calibkit_heads.HEADS: the reward divided by T
+
+    def fit(self, margins: np.ndarray) -> PreferenceTemperature:
+        """Fit ``T`` on the margins of pairs (:func:`fit_preference_temperature`).
+
+        Parameters
+        ----------
+        margins : array-like of shape (N,)
+            ``reward_chosen - reward_rejected`` per pair.
+
+        Returns
+        -------
+        PreferenceTemperature
+            Itself, fitted.
+
+        Raises
+        ------
+        ValueError
+            As :func:`fit_preference_temperature` (no pair ranked wrong, NaN, ...).
+        """
+        m = check_margins(margins)
+        self.temperature_ = fit_preference_temperature(m)
+        self.n_pairs_ = int(m.size)
+        return self
+
+    @classmethod
+    def from_temperature(cls, temperature: float) -> PreferenceTemperature:
+        """Return a fitted object holding a known ``T``.
+
+        Parameters
+        ----------
+        temperature : float
+            ``T``, finite and > 0.
+
+        Returns
+        -------
+        PreferenceTemperature
+
+        Raises
+        ------
+        ValueError
+            When ``temperature`` is not a finite number > 0.
+        """
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.floating, np.integer)):
+            raise ValueError(f"`temperature` must be a finite number > 0, got {temperature!r}")
+        if not (np.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"`temperature` must be a finite number > 0, got {temperature!r}")
+        fitted = cls()
+        fitted.temperature_, fitted.n_pairs_ = float(temperature), None
+        return fitted
+
+    def _temperature(self) -> float:
+        if not hasattr(self, "temperature_"):
+            raise ValueError("this PreferenceTemperature is not fitted: call .fit(margins) first")
+        return self.temperature_
+
+    def transform(self, rewards: np.ndarray) -> np.ndarray:
+        """Return the calibrated rewards, ``rewards / T`` (every ranking unchanged).
+
+        Parameters
+        ----------
+        rewards : array-like
+            Rewards of any shape.
+
+        Returns
+        -------
+        ndarray of float64
+        """
+        return np.asarray(rewards, dtype=np.float64) / self._temperature()
+
+    def predict_proba(self, margins: np.ndarray) -> np.ndarray:
+        """Return the calibrated probability that the first answer of each pair is preferred, ``sigmoid(m / T)``.
+
+        Parameters
+        ----------
+        margins : array-like of shape (N,)
+
+        Returns
+        -------
+        ndarray of shape (N,)
+        """
+        return preference_probability(margins, self._temperature())
+
+    def calibration_block(self) -> dict:
+        """Return the ``calibration`` block of a calibrated reward model's config.
+
+        Returns
+        -------
+        dict
+            ``{"method": "reward-ts", "temperature": T}``, and ``"pairs"`` when fitted on pairs.
+        """
+        block = {"method": self.method, "temperature": self._temperature()}
+        if self.n_pairs_ is not None:
+            block["pairs"] = self.n_pairs_
+        return block

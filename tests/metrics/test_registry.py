@@ -65,8 +65,8 @@ def test_no_list_of_names_in_the_evaluate_scripts():
 
 
 def test_the_saved_head_knows_every_registered_calibrator():
-    # ... and the multi-label heads: MultiLabelScaling (every scaling mode) and MultiLabelIsotonic
-    assert set(METHODS) == CALIBRATOR_NAMES | {"multilabel", "multilabel-ir"}
+    # ... and the multi-label heads: MultiLabelScaling (every scaling mode) and MultiLabelIsotonic, and the reward head
+    assert set(METHODS) == CALIBRATOR_NAMES | {"multilabel", "multilabel-ir", "reward-ts"}
 
 
 def test_every_reported_metric_has_its_function_and_every_module_its_folder():
