@@ -76,6 +76,7 @@ API_MODULES = {
     "calibkit": "Metrics, statistics and settings (the functional core, ``import calibkit``)",
     "calibkit.calibrators": "Calibrators and calibrated transformers models",
     "calibkit.callbacks": "The Trainer callback",
+    "calibkit.callbacks.preferences": "TRL's RewardTrainer and DPOTrainer: preference calibration",
     "calibkit.plots": "Plots",
     "calibkit.plots.figures": "A comparison's figures",
     "calibkit.plots.tables": "Markdown tables",

@@ -41,6 +41,7 @@ PUBLIC_MODULES = (
     "calibkit.metrics",
     "calibkit.calibrators",
     "calibkit.callbacks",
+    "calibkit.callbacks.preferences",
     "calibkit.plots",
     "calibkit.plots.figures",
     "calibkit.plots.tables",
