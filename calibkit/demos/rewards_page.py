@@ -9,8 +9,8 @@ from typing import Any
 
 from calibkit.plots.tables import markdown_table, summary_cell
 
-SHOWN = ("accuracy", "ece", "brier", "nll", "aurc", "mean_confidence")
-"""The preference numbers of the tables (as :data:`calibkit.demos.rewards.SHOWN`)."""
+SHOWN = ("accuracy", "ece", "brier", "nll", "aurc", "mean_confidence", "confidence_gap")
+"""The preference numbers of the demo's tables (:func:`calibkit.lm.preferences.preference_metrics`' names)."""
 HISTORY = ("accuracy", "ece", "brier", "nll")
 """The callback's pooled numbers shown per epoch."""
 
@@ -55,8 +55,9 @@ def resplit_table(resplits: dict[str, Any]) -> str:
     """
     table = resplits["table"]
     methods = list(table)
-    rows = [[m, *(summary_cell(table[k][m]) if m in table[k] else "n/a" for k in methods)] for m in SHOWN]
-    labels = {"raw": "as trained", "temperature": "pairwise temperature"}
+    rows = [[m, *(summary_cell(table[k][m]) if m in table[k] else "n/a" for k in methods)] for m in table["raw"]]
+    labels = {"raw": "as trained (T = 1)", "temperature": "pairwise temperature", "isotonic": "isotonic (confidence)"}
+    labels["histogram"] = "histogram binning (confidence)"
     return markdown_table(["metric", *(labels.get(k, k) for k in methods)], rows)
 
 
@@ -120,14 +121,15 @@ def answer(report: dict[str, Any]) -> Any:
     from calibkit.plots.pages import direction
 
     before = report["test"]["before"]
-    esce = before["accuracy"] - before["mean_confidence"]  # the signed ECE summed over bins: accuracy - confidence
     then = f" on {report['test']['n']} held-out pairs; temperature {report['temperature']:.2f} lowers it"
-    ece = [v for v in report["resplits"]["verdicts"] if v["metric"] == "ece"]
+    ece = [v for v in report["resplits"]["verdicts"] if v["method"] == "temperature" and v["metric"] == "ece"]
     if ece and ece[0]["compared"]:
-        then += f" in {ece[0]['better']} of {ece[0]['compared']} re-splits"
+        then += f" in {ece[0]['better_count']} of {ece[0]['compared']} re-splits"
     else:
         then += f" to {report['test']['after']['ece']:.3f} on the test pairs"
-    head = f"The reward model's preferences are {direction(esce).lower()}"
+    way = direction(before["confidence_gap"], ece=before["ece"])  # accuracy minus mean confidence: the sign of ESCE
+    way = "of unknown direction" if way == "Calibration" else way[0].lower() + way[1:]
+    head = f"The reward model's preferences are {way}"
     text = f"ECE {before['ece']:.3f}{then}"
     return Markup(f"<b>{html.escape(head)}</b>: {html.escape(text, quote=False)}.")
 
@@ -192,7 +194,7 @@ def page(report: dict[str, Any], paths: dict[str, Path]) -> str:
         pages.Section("Reliability", [pages.figure(
             paths["reliability"], "Reliability diagram of the test pairs read in the model's preference: the fraction "
             "where the preferred answer is the right one against the confidence, as trained and after T",
-            "test pairs, before and after T")]),
+            "test pairs, before and after T", data=paths.get("reliability_csv"))]),
         pages.Section("Verdicts", [pages.verdict_table(report["resplits"]["verdicts"])]),
         pages.Section("Before and after", [table(before_after_table(report))],
                       "T fitted on the validation pairs, numbers on the test pairs."),
@@ -203,4 +205,4 @@ def page(report: dict[str, Any], paths: dict[str, Path]) -> str:
         pages.Section("The calibrated model", [f"<p>{html.escape(reload_line(report))}</p>"]),
     ]  # fmt: skip
     head = pages.summary(answer(report), facts, numbers)
-    return pages.report_page(report["title"], head, sections, files=["table.md", "report.json"])
+    return pages.report_page(report["title"], head, sections, files=["table.md", "report.json", "reliability.csv"])
