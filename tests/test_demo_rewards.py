@@ -144,6 +144,6 @@ def test_markdown_and_page_answer_first(tmp_path):
     assert "every pair ranked as before" in text and text.count("\n| ") >= 3 + 4 + 1
     html = page(report, paths)
     check_page(html)  # the one page design: the answer first, nothing empty, nothing fetched
-    assert "The reward model&#x27;s preferences are over-confident" in html or "preferences are over-confident" in html
+    assert "<b>The reward model&#x27;s preferences are over-confident</b>: ECE 0." in html  # bold, not escaped
     assert "lowers it in 8 of 8 re-splits" in html and html.count("data:image/png;base64,") == 1
     json.dumps(__import__("calibkit.io.jsonable", fromlist=["json_ready"]).json_ready(report))  # report.json writes

@@ -85,6 +85,29 @@ def history_table(history: list[dict[str, float]]) -> str:
     return markdown_table(head, rows)
 
 
+def length_line(report: dict[str, Any]) -> str:
+    """Say the test pairs' length bias (answers' lengths in characters), as ``preference_report`` measures it.
+
+    Parameters
+    ----------
+    report : dict
+
+    Returns
+    -------
+    str
+        Empty where the report has no length bias.
+    """
+    bias = report["report"]["pooled"].get("length_bias")
+    if not bias:
+        return ""
+    return (
+        f"Length bias (answers' characters, T = 1): accuracy {bias['accuracy_chosen_longer']:.3f} on the "
+        f"{bias['chosen_longer']} test pairs whose right answer is the longer, {bias['accuracy_chosen_shorter']:.3f} "
+        f"on the {bias['chosen_shorter']} where it is the shorter ({bias['equal_length']} of equal length); "
+        f"correlation of the margin and the length difference {bias['correlation']:.3f}."
+    )
+
+
 def reload_line(report: dict[str, Any]) -> str:
     """Say what reloading the calibrated model without calibkit gave.
 
@@ -106,7 +129,12 @@ def reload_line(report: dict[str, Any]) -> str:
 
 
 def answer(report: dict[str, Any]) -> Any:
-    """Write the page's sentence: the direction, ECE of the test pairs, what ``T`` does over the re-splits.
+    """Write the page's sentence: the direction, the test pairs' ECE, what ``T`` does to ECE and NLL over re-splits.
+
+    "The reward model's preferences are under-confident: ECE 0.170 on 86 held-out pairs;
+    temperature 4.36 lowers it in 8 of 20 re-splits and lowers the NLL in 19 of 20 re-splits." The
+    direction is that of the mean (accuracy against mean confidence); NLL weighs the confidently
+    wrong pairs that the mean hides.
 
     Parameters
     ----------
@@ -116,17 +144,21 @@ def answer(report: dict[str, Any]) -> Any:
     -------
     Markup
     """
-    from markupsafe import Markup
+    from calibkit.plots.pages import Markup, direction
 
-    from calibkit.plots.pages import direction
-
-    before = report["test"]["before"]
-    then = f" on {report['test']['n']} held-out pairs; temperature {report['temperature']:.2f} lowers it"
-    ece = [v for v in report["resplits"]["verdicts"] if v["method"] == "temperature" and v["metric"] == "ece"]
-    if ece and ece[0]["compared"]:
-        then += f" in {ece[0]['better_count']} of {ece[0]['compared']} re-splits"
-    else:
-        then += f" to {report['test']['after']['ece']:.3f} on the test pairs"
+    before, after = report["test"]["before"], report["test"]["after"]
+    then = f" on {report['test']['n']} held-out pairs; temperature {report['temperature']:.2f}"
+    said = []
+    for metric in ("ece", "nll"):  # what T does to ECE and to NLL (the Bradley-Terry loss), over the re-splits
+        verdict = next(
+            (v for v in report["resplits"]["verdicts"] if v["method"] == "temperature" and v["metric"] == metric), None
+        )
+        name = "it" if metric == "ece" else "the NLL"
+        if verdict and verdict["compared"]:
+            said.append(f"lowers {name} in {verdict['better_count']} of {verdict['compared']} re-splits")
+        else:
+            said.append(f"takes {name} to {after[metric]:.3f} on the test pairs")
+    then += " " + " and ".join(said)
     way = direction(before["confidence_gap"], ece=before["ece"])  # accuracy minus mean confidence: the sign of ESCE
     way = "of unknown direction" if way == "Calibration" else way[0].lower() + way[1:]
     head = f"The reward model's preferences are {way}"
@@ -155,6 +187,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"question): {report['pairs']} from {report['questions']} questions. Recipe: {report['recipe']}.\n\n"
         f"## Test pairs before and after the pairwise temperature\n\nT = {report['temperature']:.4f}, fitted on "
         f"the {report['pairs']['validation']} validation pairs{also}.\n\n{before_after_table(report)}\n\n"
+        f"{length_line(report)}\n\n"
         f"## Over {rs['resplits']} re-splits of validation + test ({rs['pairs']} pairs, fitted on half)\n\n"
         f"T: {summary_cell(rs['temperatures'])} ({rs['unfitted']} re-splits not fitted).\n\n{resplit_table(rs)}\n\n"
         "## Verdicts\n\n"
@@ -190,13 +223,14 @@ def page(report: dict[str, Any], paths: dict[str, Path]) -> str:
         f"{report['resplits']['resplits']} re-splits",
     ]
     table = pages.markdown_to_html_table
+    bias = [f"<p>{html.escape(length_line(report))}</p>"] if length_line(report) else []
     sections = [
         pages.Section("Reliability", [pages.figure(
             paths["reliability"], "Reliability diagram of the test pairs read in the model's preference: the fraction "
             "where the preferred answer is the right one against the confidence, as trained and after T",
             "test pairs, before and after T", data=paths.get("reliability_csv"))]),
         pages.Section("Verdicts", [pages.verdict_table(report["resplits"]["verdicts"])]),
-        pages.Section("Before and after", [table(before_after_table(report))],
+        pages.Section("Before and after", [table(before_after_table(report)), *bias],
                       "T fitted on the validation pairs, numbers on the test pairs."),
         pages.Section(f"Over {report['resplits']['resplits']} re-splits", [table(resplit_table(report["resplits"]))],
                       "Cells: mean [2.5%, 97.5%] over the re-splits of validation + test."),
