@@ -147,3 +147,17 @@ def test_markdown_and_page_answer_first(tmp_path):
     assert "<b>The reward model&#x27;s preferences are over-confident</b>: ECE 0." in html  # bold, not escaped
     assert "lowers it in 8 of 8 re-splits" in html and html.count("data:image/png;base64,") == 1
     json.dumps(__import__("calibkit.io.jsonable", fromlist=["json_ready"]).json_ready(report))  # report.json writes
+
+
+def test_the_cli_runs_the_rewards_demo_with_its_options(tmp_path, monkeypatch, capsys):
+    from calibkit.cli import main
+
+    seen = {}
+    monkeypatch.setattr(rewards, "run_rewards_demo", lambda output, **kw: seen.update(output=output, **kw))
+    argv = ["demo", "--task", "rewards", "--epochs", "2", "--max-train", "50", "--resplits", "3", "--seed", "1"]
+    assert main([*argv, "--threads", "1", "--output", str(tmp_path / "o")]) == 0
+    assert seen == {
+        "output": str(tmp_path / "o"), "epochs": 2.0, "seed": 1, "resplits": 3, "max_train": 50, "threads": 1,
+    }  # fmt: skip
+    assert main(["demo", "--task", "rewards", "--bootstrap", "10", "--output", str(tmp_path / "p")]) == 2
+    assert "--bootstrap: the rewards demo gives re-split intervals (--resplits) instead" in capsys.readouterr().err

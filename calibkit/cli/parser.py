@@ -43,7 +43,8 @@ HELP = {
         "News (sequence) or the entity types each tweet mentions (multi-label), offline; fit every\n"
         "calibrator on the validation set, evaluate every metric on the test set and on re-splits,\n"
         "state a verdict on each claim of the papers, and write index.html, tables, figures and the\n"
-        "best calibrated model to the output folder. Needs pip install 'calibkit[demo]'.",
+        "best calibrated model to the output folder. --task rewards trains it as a reward model with\n"
+        "TRL on BIG-bench pairs and calibrates its preferences. Needs pip install 'calibkit[demo]'.",
         "calibkit demo --task sequence --output bbc-demo --threads 1",
     ),
     "report": (
