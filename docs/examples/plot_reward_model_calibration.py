@@ -27,8 +27,7 @@ import torch
 from transformers import BertConfig, BertForSequenceClassification
 
 from calibkit.calibrators import calibrate
-from calibkit.calibrators.preference import fit_preference_temperature
-from calibkit.lm.preferences import preference_metrics
+from calibkit.lm.preferences import fit_preference_temperature, preference_metrics
 from calibkit.metrics.preferences import top_label_reading
 from calibkit.plots import ReliabilityDiagram
 
@@ -50,7 +49,7 @@ print(f"ECE {before['ece']:.4f}, Brier {before['brier']:.4f}, NLL {before['nll']
 #
 # The pairwise temperature
 # ------------------------
-# :func:`~calibkit.calibrators.preference.fit_preference_temperature` minimises the NLL of
+# :func:`~calibkit.lm.preferences.fit_preference_temperature` minimises the NLL of
 # ``sigmoid(margin / T)`` over the pairs. We fit it on one half and judge it on the other.
 fit, held = margins[: n // 2], margins[n // 2 :]
 t = fit_preference_temperature(fit)
