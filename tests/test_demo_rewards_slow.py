@@ -65,7 +65,7 @@ def test_rewards_demo_on_minilm(tmp_path):
     assert reload["pairs"] == 86 and reload["same_ranking"] and reload["max_abs_difference"] < 1e-5
     assert reload["class"].startswith("transformers_modules.")
     card = (folder / "README.md").read_text()
-    assert f"T = {report['temperature']:.5g}" in card and "fitted on: 94 validation pairs" in card
+    assert f"T = {report['temperature']:.6g}" in card and "fitted on: 94 validation pairs" in card
     assert (out / "training" / "calibrated-preference").is_dir()  # the callback's own calibrated model
     assert matplotlib.image.imread(out / "reliability.png")[..., :3].std() > 0.05
     text = (out / "table.md").read_text()
