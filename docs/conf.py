@@ -90,6 +90,7 @@ API_MODULES = {
     "calibkit.lm.generations": "Generated answers: confidence sources, report and recalibration",
     "calibkit.lm.sources": "Confidence sources: the registry of their names, kinds and descriptions",
     "calibkit.lm.served": "Served models: confidence from API log-probabilities",
+    "calibkit.lm.preferences": "Reward models: preference pairs, their report and the pairwise temperature",
     "calibkit.metrics.abstention": "Abstention with a guarantee (Learn then Test)",
     "calibkit.lm.inspect_logs": "Inspect AI logs",
     "calibkit.plugins.lm_eval": "In lm-evaluation-harness",

@@ -96,7 +96,10 @@ def option_strings() -> dict[str, set[str]]:
     return {name: {o for a in command._actions for o in a.option_strings} for name, command in commands.items()}
 
 
-COMMANDS = ("demo", "report", "choices", "generations", "served", "multilabel", "compare", "install-modules", "warmup")
+COMMANDS = (
+    "demo", "report", "choices", "generations", "served", "preferences", "multilabel", "compare", "install-modules",
+    "warmup",
+)  # fmt: skip
 
 
 def _chat(answer: str = " B") -> dict:
@@ -132,7 +135,19 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str], str]]:
     bad_choice = write_jsonl(tmp / "choices.jsonl", [{"choice_logprobs": [-1.0, -2.0], "gold": 5}])
     (tmp / "empty").mkdir()
     served = ["--gold", str(gold)]
+    pair = {"id": "a", "reward_chosen": 1.0, "reward_rejected": 0.0}
+    nan = write_jsonl(tmp / "nan.jsonl", [pair, {**pair, "id": "b", "reward_chosen": float("nan")}])
+    pairs_twice = write_jsonl(tmp / "pairs_twice.jsonl", [pair, pair])
+    no_rewards = write_jsonl(tmp / "no_rewards.jsonl", [{"id": "a", "reward_chosen": 1.0}])
     return [
+        ("preferences", ["--scores", missing], "--scores: no such file or folder"),
+        ("preferences", ["--scores", str(nan)], "line 2: reward_chosen is NaN (leave such pairs out, counted and "
+         "stated, with --drop-missing)"),
+        ("preferences", ["--scores", str(pairs_twice)], "--scores: "),
+        ("preferences", ["--scores", str(no_rewards)], "has no column 'reward_rejected'"),
+        ("preferences", ["--scores", str(tmp / "empty")], "--scores: no file of preference pairs"),
+        ("preferences", ["--scores", str(nan), "--n-bins", "0"], "--n-bins"),
+        ("preferences", ["--scores", str(nan), "--resplits", "-1"], "--resplits"),
         ("report", ["--predictions", str(tmp / "missing.npz")], "--predictions: no such file"),
         ("report", ["--predictions", str(tmp / "nolabels.npz")], "--predictions: "),
         ("report", ["--predictions", str(tmp / "empty")], "--predictions"),
@@ -215,6 +230,11 @@ def test_every_flag_an_error_names_exists_on_its_command(tmp_path, capsys):
             "--predictions: f, question 0: `gold` 5 is no index",
         ),
         ("report", "`path`: no such file: a.npz", "--predictions: no such file: a.npz"),
+        (
+            "preferences",
+            "`location`: f, line 2: x is NaN (`drop_missing`)",
+            "--scores: f, line 2: x is NaN (--drop-missing)",
+        ),
         ("generations", "`gold`: a column", "`gold`: a column"),  # no --gold on generations: left as it is
     ],
 )

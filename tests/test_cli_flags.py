@@ -63,6 +63,7 @@ def other(value, *argv):
 GEN = ("--answers", "{gen}", "--resplits", "0", "--json")
 SERVED = ("--answers", "{batch_output}", "--gold", "{gold}", "--resplits", "0", "--json")
 COMPARE = ("--model", "{model}", "--dataset", "{data}", "--resplits", "0", "--json")
+PREFS = ("--scores", "{prefs}", "--json")
 
 # fmt: off
 CASES = {
@@ -177,6 +178,16 @@ CASES = {
     ("compare", "--fce-variant"): [*COMPARE, "--fce-variant", "authors"],
     ("compare", "--json"): [*COMPARE],
     ("compare", "--output"): [*COMPARE, "--output", "{out}"],
+    # preferences: RewardBench's per-sample output (and a plain file with a NaN reward)
+    ("preferences", "--scores"): other("{prefs2}", *PREFS),
+    ("preferences", "--fit"): [*PREFS, "--fit", "--resplits", "2"],
+    ("preferences", "--resplits"): other("1", *PREFS, "--fit", "--resplits", "2"),
+    ("preferences", "--bootstrap"): [*PREFS, "--bootstrap", "20"],
+    ("preferences", "--seed"): [*PREFS, "--bootstrap", "20", "--seed", "1"],
+    ("preferences", "--n-bins"): [*PREFS, "--n-bins", "3"],
+    ("preferences", "--json"): ["--scores", "{prefs}", "--json"],
+    ("preferences", "--output"): [*PREFS, "--output", "{out}"],
+    ("preferences", "--drop-missing"): ["--scores", "{prefs_missing}", "--drop-missing", "--json"],
     # demo: the recorder prints the arguments the demo would run with (see ``recorded``)
     ("demo", "--task"): ["--task", "sequence", "--output", "{out}"],
     ("demo", "--output"): ["--output", "{out}"],
@@ -199,7 +210,8 @@ CASES = {
 EXCUSED = {
     ("compare", "--batch-size"): "how many rows the model reads at once: speed and memory only, same numbers",
     **{(command, "--help"): "prints the help and exits: tests/test_cli_help.py" for command in (
-        "demo", "report", "choices", "generations", "served", "multilabel", "compare", "install-modules", "warmup")},
+        "demo", "report", "choices", "generations", "served", "preferences", "multilabel", "compare",
+        "install-modules", "warmup")},
 }  # fmt: skip
 """(command, flag) -> why dropping it cannot change what the command produces."""
 
@@ -209,6 +221,7 @@ CONTROLS = {  # one command line per command, run twice: what it produces must b
     "choices": ("choices", "--output"),
     "generations": ("generations", "--output"),
     "served": ("served", "--letters"),
+    "preferences": ("preferences", "--output"),
     "multilabel": ("multilabel", "--output"),
     "compare": ("compare", "--output"),
     "demo": ("demo", "--documents"),
@@ -385,10 +398,24 @@ def _compare(folder: Path) -> dict[str, Path]:
     return paths
 
 
+def _preferences(folder: Path) -> dict[str, Path]:
+    """RewardBench's ``*_outputs.jsonl`` (two models' scores), and a plain file with a NaN reward."""
+    from tests.test_preferences import rewardbench_rows
+
+    missing = [{"id": f"p{i}", "reward_chosen": float(i % 3) - 0.5, "reward_rejected": 0.0} for i in range(30)]
+    missing[4]["reward_rejected"] = float("nan")
+    return {
+        "prefs": write_jsonl(folder / "m_outputs.jsonl", rewardbench_rows(120, seed=0)),
+        "prefs2": write_jsonl(folder / "m2_outputs.jsonl", rewardbench_rows(120, seed=1)),
+        "prefs_missing": write_jsonl(folder / "missing.jsonl", missing),
+    }
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("flags")
     found = {**_predictions(folder), **_logs(folder), **_generations(folder), **_served(folder)}
+    found.update(_preferences(folder))
     (folder / "second").mkdir()
     found["batch_output2"] = _served(folder / "second", seed=1)["batch_output"]
     found.update(_compare(folder / "compare"))

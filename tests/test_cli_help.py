@@ -11,7 +11,10 @@ from calibkit.cli import main
 from calibkit.cli import options as cli_options
 from calibkit.metrics.settings import CalibrationSettings, names
 
-COMMANDS = ["demo", "report", "choices", "generations", "served", "multilabel", "compare", "install-modules", "warmup"]
+COMMANDS = [
+    "demo", "report", "choices", "generations", "served", "preferences", "multilabel", "compare", "install-modules",
+    "warmup",
+]  # fmt: skip
 # reST that a terminal would print as it is: ``literal``, :role:`target`, `link`_ and .. directives.
 MARKUP = re.compile(r"``|:[a-z]+:`|`_|^\s*\.\. ", re.MULTILINE)
 
@@ -58,6 +61,7 @@ OWN = {
     ],
     "multilabel": ["--predictions", "--bootstrap", "--quiet", "--ace-ranges", "--eps", "--ignore-index", "--output"],
     "compare": ["--model", "--dataset", "--split", "--task", "--resplits", "--rbece-bins", "--output"],
+    "preferences": ["--scores", "--fit", "--drop-missing", "--bootstrap", "--resplits", "--seed", "--n-bins", "--json"],
 }
 FOREIGN = {
     "report": ["--model", "--dataset", "--calibrate", "--score", "--generations", "--answers", "--multilabel",
@@ -72,6 +76,8 @@ FOREIGN = {
                    "--approximate-ace", "--resplits", "--sce-bins"],
     "compare": ["--predictions", "--calibrate", "--score", "--answers", "--multilabel", "--ignore-index",
                 "--approximate-ace", "--next-token", "--quiet"],
+    "preferences": ["--predictions", "--answers", "--model", "--threshold", "--theta", "--ignore-index",
+                    "--calibrate", "--abstention-alpha"],
 }  # fmt: skip
 
 
@@ -95,6 +101,7 @@ def test_a_command_lists_only_its_own_options(capsys, command):
         ("compare", cli_options.COMPARE_SETTINGS, "calibkit.verdicts.comparison:compare_calibrators"),
         ("generations", cli_options.GENERATION_SETTINGS, "calibkit.lm.generations:generations_report"),
         ("served", cli_options.GENERATION_SETTINGS, "calibkit.lm.generations:generations_report"),
+        ("preferences", ("n_bins",), "calibkit.lm.preferences:preference_report"),
     ],
 )
 def test_setting_flags_are_the_dataclass_fields_the_door_takes(capsys, command, settings, door):

@@ -264,3 +264,56 @@ def test_selective_doors_refuse_bad_input_naming_the_argument(door, case):
 def test_selective_metrics_are_refused_by_name_for_multilabel_input():
     with pytest.raises(ValueError, match=r"`metrics` \['aurc'\] are not defined per label"):
         calibkit.calibration_report(ML_P, ML_Y, multilabel=True, metrics=["aurc"])
+
+
+GOOD_PAIR = {"id": "a", "subset": "s", "reward_chosen": 1.0, "reward_rejected": 0.0}
+PREFERENCE_CASES = {  # the second pair spoiled: (its fields, the file's line/row of it: what the message says)
+    "nan reward": ({"reward_chosen": float("nan")}, "reward_chosen is (missing or )?NaN"),
+    "inf reward": ({"reward_rejected": float("inf")}, "reward_rejected is infinite"),
+    "missing reward": ({"reward_rejected": None}, "reward_rejected is missing"),
+    "duplicate id": ({"id": "a"}, "two pairs with id 'a' in subset 's'"),
+    "empty subset": ({"subset": ""}, "subset is empty"),
+}
+PLACE = {".jsonl": "line 2", ".csv": "line 3", ".parquet": "row 1"}  # the second pair (CSV: after its header)
+
+
+@pytest.mark.parametrize("suffix", sorted(PLACE))
+@pytest.mark.parametrize("case", sorted(PREFERENCE_CASES))
+def test_a_bad_preference_pair_is_one_line_naming_the_file_line_and_field(tmp_path, suffix, case):
+    import json
+
+    import pyarrow.csv
+
+    from calibkit.lm.preferences import read_preferences
+
+    spoil, message = PREFERENCE_CASES[case]
+    rows = [GOOD_PAIR, {**GOOD_PAIR, "id": "b", **spoil}]
+    path = tmp_path / f"pairs{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        table = pa.Table.from_pylist(rows)
+        pyarrow.csv.write_csv(table, path) if suffix == ".csv" else pq.write_table(table, path)
+    with pytest.raises(ValueError, match=message) as info:
+        read_preferences(path)
+    said = str(info.value)
+    assert "\n" not in said and said.startswith(f"`location`: {path}") and PLACE[suffix] in said, said
+
+
+@pytest.mark.parametrize("suffix", sorted(PLACE))
+def test_a_preference_file_without_its_columns_names_the_column(tmp_path, suffix):
+    import json
+
+    import pyarrow.csv
+
+    from calibkit.lm.preferences import read_preferences
+
+    rows = [{"id": "a", "reward_chosen": 1.0}]
+    path = tmp_path / f"pairs{suffix}"
+    if suffix == ".jsonl":
+        path.write_text(json.dumps(rows[0]) + "\n")
+    else:
+        table = pa.Table.from_pylist(rows)
+        pyarrow.csv.write_csv(table, path) if suffix == ".csv" else pq.write_table(table, path)
+    with pytest.raises(ValueError, match=f"{re.escape(str(path))} has no column 'reward_rejected'"):
+        read_preferences(path)

@@ -153,7 +153,7 @@ def bad_cases(tmp_path):
         ([ok, {**ok, "id": "b", "subset": None}], "line 1: subset is empty"),
         ([{"id": "a", "reward_chosen": 1.0}], "has no column 'reward_rejected'"),
         ([{"reward_chosen": 1.0, "reward_rejected": 0.0}], "has no column 'id'"),
-        ([{"chosen": 1.0, "rejected": 0.0}], "no reward columns.*_all.jsonl has no id"),
+        ([{"chosen": 1.0, "rejected": 0.0}], "no reward columns.*_all.jsonl of every score has no id"),
         ([{**ok, "text_chosen": "x", "text_rejected": 3}], "line 1: text_rejected = 3 is not a text or a length"),
         ([], "holds no preference pair (an empty file)"),
     ]

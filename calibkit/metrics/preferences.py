@@ -20,7 +20,7 @@ import numpy as np
 
 from calibkit.metrics._kernels.constants import EDGE_SHRINK
 from calibkit.metrics.formulas import binned_gaps
-from calibkit.metrics.ranking import selective_bucket, selective_from_buckets, selective_from_rows
+from calibkit.metrics.ranking import selective_bucket, selective_from_buckets
 from calibkit.metrics.report import exact_report
 from calibkit.metrics.sampling import OFF, SAMPLING_UNSET, SamplingSettings, resolve_sampling
 from calibkit.metrics.settings import UNSET, resolve_settings
@@ -132,6 +132,44 @@ def top_label_reading(margins: np.ndarray, temperature: float = 1.0) -> tuple[np
     return confidence, (m > 0).astype(np.float64)
 
 
+def _reading_and_loss(m: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the confidence, rightness and NLL term of each pair from one ``exp``.
+
+    ``softplus(-m / T) = log1p(exp(-|m| / T)) + |m| / T`` where ``m < 0``: the same exponential as
+    the confidence ``1 / (1 + exp(-|m| / T))``, never overflowing.
+    """
+    a = np.abs(m) / t
+    e = np.exp(-a)
+    loss = np.log1p(e)
+    loss += np.where(m < 0, a, 0.0)
+    e += 1.0
+    return np.reciprocal(e, out=e), (m > 0).astype(np.float64), loss
+
+
+def _exact_aurc(confidence: np.ndarray, wrong: np.ndarray) -> float:
+    """Return SPEC.md's AURC exactly: pairs ranked by confidence, a group of equal ones spreading its errors evenly.
+
+    Sorting the values (no permutation to carry) and counting each distinct confidence's pairs and
+    errors gives the groups; the rank ``s + j`` of a group of ``m`` pairs and ``e`` errors, after
+    ``s`` pairs and ``B`` errors, has the expected risk ``(B + j e / m) / (s + j)``
+    (:func:`calibkit.metrics.ranking.risk_curve`'s rule), summed here over the ranks of each group.
+    """
+    values, counts = np.unique(confidence, return_counts=True)  # ascending
+    missed, misses = np.unique(confidence[wrong > 0], return_counts=True)
+    errors = np.zeros(values.size)
+    errors[np.searchsorted(values, missed)] = misses
+    size, errors = counts[::-1].astype(np.float64), errors[::-1]  # most confident first
+    start, before = np.cumsum(size) - size, np.cumsum(errors) - errors
+    one = size == 1
+    total = float(np.sum((before[one] + errors[one]) / (start[one] + 1.0)))
+    if not one.all():  # groups of ties: each of their ranks, the errors spread
+        m, e, s, b = size[~one], errors[~one], start[~one], before[~one]
+        g = np.repeat(np.arange(m.size), m.astype(np.int64))
+        j = np.arange(g.size) - np.repeat(np.cumsum(m) - m, m.astype(np.int64)) + 1.0
+        total += float(np.sum((b[g] + j * e[g] / m[g]) / (s[g] + j)))
+    return total / confidence.size
+
+
 def _check_lengths(length_chosen: Any, length_rejected: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     if length_chosen is None and length_rejected is None:
         return None
@@ -218,7 +256,7 @@ def preference_metrics(
     answer it prefers, right (``a = 1``) when that is the chosen one, ``m > 0``. A tie (``m = 0``)
     has confidence 0.5 and counts as wrong, as RewardBench's and TRL's accuracy count it (strict
     ``>``); ``ties`` says how many there are. The numbers are calibkit's 1-D binary ones of ``c``
-    against ``a``, from the one-pass core (:func:`calibkit.metrics.report.exact_report`), so no
+    against ``a``, from the one-pass core (``calibkit.metrics.report.exact_report``), so no
     number depends on which answer of a pair is listed first:
 
     - ``accuracy = mean a`` (RewardBench's accuracy on the same scores);
@@ -240,7 +278,7 @@ def preference_metrics(
     n_bins : int, default 15
         Bins of ECE and of the reliability diagram (the settings' ``n_bins``).
     length_chosen, length_rejected : array-like of shape (N,), optional
-        The answers' lengths: with them, ``length_bias`` (:func:`length_bias`).
+        The answers' lengths: with them, ``length_bias`` (``calibkit.metrics.preferences.length_bias``).
     bootstrap : int, default 0
         Replicates of percentile intervals of every number, resampling pairs (Poisson weights on
         random blocks of pairs, as :func:`calibkit.metrics.bootstrap.bootstrap_intervals`: a block
@@ -257,11 +295,11 @@ def preference_metrics(
     Returns
     -------
     dict
-        ``pairs``, ``ties``, ``temperature``, ``n_bins``, then :data:`PREFERENCE_METRICS`
+        ``pairs``, ``ties``, ``temperature``, ``n_bins``, then ``PREFERENCE_METRICS``
         (``accuracy``, ``ece``, ``brier``, ``nll``, ``aurc``, ``mean_confidence``: floats),
         ``confidence_gap = accuracy - mean_confidence`` (below 0: over-confident);
         ``reliability`` (``edges`` and per bin ``count``, ``confidence``, ``accuracy``, ``gap``:
-        arrays, NaN means in empty bins); ``length_bias`` (:func:`length_bias`, or None without
+        arrays, NaN means in empty bins); ``length_bias`` (``calibkit.metrics.preferences.length_bias``, or None without
         lengths); with ``bootstrap``, ``intervals``: metric (and ``confidence_gap``) -> ``(low, high)``.
 
     Raises
@@ -288,9 +326,8 @@ def preference_metrics(
     m = check_margins(margins)
     t = _check_temperature(temperature)
     lengths = _check_lengths(length_chosen, length_rejected, m.size)
-    conf, right = top_label_reading(m, t)
+    conf, right, nll_terms = _reading_and_loss(m, t)
     report, stats = exact_report(prepare_for(conf, right.astype(np.int64), settings), settings, ("ece", "brier"))
-    nll_terms = np.logaddexp(0.0, -m / t)
     out: dict[str, Any] = {"pairs": int(m.size), "ties": int((m == 0).sum()), "temperature": t}
     out["n_bins"] = settings.n_bins
     out.update(
@@ -298,7 +335,7 @@ def preference_metrics(
         ece=float(report["ece"]),
         brier=float(report["brier"]),
         nll=float(nll_terms.mean()),
-        aurc=selective_from_rows(conf, 1.0 - right, settings.coverage)["aurc"][0],
+        aurc=_exact_aurc(conf, 1.0 - right),
         mean_confidence=float(conf.mean()),
     )
     out["confidence_gap"] = out["accuracy"] - out["mean_confidence"]  # ESCE's sign: < 0 over-confident
@@ -339,7 +376,7 @@ def _intervals(
     sampling: SamplingSettings,
     max_blocks: int,
 ) -> dict[str, tuple[float, float]]:
-    """Percentile intervals of :data:`PREFERENCE_METRICS`, Poisson weights on blocks of pairs (one set for all)."""
+    """Percentile intervals of ``PREFERENCE_METRICS``, Poisson weights on blocks of pairs (one set for all)."""
     rng = np.random.default_rng(sampling.seed)
     scalars, table, buckets = _block_sums(conf, right, nll_terms, n_bins, max_blocks, rng)
     coverage = resolve_settings().coverage

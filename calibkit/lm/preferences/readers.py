@@ -167,7 +167,7 @@ def _read_file(file: Path, drop_missing: bool) -> Preferences:
         half = next((c for p in REWARD_COLUMNS for c in p if c in names), None)
         missing = next((c for p in REWARD_COLUMNS for c in p if half in p and c != half), None)
         what = f"no column {missing!r}" if half else "no reward columns"
-        hint = " (RewardBench's --save_all _all.jsonl has no id nor subset: read its *_outputs.jsonl)"
+        hint = " (RewardBench's _all.jsonl of every score has no id nor subset: read its *_outputs.jsonl)"
         hint = hint if {"chosen", "rejected"} <= set(names) else ""
         raise ValueError(f"{OPTION}: {file} has {what}: {_NEEDS}{hint} (columns: {names})")
     if "id" not in columns:

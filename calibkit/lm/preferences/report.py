@@ -78,9 +78,9 @@ def preference_report(
     -------
     dict
         ``pairs``, ``ties``, ``dropped`` (pairs the reader left out) and ``dropped_pairs`` (where
-        and why, the first :data:`SHOWN_DROPPED`), ``temperature``, ``pooled`` and ``subsets``
-        (subset -> :func:`~calibkit.metrics.preferences.preference_metrics`; intervals pooled
-        only), ``sections`` (:func:`~calibkit.lm.preferences.rewardbench.rewardbench_sections`
+        and why, the first ``SHOWN_DROPPED`` (20)), ``temperature``, ``pooled`` and ``subsets``
+        (subset -> :func:`calibkit.preference_metrics`; intervals pooled
+        only), ``sections`` (:func:`calibkit.lm.preferences.rewardbench_sections`
         of the subsets' accuracies, or None) and ``sections_note`` (why there are none).
 
     Raises
@@ -169,7 +169,7 @@ def preference_resplits(
     ----------
     prefs : Preferences
     methods : tuple of str, default ("temperature", "isotonic", "histogram")
-        Of :data:`CALIBRATIONS`; each judged against ``raw`` (T = 1) on the same held half.
+        Of ``CALIBRATIONS``; each judged against ``raw`` (T = 1) on the same held half.
     resplits : int, default 20
         Random halvings of the pairs (pooled over the subsets).
     n_bins : int, default 15
@@ -180,7 +180,7 @@ def preference_resplits(
     Returns
     -------
     dict
-        ``values``: method (``raw`` first) -> metric (:data:`JUDGED`) -> ``R`` held-out values
+        ``values``: method (``raw`` first) -> metric (``JUDGED``) -> ``R`` held-out values
         (NaN where a re-split fitted nothing: no pair of its half ranked wrong); ``temperatures``:
         the ``R`` fitted temperatures; ``unfitted``: the re-splits without a temperature;
         ``verdicts``: ``{"claim", "verdict", "better", "worse", "compared"}`` for each calibration
