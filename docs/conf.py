@@ -88,6 +88,7 @@ API_MODULES = {
     "calibkit.metrics.backends": "Engines",
     "calibkit.lm.multiple_choice": "Language models on multiple-choice benchmarks",
     "calibkit.lm.generations": "Generated answers: confidence sources, report and recalibration",
+    "calibkit.lm.generations.rlcr": "RLCR's calibration reward for TRL's GRPOTrainer",
     "calibkit.lm.sources": "Confidence sources: the registry of their names, kinds and descriptions",
     "calibkit.lm.served": "Served models: confidence from API log-probabilities",
     "calibkit.lm.preferences": "Reward models: preference pairs, their report and the pairwise temperature",

@@ -58,6 +58,7 @@ PUBLIC_MODULES = (
     "calibkit.lm.multiple_choice",
     "calibkit.lm.generations",
     "calibkit.lm.generations.whitebox",
+    "calibkit.lm.generations.rlcr",
     "calibkit.lm.sources",
     "calibkit.lm.preferences",
     "calibkit.lm.preferences.data",

@@ -3,8 +3,9 @@
 TS, WTS and RD-TS (the papers' methods), the baselines VS, MS, IR and HB, and Dirichlet, beta
 and Venn-Abers calibration share the
 scikit-learn-style interface of :class:`Calibrator`; :class:`MultiLabelScaling` and
-:class:`MultiLabelIsotonic` calibrate multi-label heads (a sigmoid per label); :func:`calibrate`
-turns a fine-tuned model and a calibrator into a calibrated ``PreTrainedModel``.
+:class:`MultiLabelIsotonic` calibrate multi-label heads (a sigmoid per label), and
+:class:`PreferenceTemperature` a reward model's preferences (its pairwise temperature);
+:func:`calibrate` turns a fine-tuned model and a calibrator into a calibrated ``PreTrainedModel``.
 :class:`SplitConformal` is no calibrator but stands here beside them: it turns logits into
 split-conformal prediction sets (LAC, APS, RAPS) with a coverage guarantee.
 
