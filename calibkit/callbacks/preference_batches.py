@@ -82,12 +82,14 @@ def _halves(tensor: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor
 
 def to_numpy(tensor: torch.Tensor, dtype: type) -> np.ndarray:
     """Return a tensor on the CPU as a float64 (``dtype=np.float64``) or int64 array."""
-    return tensor.detach().to("cpu", torch.float64 if dtype is np.float64 else torch.int64).numpy().astype(dtype)
+    return tensor.detach().to("cpu", torch.float64 if dtype is np.float64 else torch.int64).numpy()
 
 
 def _lengths(mask: torch.Tensor, name: str) -> tuple[np.ndarray, np.ndarray]:
-    chosen, rejected = _halves(mask.sum(dim=1), name)
-    return to_numpy(chosen, np.int64), to_numpy(rejected, np.int64)
+    _halves(mask, name)  # an even number of rows
+    lengths = to_numpy(mask.sum(dim=1), np.int64)  # one copy to the CPU a batch, then its halves
+    half = len(lengths) // 2
+    return lengths[:half], lengths[half:]
 
 
 def reward_batch_pairs(rewards: torch.Tensor, attention_mask: torch.Tensor) -> PreferencePairs:
@@ -122,8 +124,8 @@ def reward_batch_pairs(rewards: torch.Tensor, attention_mask: torch.Tensor) -> P
         raise ValueError(
             f"`rewards` must hold one reward a row (a reward model has one output), got {tuple(rewards.shape)}"
         )
-    chosen, rejected = _halves(rewards.reshape(rows), "rewards")
-    margins = to_numpy(chosen, np.float64) - to_numpy(rejected, np.float64)
+    chosen, rejected = _halves(rewards.reshape(rows).to(torch.float64), "rewards")  # float64: exact difference
+    margins = to_numpy(chosen - rejected, np.float64)
     return PreferencePairs(margins, *_lengths(attention_mask, "attention_mask"))
 
 

@@ -12,7 +12,9 @@ the evaluation set (ECE, Brier, NLL, accuracy, ties, the length bias), pooled ov
 (``eval``, or ``eval_<name>`` for each dataset of an ``eval_dataset`` dict). At the end of
 training they fit the pairwise temperature
 (:func:`calibkit.calibrators.preference.fit_preference_temperature`) on the last evaluation's
-pairs, log it and keep it (:attr:`PreferenceCallback.temperature`).
+pairs, log it and keep it (``temperature_fitted``); with ``calibrate=True`` the reward model is
+wrapped by :func:`calibkit.calibrators.calibrate` (its rewards divided by ``T``) and saved to
+``<output_dir>/calibrated-preference/`` (:mod:`calibkit.callbacks.preference_fitting`).
 
 Every pair is read whole. TRL's collators put a batch's chosen rows above its rejected rows
 (``torch.chunk(rewards, 2)``); ``trainer.predict`` and ``compute_metrics`` see per-batch blocks
@@ -32,15 +34,13 @@ rows, so the callbacks use neither. Two ways, the same numbers:
   ``metric_for_best_model``) and to its entry of ``state.log_history``, but the ``report_to``
   integrations have already been called (a warning says so once).
 
-TRL logs its own averages under ``eval_`` whatever the dataset (``eval_accuracy`` for every
-dataset of a dict); the callbacks' keys carry each dataset's prefix.
+The user guide: ``docs/guide/reward_models/training.rst``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -59,7 +59,9 @@ from calibkit.callbacks.preference_batches import (
     sequence_logps,
     to_numpy,
 )
+from calibkit.callbacks.preference_fitting import calibrated_reward_model, logged_numbers, save_calibrated
 from calibkit.metrics.preferences import check_margins, preference_metrics
+from calibkit.metrics.settings import UNSET, resolve_settings
 
 __all__ = [
     "DPOPreferenceCallback",
@@ -69,9 +71,6 @@ __all__ = [
     "reward_batch_pairs",
     "sequence_logps",
 ]
-REEXPORTED = (OutputHooks, on_device)
-"""Names of :mod:`calibkit.callbacks.preference_batches` used here (the batch layout lives there)."""
-
 KEY = "preference"
 """The logged keys are ``<prefix>_preference_<name>``."""
 
@@ -94,11 +93,14 @@ class PreferenceCallback(TrainerCallback):
     fit_dataset : str, optional
         With an ``eval_dataset`` dict, the name of the dataset to fit on (default: the first one
         evaluated); ``"eval"`` names a single evaluation set.
-    calibrate : callable, optional
-        ``calibrate(model, temperature) -> model``: called at the end with the fitted
-        temperature; its result is kept as :attr:`calibrated_model` and saved to
-        ``<output_dir>/calibrated-preference/`` (a calibrated reward head, whose rewards are
-        divided by ``T``).
+    calibrate : bool or callable, default False
+        True: at the end, :func:`calibkit.calibrators.calibrate` wraps the reward model with the
+        fitted ``T`` (its rewards divided by ``T``; the card states ``T``, the pairs it was fitted
+        on and the preference metrics before and after). A callable
+        ``calibrate(model, temperature) -> model`` is called instead. The result is kept as
+        :attr:`calibrated_model`, saved with the tokenizer to
+        ``<output_dir>/calibrated-preference/`` and, with ``args.push_to_hub``, uploaded to the
+        run's Hub repository under that folder.
 
     Attributes
     ----------
@@ -107,7 +109,9 @@ class PreferenceCallback(TrainerCallback):
     last_pairs : dict of str to PreferencePairs
         The last evaluation's pairs, by ``metric_key_prefix``.
     calibrated_model : object or None
-        What ``calibrate`` returned.
+        The calibrated model (or what the ``calibrate`` callable returned).
+    calibrated_dir : str or None
+        Where it was saved.
 
     Examples
     --------
@@ -119,28 +123,29 @@ class PreferenceCallback(TrainerCallback):
     def __init__(
         self,
         *,
-        n_bins: int = 15,
+        n_bins: int = UNSET.n_bins,
         temperature: float = 1.0,
         fit: bool = True,
         fit_dataset: str | None = None,
-        calibrate: Callable[[Any, float], Any] | None = None,
+        calibrate: bool | Callable[[Any, float], Any] = False,
     ) -> None:
-        if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
-            raise ValueError(f"`n_bins` must be an integer >= 1, got {n_bins!r}")
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
             raise ValueError(f"`temperature` must be a finite number > 0, got {temperature!r}")
         if not isinstance(fit, bool):
             raise ValueError(f"`fit` must be True or False, got {fit!r}")
-        if calibrate is not None and not callable(calibrate):
-            raise ValueError(f"`calibrate` must be a callable (model, temperature) -> model, got {calibrate!r}")
-        self.n_bins, self.temperature, self.fit = n_bins, float(temperature), fit
+        if not (isinstance(calibrate, bool) or callable(calibrate)):
+            raise ValueError(f"`calibrate` must be True, False or a callable (model, T) -> model, got {calibrate!r}")
+        self.n_bins = resolve_settings(n_bins=n_bins).n_bins  # the settings' check of it
+        self.temperature, self.fit = float(temperature), fit
         self.fit_dataset, self.calibrate = fit_dataset, calibrate
         self.trainer = None
         self.temperature_fitted: float | None = None
         self.last_pairs: dict[str, PreferencePairs] = {}
         self.calibrated_model = None
+        self.calibrated_dir: str | None = None
         self._dataloaders: dict[str, Any] = {}
         self._batches: list[PreferencePairs] | None = None
+        self._capture_error: str | None = None
         self._warned: set[str] = set()
 
     # -- what a batch is, for this trainer -----------------------------------------------------
@@ -243,7 +248,7 @@ class PreferenceCallback(TrainerCallback):
             length_chosen=pairs.length_chosen,
             length_rejected=pairs.length_rejected,
         )
-        return _scalars(report)
+        return logged_numbers(report)
 
     def _evaluated(self, prefix: str, pairs: PreferencePairs) -> dict[str, float]:
         """Keep the pairs of an evaluation and return its log entries (``<prefix>_preference_<name>``)."""
@@ -313,12 +318,20 @@ class PreferenceCallback(TrainerCallback):
                 return original(*args, **kwargs)
             prefix = kwargs.get("metric_key_prefix", args[4] if len(args) > 4 else "eval")
             self._dataloaders[prefix] = kwargs.get("dataloader", args[0] if args else None)
-            self._batches = []
+            self._batches, self._capture_error = [], None
             try:
                 output = original(*args, **kwargs)
             finally:
                 batches, self._batches = self._batches, None
-            if output.metrics is not None:
+            if self._capture_error is not None:
+                warnings.warn(
+                    f"calibkit: the evaluation {prefix!r}'s pairs could not be read ({self._capture_error}); "
+                    "no preference metrics logged",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                self.last_pairs.pop(prefix, None)
+            elif output.metrics is not None:
                 output.metrics.update(self._evaluated(prefix, PreferencePairs.concat(batches)))
             return output
 
@@ -332,7 +345,11 @@ class PreferenceCallback(TrainerCallback):
                 return original(model, inputs, *args, **kwargs)
             with OutputHooks(self.scoring_modules()) as hooks:
                 result = original(model, inputs, *args, **kwargs)
-            self._batches.append(self._gathered(self.captured_pairs(inputs, hooks)))
+            if self._capture_error is None:
+                try:
+                    self._batches.append(self._gathered(self.captured_pairs(inputs, hooks)))
+                except (ValueError, RuntimeError, KeyError) as exc:  # not a preference batch: say so, keep training
+                    self._capture_error = f"{type(exc).__name__}: {exc}"
             return result
 
         trainer.compute_loss = compute_loss
@@ -417,6 +434,8 @@ class PreferenceCallback(TrainerCallback):
         if not self.fit or not self.last_pairs:
             return
         prefix = self._fit_prefix()
+        if prefix is None:
+            return
         pairs = self.last_pairs[prefix]
         if getattr(args, "load_best_model_at_end", False) and model is not None and self._dataloaders.get(prefix):
             pairs = self.read_pairs(model, self._dataloaders[prefix])
@@ -428,25 +447,66 @@ class PreferenceCallback(TrainerCallback):
             )
             return
         self.temperature_fitted = temperature
-        logs = {f"{KEY}/temperature": temperature, f"{KEY}/fit_pairs": float(len(pairs))}
+        logs = {f"{KEY}/temperature": temperature, f"{KEY}/fit_pairs": float(len(pairs)), **self.fit_logs(temperature)}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for when, t in (("before", self.temperature), ("after", temperature)):
                 logs.update({f"{KEY}/{when}_{k}": v for k, v in self.metrics(pairs, t).items() if k != "pairs"})
         self._log(logs, state)
-        if self.calibrate is not None and model is not None:
-            self.calibrated_model = self.calibrate(model, temperature)
+        if self.calibrate is not False and model is not None:
+            fitted_on = f"the {len(pairs)} pairs of the evaluation {prefix!r} at step {state.global_step}"
+            self.calibrated_model = self.calibrated(model, temperature, pairs, fitted_on)
             if state.is_world_process_zero and hasattr(self.calibrated_model, "save_pretrained"):
-                self.calibrated_model.save_pretrained(os.path.join(args.output_dir, "calibrated-preference"))
+                self.calibrated_dir = save_calibrated(self.calibrated_model, args, kwargs.get("processing_class"))
 
-    def _fit_prefix(self) -> str:
+    def fit_logs(self, temperature: float) -> dict[str, float]:
+        """Return the trainer's own numbers of the fit, logged beside ``T`` (none for a reward model).
+
+        Parameters
+        ----------
+        temperature : float
+            The fitted pairwise temperature.
+
+        Returns
+        -------
+        dict of str to float
+        """
+        return {}
+
+    def calibrated(self, model: Any, temperature: float, pairs: PreferencePairs, fitted_on: str) -> Any:
+        """Return the model calibrated by ``temperature``, or what the ``calibrate`` callable returns.
+
+        Parameters
+        ----------
+        model : transformers.PreTrainedModel
+            The reward model at the end of training.
+        temperature : float
+            The fitted pairwise temperature.
+        pairs : PreferencePairs
+            The pairs it was fitted on (the card's numbers before and after).
+        fitted_on : str
+            The data it was fitted on, in words (the card states it).
+
+        Returns
+        -------
+        object
+        """
+        if callable(self.calibrate):
+            return self.calibrate(model, temperature)
+        return calibrated_reward_model(model, temperature, pairs, self.n_bins, fitted_on)
+
+    def _fit_prefix(self) -> str | None:
         if self.fit_dataset is None:
             return next(iter(self.last_pairs))
         prefix = self.fit_dataset if self.fit_dataset == "eval" else f"eval_{self.fit_dataset}"
-        if prefix not in self.last_pairs:
-            raise ValueError(
-                f"`fit_dataset`: {self.fit_dataset!r} was not evaluated; evaluated: {sorted(self.last_pairs)}"
+        if prefix not in self.last_pairs:  # warned, not raised: the end of a long training is no place to stop
+            warnings.warn(
+                f"calibkit: `fit_dataset`: {self.fit_dataset!r} was not evaluated (evaluated: "
+                f"{sorted(self.last_pairs)}); no pairwise temperature fitted",
+                RuntimeWarning,
+                stacklevel=3,
             )
+            return None
         return prefix
 
     def _log(self, logs: dict[str, float], state) -> None:
@@ -454,28 +514,6 @@ class PreferenceCallback(TrainerCallback):
             self.trainer.log(logs)
         else:
             state.log_history.append({**logs, "step": state.global_step})
-
-
-SETTINGS_KEYS = ("temperature", "n_bins")
-"""Keys of the report that echo its settings: not logged."""
-
-
-def _scalars(report: dict[str, Any], outer: str = "") -> dict[str, float]:
-    """Return the numbers of a report, nested dicts flattened as ``<outer>_<inner>``.
-
-    Arrays (the reliability diagram's) are left out; None (an accuracy over no pair, a correlation
-    of a constant) is NaN, so that every evaluation logs the same keys.
-    """
-    out: dict[str, float] = {}
-    for key, value in report.items():
-        name = f"{outer}_{key}" if outer else str(key)
-        if isinstance(value, dict):
-            out.update(_scalars(value, name))
-        elif value is None:
-            out[name] = math.nan
-        elif isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)) and name not in SETTINGS_KEYS:
-            out[name] = float(value)
-    return out
 
 
 class DPOPreferenceCallback(PreferenceCallback):
@@ -507,7 +545,9 @@ class DPOPreferenceCallback(PreferenceCallback):
     fit_dataset : str, optional
         As in :class:`PreferenceCallback`.
     calibrate : callable, optional
-        As in :class:`PreferenceCallback`.
+        ``calibrate(model, temperature) -> model``, as in :class:`PreferenceCallback` (a policy is
+        not a reward model: ``True`` is refused). The fit also logs ``preference/calibrated_beta``,
+        ``beta / T``: the ``beta`` whose implicit rewards are calibrated.
 
     Examples
     --------
@@ -520,13 +560,17 @@ class DPOPreferenceCallback(PreferenceCallback):
         ref_model: torch.nn.Module | None = None,
         *,
         beta: float | None = None,
-        n_bins: int = 15,
+        n_bins: int = UNSET.n_bins,
         temperature: float = 1.0,
         fit: bool = True,
         fit_dataset: str | None = None,
         calibrate: Callable[[Any, float], Any] | None = None,
     ) -> None:
-        super().__init__(n_bins=n_bins, temperature=temperature, fit=fit, fit_dataset=fit_dataset, calibrate=calibrate)
+        if calibrate is True:
+            raise ValueError("`calibrate=True` wraps a reward model; a DPO policy takes a callable (model, T) -> model")
+        super().__init__(
+            n_bins=n_bins, temperature=temperature, fit=fit, fit_dataset=fit_dataset, calibrate=calibrate or False
+        )
         if beta is not None and not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta > 0):
             raise ValueError(f"`beta` must be a finite number > 0, got {beta!r}")
         self.ref_model, self.beta = ref_model, None if beta is None else float(beta)
@@ -562,6 +606,20 @@ class DPOPreferenceCallback(PreferenceCallback):
                 f"calibkit: with `{name}={getattr(args, name)!r}` sigmoid(beta * margin) is not the probability "
                 "this DPO loss models; the preference metrics read it as the sigmoid loss would",
             )
+
+    def fit_logs(self, temperature: float) -> dict[str, float]:
+        """Return ``preference/calibrated_beta``, ``beta / T``: the ``beta`` whose implicit rewards are calibrated.
+
+        Parameters
+        ----------
+        temperature : float
+            The fitted pairwise temperature.
+
+        Returns
+        -------
+        dict of str to float
+        """
+        return {f"{KEY}/calibrated_beta": self.beta / temperature}
 
     def scoring_modules(self) -> tuple[torch.nn.Module, ...]:
         """Return the policy and the reference model (whose outputs :meth:`captured_pairs` reads).

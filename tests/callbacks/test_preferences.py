@@ -138,7 +138,10 @@ def one_reward(model, ids):
 
 def reward_margins(trainer, name):
     """Margins and lengths read one pair at a time, one sequence a forward pass (no batch, no padding)."""
-    data = trainer.eval_dataset[name]
+    return reward_margins_of(trainer, trainer.eval_dataset[name])
+
+
+def reward_margins_of(trainer, data):
     m = [
         one_reward(trainer.model, c) - one_reward(trainer.model, r)
         for c, r in zip(data["chosen_ids"], data["rejected_ids"])
@@ -236,6 +239,23 @@ def test_a_calibrate_hook_gets_the_model_and_the_temperature_and_is_saved(tmp_pa
     assert (tmp_path / "out" / "calibrated-preference" / "config.json").exists()
 
 
+def test_calibrate_true_wraps_the_reward_model_with_the_fitted_temperature_and_saves_it(tmp_path):
+    cb = PreferenceCallback(calibrate=True)
+    trainer = reward_trainer(tmp_path, cb, eval_dataset=pairs(10, 3))
+    train(trainer)
+    t = cb.temperature_fitted
+    assert t is not None and cb.calibrated_dir == str(tmp_path / "out" / "calibrated-preference")
+    ids = trainer.eval_dataset["chosen_ids"][0]
+    with torch.no_grad():
+        calibrated = float(cb.calibrated_model.eval()(input_ids=torch.tensor([ids])).logits[0, 0])
+    assert calibrated == pytest.approx(one_reward(trainer.model, ids) / t, rel=1e-6)
+    block = cb.calibrated_model.config.calibration
+    assert block["temperature"] == pytest.approx(t)
+    assert "10 pairs" in block["fitted_on"]
+    folder = tmp_path / "out" / "calibrated-preference"
+    assert (folder / "config.json").exists() and (folder / "tokenizer.json").exists()
+
+
 @pytest.mark.parametrize(
     "margins, reason",
     [([1.0, 2.0, 0.0], "no margin < 0"), ([-1.0, -2.0, 0.5], "do not favour")],
@@ -269,10 +289,14 @@ def test_predict_leaves_the_evaluations_alone(tmp_path):
     assert metrics["eval_preference_pairs"] == 21
 
 
-@pytest.mark.parametrize("attach", [True, False], ids=["attached", "callbacks-list"])
-def test_dpo_trainer_logs_implicit_reward_calibration(tmp_path, attach):
+@pytest.mark.parametrize(
+    "attach, precompute",
+    [(True, False), (False, False), (True, True)],
+    ids=["attached", "callbacks-list", "attached-precomputed-reference"],
+)
+def test_dpo_trainer_logs_implicit_reward_calibration(tmp_path, attach, precompute):
     cb = DPOPreferenceCallback()
-    trainer = dpo_trainer(tmp_path, cb, attach=attach)
+    trainer = dpo_trainer(tmp_path, cb, attach=attach, precompute_ref_log_probs=precompute)
     train(trainer)
     assert cb.beta == 0.5  # from the run's DPOConfig
     for name, size in (("a", 21), ("b", 10)):
@@ -289,7 +313,91 @@ def test_dpo_trainer_logs_implicit_reward_calibration(tmp_path, attach):
         assert_logged_equal(entries[-1], prefix, pairs.margins, lc, lr)
         # the sigmoid loss is the preference NLL: the Trainer's evaluation loss, pooled the same way
         assert entries[-1][f"{prefix}_preference_nll"] == pytest.approx(entries[-1][f"{prefix}_loss"], abs=1e-5)
-    assert cb.temperature_fitted == pytest.approx(fit_preference_temperature(cb.last_pairs["eval_a"].margins))
+    t = fit_preference_temperature(cb.last_pairs["eval_a"].margins)
+    assert cb.temperature_fitted == pytest.approx(t)
+    fit_entry = [e for e in trainer.state.log_history if "preference/temperature" in e][-1]
+    assert fit_entry["preference/calibrated_beta"] == pytest.approx(0.5 / t)
+
+
+@pytest.mark.parametrize("attach", [True, False], ids=["attached", "callbacks-list"])
+def test_evaluate_on_another_set_under_its_own_prefix(tmp_path, attach):
+    cb = PreferenceCallback(fit=False)
+    trainer = reward_trainer(tmp_path, cb, eval_dataset=pairs(21, 2), attach=attach)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        metrics = trainer.evaluate(eval_dataset=pairs(9, 4), metric_key_prefix="test")
+    assert metrics["test_preference_pairs"] == 9
+    assert len(cb.last_pairs["test"]) == 9
+    assert eval_entries(trainer, "test")[-1]["test_preference_pairs"] == 9
+
+
+def test_load_best_model_at_end_fits_on_the_pairs_of_the_model_loaded(tmp_path):
+    from types import SimpleNamespace
+
+    cb = PreferenceCallback(fit=False)
+    trainer = reward_trainer(tmp_path, cb, eval_dataset=pairs(10, 3))
+    train(trainer)
+    with torch.no_grad():  # another checkpoint "loaded" at the end: the last evaluation's pairs are stale
+        trainer.model.score.weight.mul_(0.5)  # every reward halved: T halves too
+    cb.fit = True
+    state = SimpleNamespace(log_history=[], global_step=4, is_world_process_zero=True)
+    args = SimpleNamespace(load_best_model_at_end=True, output_dir=str(tmp_path), push_to_hub=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cb.on_train_end(args, state, None, model=trainer.model)
+    margins, _, _ = reward_margins_of(trainer, trainer.eval_dataset)
+    assert cb.temperature_fitted == pytest.approx(fit_preference_temperature(margins), rel=1e-6)
+
+
+def test_save_calibrated_pushes_with_push_to_hub(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import huggingface_hub
+
+    from calibkit.callbacks.preference_fitting import save_calibrated
+
+    calls = []
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", lambda self, **kw: calls.append(kw))
+    model = SimpleNamespace(save_pretrained=lambda folder: os.makedirs(folder, exist_ok=True))
+    args = SimpleNamespace(output_dir=str(tmp_path), push_to_hub=True, hub_model_id="me/rm", hub_token=None)
+    folder = save_calibrated(model, args)
+    assert folder == str(tmp_path / "calibrated-preference")
+    assert calls == [
+        dict(
+            repo_id="me/rm",
+            folder_path=folder,
+            path_in_repo="calibrated-preference",
+            commit_message="calibkit: calibrated reward model (pairwise temperature)",
+        )
+    ]
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", lambda self, **kw: 1 / 0)
+    with pytest.warns(RuntimeWarning, match="pushing calibrated-preference to me/rm failed"):
+        save_calibrated(model, args)
+
+
+def test_a_batch_that_is_not_a_preference_batch_warns_and_training_goes_on(tmp_path):
+    cb = PreferenceCallback(fit=False)
+    trainer = reward_trainer(tmp_path, cb, eval_dataset=pairs(10, 3), max_steps=2)
+    cb.captured_pairs = lambda inputs, hooks: reward_batch_pairs(torch.zeros(3, 1), torch.ones(3, 2))  # odd rows
+    with pytest.warns(RuntimeWarning, match="pairs could not be read .*even number of rows"):
+        trainer.train()
+    assert "eval_preference_ece" not in eval_entries(trainer, "eval")[-1]
+    assert "eval" not in cb.last_pairs
+
+
+def test_an_unknown_fit_dataset_warns_at_the_end():
+    from types import SimpleNamespace
+
+    from calibkit.callbacks.preferences import PreferencePairs
+
+    cb = PreferenceCallback(fit_dataset="c")
+    cb.last_pairs["eval_a"] = PreferencePairs(
+        np.array([1.0, -1.0]), np.ones(2, dtype=np.int64), np.ones(2, dtype=np.int64)
+    )
+    state = SimpleNamespace(log_history=[], global_step=4, is_world_process_zero=True)
+    with pytest.warns(RuntimeWarning, match="`fit_dataset`: 'c' was not evaluated"):
+        cb.on_train_end(SimpleNamespace(load_best_model_at_end=False), state, None)
+    assert cb.temperature_fitted is None
 
 
 def test_batch_layout_chosen_rows_then_rejected_rows():
@@ -313,6 +421,10 @@ def test_bad_input_is_refused_naming_the_argument():
         DPOPreferenceCallback(beta=-1.0)
     with pytest.raises(ValueError, match="`fit`"):
         PreferenceCallback(fit="yes")
+    with pytest.raises(ValueError, match="`calibrate`"):
+        PreferenceCallback(calibrate="yes")
+    with pytest.raises(ValueError, match="`calibrate=True`.*DPO"):
+        DPOPreferenceCallback(calibrate=True)
 
 
 def test_dpo_without_a_reference_says_so(tmp_path):
