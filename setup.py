@@ -93,6 +93,9 @@ setup(
             "matplotlib>=3.5",
             "gguf>=0.10",
             "lm-eval==0.4.13",
+            # --task rewards: TRL's RewardTrainer trains MiniLM as a reward model on BIG-bench pairs
+            # (bigbench with --no-deps, as for --task llm).
+            "trl==1.16.0",
         ],
         "bench": ["torchmetrics>=1.0", "netcal>=1.3"],
         # The documentation site (docs/): the scientific Python stack's Sphinx, and MathML maths

@@ -86,6 +86,8 @@ PUBLIC_MODULES = (
     "calibkit.demos.classifier",
     "calibkit.demos.token",
     "calibkit.demos.sequence",
+    "calibkit.demos.rewards",
+    "calibkit.demos.rewards_page",
     "calibkit.metrics.statistics",
     "calibkit.metrics.registry",
     "calibkit.metrics.smooth",

