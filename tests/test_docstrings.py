@@ -64,6 +64,7 @@ PUBLIC_MODULES = (
     "calibkit.calibrators.preference",
     "calibkit.lm.judges",
     "calibkit.lm.judges.data",
+    "calibkit.lm.judges.inspect_logs",
     "calibkit.demos.llm",
     "calibkit.demos.llm_harness",
     "calibkit.cli",
