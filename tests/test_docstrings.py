@@ -65,6 +65,7 @@ PUBLIC_MODULES = (
     "calibkit.lm.judges",
     "calibkit.lm.judges.data",
     "calibkit.lm.judges.inspect_logs",
+    "calibkit.lm.judges.lighteval",
     "calibkit.demos.llm",
     "calibkit.demos.llm_harness",
     "calibkit.cli",
