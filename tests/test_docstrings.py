@@ -61,6 +61,7 @@ PUBLIC_MODULES = (
     "calibkit.lm.preferences",
     "calibkit.lm.preferences.data",
     "calibkit.metrics.preferences",
+    "calibkit.metrics.judges",
     "calibkit.calibrators.preference",
     "calibkit.lm.judges",
     "calibkit.lm.judges.data",

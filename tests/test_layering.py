@@ -185,6 +185,7 @@ METRICS_FLOORS = (
             "calibkit.metrics.decomposition",
             "calibkit.metrics.conformal",
             "calibkit.metrics.preferences",
+            "calibkit.metrics.judges",
         ),
     ),
     ("functions and warm-up", ("calibkit.metrics.functional", "calibkit.metrics.warmup")),

@@ -13,6 +13,8 @@ the outputs come from the parent parsers of :mod:`calibkit.cli.options`):
 - ``calibkit multilabel`` (:mod:`~calibkit.cli.report_multilabel`): multi-label predictions;
 - ``calibkit compare`` (:mod:`~calibkit.cli.report_model`): the calibrators' comparison for a
   model on a dataset;
+- ``calibkit judge`` (:mod:`~calibkit.cli.report_judge`): an LLM judge against people's labels,
+  and its pass rate corrected (PPI++, Rogan-Gladen);
 - ``calibkit demo`` (:mod:`~calibkit.cli.demo`): fine-tune a real MiniLM offline and compare every
   calibrator (the tasks are in :mod:`calibkit.demos`);
 - ``calibkit install-modules`` (:mod:`~calibkit.cli.install_modules`): makes ``evaluate.load("cece")``
@@ -51,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         report,
         report_choices,
         report_generations,
+        report_judge,
         report_model,
         report_multilabel,
         report_served,
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         "served": report_served.run,
         "multilabel": report_multilabel.run,
         "compare": report_model.run,
+        "judge": report_judge.run,
         "install-modules": install_modules.run,
         "warmup": warmup.run,
     }

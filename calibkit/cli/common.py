@@ -196,6 +196,7 @@ FLAGS: dict[str, dict[str, str]] = {
         "batch_input": "--batch-input",
     },
     "compare": {"model": "--model", "dataset": "--dataset", "label_column": "--label-column"},
+    "judge": {"judged": "--judged", "labels": "--labels"},
 }
 """What the command line says for a name a library message gives in backticks, by command: its
 arguments (``gold`` of ``read_served`` is ``calibkit served``'s ``--gold``, ``location`` of

@@ -85,6 +85,13 @@ HELP = {
         "verdicts), with bootstrap intervals (--bootstrap), JSON (--json) and files (--output).",
         "calibkit compare --model ./my-model --dataset ./my-data --output out/",
     ),
+    "judge": (
+        "An LLM judge checked against people: its agreement, kappa, TPR/FPR and its confidence's\n"
+        "calibration on the labelled slice (per task and pooled, bootstrap intervals), and the pass rate\n"
+        "corrected for its errors (PPI++, Rogan-Gladen) beside its naive rate and people's alone;\n"
+        "--other-judged/--other-labels compare a second model's pass rate on the same judge.",
+        "calibkit judge --judged judged.jsonl --labels labels.csv --output report/",
+    ),
     "install-modules": (
         "Copy calibkit's evaluate modules into evaluate's module cache, so that\n"
         'evaluate.load("cece") and the other modules load offline.',
@@ -162,6 +169,7 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]]) -> ar
     _served(sub)
     _multilabel(sub)
     _compare(sub)
+    _judge(sub)
     install = _command(sub, "install-modules", "make evaluate.load(NAME) find calibkit's modules offline")
     install.add_argument("names", nargs="*", help="modules to install (default: all)")
     install.add_argument(
@@ -316,6 +324,25 @@ def _multilabel(sub: argparse._SubParsersAction) -> None:
         ".json, .jsonl; or a folder or a quoted glob of shards",
     )
     multilabel.add_argument("--quiet", action="store_true", help="no progress bar (shards)")
+
+
+def _judge(sub: argparse._SubParsersAction) -> None:
+    """Add ``calibkit judge``: judged samples and people's labels of some of them."""
+    sampling = sampling_parent(None, threshold=True)
+    for action in sampling._actions:  # the judge's intervals are its point: 1000 replicates unless told
+        if action.dest == "bootstrap":
+            action.default, action.help = 1000, action.help.replace("(default: 0)", "(default: 1000)")
+    parents = (sampling, settings_parent(("n_bins",)), outputs_parent("report.html, report.json and table.md"))
+    judge = _command(sub, "judge", "an LLM judge against people, and its pass rate corrected", parents)
+    judge.add_argument(
+        "--judged",
+        required=True,
+        help="judged samples: a file (JSON Lines, CSV, Parquet) with id, verdict (0/1 or a score in [0, 1]) and "
+        "optionally task, confidence, explanation columns; or a folder or a quoted glob of them",
+    )
+    judge.add_argument("--labels", required=True, help="people's labels of some samples: a file with id and label")
+    judge.add_argument("--other-judged", help="a second model's judged samples (same judge): the difference of rates")
+    judge.add_argument("--other-labels", help="people's labels of the second model's samples")
 
 
 def _compare(sub: argparse._SubParsersAction) -> None:
