@@ -191,3 +191,20 @@ def test_bad_logs_and_arguments_are_refused_in_one_line(logs, tmp_path):
     (tmp_path / "notes.json").write_text('{"a": 1}')
     with pytest.raises(ValueError, match=r"`location`: .*notes\.json is not an Inspect log"):
         read_inspect_judged(tmp_path / "notes.json")
+
+
+def test_read_judged_knows_inspect_logs_and_words_their_refusals_as_its_own(logs, tmp_path):
+    from calibkit.lm.judges import read_judged
+
+    _, locations = logs
+    with pytest.warns(UserWarning):
+        direct = read_inspect_judged(locations["qa_judged"])
+    with pytest.warns(UserWarning):
+        dispatched = read_judged(locations["qa_judged"])
+    assert dispatched.ids.tolist() == direct.ids.tolist() and dispatched.origin == direct.origin
+    np.testing.assert_array_equal(dispatched.confidence, direct.confidence)
+    log = read_eval_log(locations["qa_judged"])
+    log.samples[3].scores["model_graded_qa"].value = 3.0
+    write_eval_log(log, str(tmp_path / "bad.json"), format="json")
+    with pytest.raises(ValueError, match=r"^`judged`: .*bad\.json, sample s03: the score value 3\.0 is 3"):
+        read_judged(tmp_path / "bad.json")

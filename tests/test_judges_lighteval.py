@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -138,3 +139,15 @@ def test_a_folder_reads_every_file_and_bad_details_are_refused_naming_the_file_a
         read_lighteval_judged(tmp_path / "notes.parquet")
     with pytest.raises(ValueError, match=r"^`location`: no lighteval details file"):
         read_lighteval_judged(tmp_path / "empty" if (tmp_path / "empty").mkdir() is None else None)
+
+
+def test_read_judged_knows_judge_details_and_leaves_other_details_alone(details):
+    from calibkit.lm.judges import read_judged
+    from calibkit.lm.judges.lighteval import is_judge_details
+
+    dispatched = read_judged(details["simpleqa"])
+    assert dispatched.ids.tolist() == read_lighteval_judged(details["simpleqa"]).ids.tolist()
+    with pytest.raises(ValueError, match=r"^`judged`: .*row 1: the judge's score judge_score_local=2 is outside"):
+        read_judged(details["mixeval"])
+    multiple_choice = next(Path(__file__).parent.joinpath("data", "lighteval", "details").rglob("details_*.parquet"))
+    assert not is_judge_details(multiple_choice) and is_judge_details(details["simpleqa"])

@@ -33,10 +33,19 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.lm.inspect_logs import _log_files, _scorer_name, answer_tokens, score_value
+from calibkit.lm.inspect_logs import _log_files, _looks_like_a_log, _scorer_name, answer_tokens, score_value
 from calibkit.lm.judges.data import Judged
+from calibkit.lm.judges.readers import JUDGED, JudgedReader, register_judged_reader
 
-__all__ = ["CONFIDENCE_KINDS", "GRADES", "STATED", "grade_probability", "read_inspect_judged", "stated_confidence"]
+__all__ = [
+    "CONFIDENCE_KINDS",
+    "GRADES",
+    "STATED",
+    "as_judged_refusal",
+    "grade_probability",
+    "read_inspect_judged",
+    "stated_confidence",
+]
 
 GRADES = {
     "c": 1.0, "correct": 1.0, "yes": 1.0, "true": 1.0, "pass": 1.0,
@@ -241,3 +250,29 @@ def read_inspect_judged(location: Any, *, scorer: str | None = None, confidence:
         np.array(rows["verdict"], dtype=np.float64), np.array(rows["confidence"], dtype=np.float64),
         rows["explanation"], rows["origin"],
     )  # fmt: skip
+
+
+def as_judged_refusal(exc: ValueError) -> ValueError:
+    """Return a reader's refusal as :func:`calibkit.lm.judges.read_judged` words it (opening with ``judged``).
+
+    Parameters
+    ----------
+    exc : ValueError
+
+    Returns
+    -------
+    ValueError
+    """
+    return ValueError(f"{JUDGED}: {str(exc).removeprefix('`location`: ')}")
+
+
+def _read_file(file: Any) -> Judged:
+    try:
+        return read_inspect_judged(file)
+    except ValueError as exc:
+        raise as_judged_refusal(exc) from None
+
+
+register_judged_reader(
+    JudgedReader("inspect", _looks_like_a_log, _read_file, "Inspect logs (.eval, .json) of a model grader")
+)

@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 
 from calibkit.lm.judges.data import Judged
-from calibkit.lm.judges.inspect_logs import stated_confidence
+from calibkit.lm.judges.inspect_logs import as_judged_refusal, stated_confidence
+from calibkit.lm.judges.readers import JudgedReader, register_judged_reader
 from calibkit.lm.multiple_choice.lighteval import DETAILS
 
-__all__ = ["judge_metric", "read_lighteval_judged"]
+__all__ = ["is_judge_details", "judge_metric", "read_lighteval_judged"]
 
 _DOC = ("doc", "__doc__")
 _METRIC = ("metric", "__metric__")
@@ -185,3 +186,40 @@ def read_lighteval_judged(
         np.array(rows["verdict"], dtype=np.float64), np.array(rows["confidence"], dtype=np.float64),
         rows["explanation"], rows["origin"],
     )  # fmt: skip
+
+
+def is_judge_details(file: Path) -> bool:
+    """Tell a lighteval details file of a judge metric: its name, and a ``metric`` field whose name holds ``judge``.
+
+    Parameters
+    ----------
+    file : Path
+
+    Returns
+    -------
+    bool
+        Read from the Parquet schema alone; False for any other file.
+    """
+    if not (DETAILS.match(file.name) and file.suffix == ".parquet"):
+        return False
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(file)
+    except (pa.ArrowException, OSError):
+        return False
+    column = next((schema.field(n) for n in _METRIC if n in schema.names), None)
+    return column is not None and pa.types.is_struct(column.type) and any("judge" in f.name for f in column.type)
+
+
+def _read_file(file: Path) -> Judged:
+    try:
+        return read_lighteval_judged(file)
+    except ValueError as exc:
+        raise as_judged_refusal(exc) from None
+
+
+register_judged_reader(
+    JudgedReader("lighteval", is_judge_details, _read_file, "lighteval details (details_*.parquet) of a judge metric")
+)
