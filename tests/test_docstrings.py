@@ -69,6 +69,7 @@ PUBLIC_MODULES = (
     "calibkit.lm.judges.lighteval",
     "calibkit.demos.llm",
     "calibkit.demos.llm_harness",
+    "calibkit.demos.llm_judges",
     "calibkit.cli",
     "calibkit.cli.common",
     "calibkit.cli.report",
