@@ -32,7 +32,9 @@ extensions = [
 ]
 html_math_renderer = "mathml"
 nitpicky = True
-exclude_patterns = ["_build", "**/GALLERY_HEADER.rst", "guide/harness/*", "guide/generations/*"]
+exclude_patterns = [
+    "_build", "**/GALLERY_HEADER.rst", "guide/harness/*", "guide/generations/*", "guide/judges/*",
+]  # fmt: skip
 templates_path = ["_templates"]
 
 # Docstrings are numpydoc: their Parameters sections state the types, so signatures carry none
@@ -89,6 +91,8 @@ API_MODULES = {
     "calibkit.lm.generations": "Generated answers: confidence sources, report and recalibration",
     "calibkit.lm.sources": "Confidence sources: the registry of their names, kinds and descriptions",
     "calibkit.lm.served": "Served models: confidence from API log-probabilities",
+    "calibkit.lm.judges": "LLM judges against people: readers, report, two runs compared",
+    "calibkit.metrics.judges": "LLM judges' statistics: agreement, PPI++, Rogan-Gladen",
     "calibkit.metrics.abstention": "Abstention with a guarantee (Learn then Test)",
     "calibkit.lm.inspect_logs": "Inspect AI logs",
     "calibkit.plugins.lm_eval": "In lm-evaluation-harness",

@@ -20,6 +20,7 @@ import pytest
 from calibkit.cli import main
 from calibkit.cli.parser import build_parser
 from tests.test_generations import answers, harness_samples, write_jsonl
+from tests.test_judges import judged_files
 
 ROOT = Path(__file__).resolve().parents[1] / "calibkit"
 FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
@@ -96,7 +97,9 @@ def option_strings() -> dict[str, set[str]]:
     return {name: {o for a in command._actions for o in a.option_strings} for name, command in commands.items()}
 
 
-COMMANDS = ("demo", "report", "choices", "generations", "served", "multilabel", "compare", "install-modules", "warmup")
+COMMANDS = (
+    "demo", "report", "choices", "generations", "served", "multilabel", "compare", "judge", "install-modules", "warmup",
+)  # fmt: skip
 
 
 def _chat(answer: str = " B") -> dict:
@@ -132,6 +135,8 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str], str]]:
     bad_choice = write_jsonl(tmp / "choices.jsonl", [{"choice_logprobs": [-1.0, -2.0], "gold": 5}])
     (tmp / "empty").mkdir()
     served = ["--gold", str(gold)]
+    jf = judged_files(tmp / "judges")
+    judged = ["--judged", str(jf["judged"]), "--labels"]
     return [
         ("report", ["--predictions", str(tmp / "missing.npz")], "--predictions: no such file"),
         ("report", ["--predictions", str(tmp / "nolabels.npz")], "--predictions: "),
@@ -172,6 +177,16 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str], str]]:
         ("served", ["--answers", str(tmp / "m"), *served], "--answers: "),
         ("served", ["--answers", str(tmp / "b"), *served, "--n-bins", "0"], "--n-bins"),
         ("compare", ["--model", missing, "--dataset", missing], "--dataset"),
+        ("judge", ["--judged", missing, "--labels", str(jf["labels"])], "--judged: no such file or folder"),
+        ("judge", [*judged, missing], "--labels: no such file or folder"),
+        ("judge", [*judged, str(jf["judged"])], "--labels: "),
+        ("judge", [*judged, str(gold)], "--labels: "),
+        ("judge", ["--judged", str(gold), "--labels", str(jf["labels"])], "--judged: "),
+        ("judge", [*judged, str(jf["labels"]), "--other-judged", str(jf["judged2"])], "--other-labels"),
+        ("judge", [*judged, str(jf["labels"]), "--other-judged", missing, "--other-labels", str(jf["labels2"])],
+         "--other-judged: no such file"),
+        ("judge", [*judged, str(jf["labels"]), "--threshold", "2"], "--threshold"),
+        ("judge", [*judged, str(jf["labels"]), "--n-bins", "0"], "--n-bins"),
         ("demo", ["--bootstrap", "-1"], "--bootstrap"),
         ("demo", ["--epochs", "0"], "--epochs"),
         ("install-modules", ["nope", "--modules-cache", str(tmp / "cache")], "`name` must be one of"),

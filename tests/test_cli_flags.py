@@ -45,6 +45,7 @@ from calibkit.cli import main
 from calibkit.cli.parser import build_parser
 from tests.conftest import TINY_WORDS
 from tests.test_generations import answers, harness_samples, tiny_lm_and_tokenizer, write_jsonl
+from tests.test_judges import judged_files
 from tests.test_multiple_choice import sample, write_samples
 
 
@@ -63,6 +64,8 @@ def other(value, *argv):
 GEN = ("--answers", "{gen}", "--resplits", "0", "--json")
 SERVED = ("--answers", "{batch_output}", "--gold", "{gold}", "--resplits", "0", "--json")
 COMPARE = ("--model", "{model}", "--dataset", "{data}", "--resplits", "0", "--json")
+JUDGE = ("--judged", "{judged}", "--labels", "{labels}", "--bootstrap", "0", "--json")
+SECOND = ("--other-judged", "{judged2}", "--other-labels", "{labels2}")
 
 # fmt: off
 CASES = {
@@ -177,6 +180,18 @@ CASES = {
     ("compare", "--fce-variant"): [*COMPARE, "--fce-variant", "authors"],
     ("compare", "--json"): [*COMPARE],
     ("compare", "--output"): [*COMPARE, "--output", "{out}"],
+    # judge: a judged run with 60 of 300 samples labelled, and a second model's run
+    ("judge", "--judged"): other("{judged2}", *JUDGE),
+    ("judge", "--labels"): other("{labels2}", "--judged", "{judged2}", "--labels", "{labels}", "--bootstrap", "0"),
+    ("judge", "--other-judged"): [*JUDGE, *SECOND],
+    ("judge", "--other-labels"): other("{labels}", *JUDGE, *SECOND),
+    ("judge", "--bootstrap"): other("20", *JUDGE),
+    ("judge", "--seed"): [*JUDGE, "--seed", "1"],
+    ("judge", "--threshold"): ["--judged", "{judged_scores}", "--labels", "{labels_scores}", "--threshold", "0.8",
+                               "--bootstrap", "0", "--json"],
+    ("judge", "--n-bins"): [*JUDGE, "--n-bins", "3"],
+    ("judge", "--json"): [*JUDGE],
+    ("judge", "--output"): [*JUDGE, "--output", "{out}"],
     # demo: the recorder prints the arguments the demo would run with (see ``recorded``)
     ("demo", "--task"): ["--task", "sequence", "--output", "{out}"],
     ("demo", "--output"): ["--output", "{out}"],
@@ -199,7 +214,8 @@ CASES = {
 EXCUSED = {
     ("compare", "--batch-size"): "how many rows the model reads at once: speed and memory only, same numbers",
     **{(command, "--help"): "prints the help and exits: tests/test_cli_help.py" for command in (
-        "demo", "report", "choices", "generations", "served", "multilabel", "compare", "install-modules", "warmup")},
+        "demo", "report", "choices", "generations", "served", "multilabel", "compare", "judge", "install-modules",
+        "warmup")},
 }  # fmt: skip
 """(command, flag) -> why dropping it cannot change what the command produces."""
 
@@ -211,6 +227,7 @@ CONTROLS = {  # one command line per command, run twice: what it produces must b
     "served": ("served", "--letters"),
     "multilabel": ("multilabel", "--output"),
     "compare": ("compare", "--output"),
+    "judge": ("judge", "--output"),
     "demo": ("demo", "--documents"),
     "install-modules": ("install-modules", "names"),
     "warmup": ("warmup", "--quiet"),
@@ -392,11 +409,29 @@ def files(tmp_path_factory):
     (folder / "second").mkdir()
     found["batch_output2"] = _served(folder / "second", seed=1)["batch_output"]
     found.update(_compare(folder / "compare"))
+    found.update(judged_files(folder / "judges"))
+    found.update(_judged_scores(folder / "judges"))
     model, tokenizer = tiny_lm_and_tokenizer(folder)
     model.save_pretrained(folder / "lm")
     tokenizer.save_pretrained(folder / "lm")
     found["lm"] = folder / "lm"
     return {name: str(path) for name, path in found.items()}
+
+
+def _judged_scores(folder: Path) -> dict[str, Path]:
+    """Judged scores in [0, 1] and people's scores: --threshold says which count as a pass."""
+    rng = np.random.default_rng(4)
+    scores = rng.random(80)
+    rows = [
+        {"id": f"s{i}", "verdict": round(float(v), 3), "confidence": round(float(v), 3)} for i, v in enumerate(scores)
+    ]
+    people = [
+        {"id": f"s{i}", "label": round(float(np.clip(scores[i] + rng.normal(0, 0.2), 0, 1)), 3)} for i in range(40)
+    ]
+    return {
+        "judged_scores": write_jsonl(folder / "scores.jsonl", rows),
+        "labels_scores": write_jsonl(folder / "people_scores.jsonl", people),
+    }
 
 
 # -- running a command line -----------------------------------------------------------------------

@@ -11,7 +11,18 @@ from calibkit.cli import main
 from calibkit.cli import options as cli_options
 from calibkit.metrics.settings import CalibrationSettings, names
 
-COMMANDS = ["demo", "report", "choices", "generations", "served", "multilabel", "compare", "install-modules", "warmup"]
+COMMANDS = [
+    "demo",
+    "report",
+    "choices",
+    "generations",
+    "served",
+    "multilabel",
+    "compare",
+    "judge",
+    "install-modules",
+    "warmup",
+]
 # reST that a terminal would print as it is: ``literal``, :role:`target`, `link`_ and .. directives.
 MARKUP = re.compile(r"``|:[a-z]+:`|`_|^\s*\.\. ", re.MULTILINE)
 

@@ -67,6 +67,8 @@ PUBLIC_MODULES = (
     "calibkit.lm.judges.data",
     "calibkit.lm.judges.inspect_logs",
     "calibkit.lm.judges.lighteval",
+    "calibkit.lm.judges.readers",
+    "calibkit.lm.judges.report",
     "calibkit.demos.llm",
     "calibkit.demos.llm_harness",
     "calibkit.demos.llm_judges",

@@ -19,6 +19,7 @@ Every refusal is one line naming the argument (``judged`` or ``labels``), the fi
 from __future__ import annotations
 
 import glob
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.io.prediction_files import parquet_columns, read_table
+from calibkit.io.prediction_files import one_line, parquet_columns, read_table
 from calibkit.lm.judges.data import HumanLabels, Judged
 from calibkit.lm.multiple_choice.readers import task_of
 
@@ -50,7 +51,7 @@ class JudgedReader:
     Parameters
     ----------
     kind : str
-        Its name (``"table"``, ``"inspect"``, ...), as :func:`judged_kind` returns it.
+        Its name (``"table"``, ``"inspect"``, ...), as ``judged_kind`` returns it.
     detect : callable
         ``detect(file: Path) -> bool``: whether a file is of this kind (cheap: a header or the
         first line; never raises on a file of another kind).
@@ -79,7 +80,6 @@ def _columns(file: Path) -> set[str] | None:
         return None
     if suffix == ".csv":
         return {c.strip().strip('"') for c in head.strip().split(",")}
-    import json
 
     try:
         first = json.loads(head)
@@ -148,14 +148,70 @@ def judged_kind(file: Path) -> str | None:
     return next((r.kind for r in JUDGED_READERS if r.detect(file)), None)
 
 
-def _origins(file: Path, rows: int) -> list[str]:
-    """Where each row of a table was read: the file's line (JSON Lines, CSV with its header) or the row."""
+def read_columns(file: Path, what: str) -> tuple[dict[str, list[Any]], list[str]]:
+    """Read a table's columns as lists, and where each row was read.
+
+    JSON (Lines, a list of records, a dict of columns) is read by Python's ``json``, so that a
+    column may mix types (``1``, ``"pass"``, ``true``) and a blank line keeps the lines' numbers;
+    CSV and Parquet by ``calibkit.io.prediction_files.read_table``.
+
+    Parameters
+    ----------
+    file : Path
+    what : str
+        The argument the messages name (```judged``` or ```labels```).
+
+    Returns
+    -------
+    columns : dict of str to list
+    origin : list of str
+        ``file line l`` (JSON Lines, CSV with its header counted) or ``file row r``.
+
+    Raises
+    ------
+    ValueError
+        One line naming ``what`` and the file (and line) when it cannot be read.
+    """
     suffix = file.suffix.lower()
-    if suffix == ".csv":
-        return [f"{file} line {r + 2}" for r in range(rows)]
-    if suffix == ".jsonl" or (suffix == ".json" and file.read_text(encoding="utf-8").lstrip()[:1] == "{"):
-        return [f"{file} line {r + 1}" for r in range(rows)]
-    return [f"{file} row {r}" for r in range(rows)]
+    if suffix in (".csv", ".parquet"):
+        table = read_table(file, option=what)
+        first, place = (2, "line") if suffix == ".csv" else (0, "row")
+        origin = [f"{file} {place} {r + first}" for r in range(table.num_rows)]
+        return {name: table.column(name).to_pylist() for name in table.column_names}, origin
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{what}: {file} cannot be read: {one_line(exc)}") from None
+    records, origin = _json_records(text, file, what)
+    bad = [i for i, r in enumerate(records) if not isinstance(r, dict)]
+    if bad:
+        raise ValueError(f"{what}: {origin[bad[0]]}: expected a JSON object (a record with named fields)")
+    names = list(dict.fromkeys(k for r in records for k in r))
+    return {k: [r.get(k) for r in records] for k in names}, origin
+
+
+def _json_records(text: str, file: Path, what: str) -> tuple[list[Any], list[str]]:
+    """Return a JSON file's records (JSON Lines, a list of records, a dict of columns) and where each was read."""
+    try:
+        data = json.loads(text)  # one document: a list of records, a dict of columns, or one record
+    except ValueError:
+        data = None
+    if isinstance(data, list):
+        return data, [f"{file} row {r}" for r in range(len(data))]
+    if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):
+        rows = max(len(v) for v in data.values())
+        records = [{k: v[r] if r < len(v) else None for k, v in data.items()} for r in range(rows)]
+        return records, [f"{file} row {r}" for r in range(rows)]
+    records, origin = [], []
+    for number, line in enumerate(text.splitlines(), start=1):  # a loop over lines while reading
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError as exc:
+            raise ValueError(f"{what}: {file} line {number} is not JSON: {one_line(exc)}") from None
+        origin.append(f"{file} line {number}")
+    return records, origin
 
 
 def _unit_value(value: Any) -> float:
@@ -209,8 +265,8 @@ def scale_values(values: list[Any], origin: list[str], what: str, column: str) -
     return out
 
 
-def _text_column(table: Any, name: str) -> list[str]:
-    return ["" if v is None else str(v) for v in table.column(name).to_pylist()]
+def _texts(values: list[Any]) -> list[str]:
+    return ["" if v is None else str(v) for v in values]
 
 
 def read_judged_table(file: Path) -> Judged:
@@ -231,24 +287,23 @@ def read_judged_table(file: Path) -> Judged:
         One line naming the file and line: a missing column, an empty id, a verdict that is not
         0/1 nor a score in [0, 1], a confidence outside [0, 1].
     """
-    table = read_table(file, option=JUDGED)
-    names = table.column_names
+    columns, where = read_columns(file, JUDGED)
+    names = list(columns)
     missing = [c for c in ("id", "verdict") if c not in names]
     if missing:
         raise ValueError(f"{JUDGED}: {file} has no column {missing[0]!r} (columns: {names})")
-    where = _origins(file, table.num_rows)
-    ids = _text_column(table, "id")
+    ids = _texts(columns["id"])
     empty = [i for i, v in enumerate(ids) if not v.strip()]
     if empty:
         raise ValueError(f"{JUDGED}: {where[empty[0]]}: the id is empty")
-    verdict = scale_values(table.column("verdict").to_pylist(), where, JUDGED, "verdict")
+    verdict = scale_values(columns["verdict"], where, JUDGED, "verdict")
     confidence = np.full(len(ids), np.nan)
     if "confidence" in names:
-        raw = table.column("confidence").to_pylist()
+        raw = columns["confidence"]
         given = [i for i, v in enumerate(raw) if v is not None and str(v).strip() != ""]
         confidence[given] = scale_values([raw[i] for i in given], [where[i] for i in given], JUDGED, "confidence")
-    task = _text_column(table, "task") if "task" in names else [task_of(file)] * len(ids)
-    explanation = _text_column(table, "explanation") if "explanation" in names else None
+    task = _texts(columns["task"]) if "task" in names else [task_of(file)] * len(ids)
+    explanation = _texts(columns["explanation"]) if "explanation" in names else None
     return Judged(np.array(ids, dtype=object), np.array(task, dtype=object), verdict, confidence, explanation, where)
 
 
@@ -300,7 +355,9 @@ def _check_unique(ids: np.ndarray, origin: list[str], what: str, things: str) ->
     _, first, counts = np.unique(keys, return_index=True, return_counts=True)
     if (counts > 1).any():
         rows = np.flatnonzero(keys == keys[first[np.argmax(counts > 1)]])[:2]
-        raise ValueError(f"{what}: {origin[rows[0]]} and {origin[rows[1]]}: two {things} with id {keys[rows[0]]!r}")
+        raise ValueError(
+            f"{what}: {origin[rows[0]]} and {origin[rows[1]]}: two {things} with id {str(keys[rows[0]])!r}"
+        )
 
 
 def read_judged(location: str | Path) -> Judged:
@@ -359,16 +416,15 @@ def read_labels(location: str | Path) -> HumanLabels:
     labels: list[np.ndarray] = []
     origin: list[str] = []
     for file in _files(location, LABELS):
-        table = read_table(file, option=LABELS)
-        missing = [c for c in ("id", "label") if c not in table.column_names]
+        columns, where = read_columns(file, LABELS)
+        missing = [c for c in ("id", "label") if c not in columns]
         if missing:
-            raise ValueError(f"{LABELS}: {file} has no column {missing[0]!r} (columns: {table.column_names})")
-        where = _origins(file, table.num_rows)
-        these = _text_column(table, "id")
+            raise ValueError(f"{LABELS}: {file} has no column {missing[0]!r} (columns: {list(columns)})")
+        these = _texts(columns["id"])
         empty = [i for i, v in enumerate(these) if not v.strip()]
         if empty:
             raise ValueError(f"{LABELS}: {where[empty[0]]}: the id is empty")
-        labels.append(scale_values(table.column("label").to_pylist(), where, LABELS, "label"))
+        labels.append(scale_values(columns["label"], where, LABELS, "label"))
         ids += these
         origin += where
     out = HumanLabels(np.array(ids, dtype=object), np.concatenate(labels) if labels else np.zeros(0), origin)
@@ -423,7 +479,7 @@ def match_labels(judged: Judged, labels: HumanLabels) -> np.ndarray:
     origin = labels.origin or [f"label {i}" for i in range(len(labels))]
     if not found.all():
         i = int(np.argmin(found))
-        raise ValueError(f"{LABELS}: {origin[i]}: id {wanted[i]!r} matches no judged sample")
+        raise ValueError(f"{LABELS}: {origin[i]}: id {str(wanted[i])!r} matches no judged sample")
     if is_binary(judged.verdict) and not is_binary(labels.label):
         i = int(np.argmax((labels.label != 0) & (labels.label != 1)))
         raise ValueError(

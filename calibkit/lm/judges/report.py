@@ -224,17 +224,23 @@ def cross_fitted_recalibration(
         return {m: float(report[m]) for m in CALIBRATION}
 
     out: dict[str, Any] = {"folds": k, "samples": int(p.size), "raw": scored(p)}
-    for method in methods:
-        held = np.empty_like(p)
-        for f in range(k):  # a loop over folds; each fit and map is vectorised
-            train = fold != f
-            if y[train].min() == y[train].max():  # one class left to fit on: the identity
-                held[~train] = p[~train]
-                continue
-            held[~train] = apply_score_map(fit_score_map(method, p[train], y[train]), p[~train])
-        fitted = fit_score_map(method, p, y)
-        out[method] = {"metrics": scored(held), "map": {k_: _plain(v) for k_, v in fitted.items()}}
+    with np.errstate(over="ignore"):  # Platt on separable classes: a steep map, exp overflows to 0 or 1
+        for method in methods:
+            out[method] = _cross_fitted(method, p, y, fold, k, scored)
     return out
+
+
+def _cross_fitted(method: str, p: np.ndarray, y: np.ndarray, fold: np.ndarray, k: int, scored: Any) -> dict[str, Any]:
+    """One map's out-of-fold confidences scored, and the map fitted on every sample."""
+    held = np.empty_like(p)
+    for f in range(k):  # a loop over folds; each fit and map is vectorised
+        train = fold != f
+        if y[train].min() == y[train].max():  # one class left to fit on: the identity
+            held[~train] = p[~train]
+            continue
+        held[~train] = apply_score_map(fit_score_map(method, p[train], y[train]), p[~train])
+    fitted = fit_score_map(method, p, y)
+    return {"metrics": scored(held), "map": {key: _plain(v) for key, v in fitted.items()}}
 
 
 def _plain(value: Any) -> Any:
@@ -294,7 +300,7 @@ def judge_report(
     n_bins : int, default 15
     bootstrap : int, default 1000
         Replicates of the agreement's and the calibration's intervals (0: none) and of
-        Rogan-Gladen's (0: :data:`RG_REPLICATES`).
+        Rogan-Gladen's (0: ``RG_REPLICATES``, 2,000).
     level : float, default 0.95
     seed : int, default 0
     folds : int, default 5
@@ -307,9 +313,9 @@ def judge_report(
     dict
         ``samples``, ``labelled``, ``binary`` (verdicts and labels 0/1), ``threshold``, ``level``,
         ``pooled`` and ``tasks`` (task -> the same): ``samples``, ``labelled``, ``rates``
-        (:func:`pass_rates`), ``agreement`` (:func:`calibkit.metrics.judges.judge_agreement`),
-        ``calibration`` (:func:`judge_calibration`) and ``recalibration``
-        (:func:`cross_fitted_recalibration`) where the judge gives a confidence.
+        (``calibkit.lm.judges.report.pass_rates``), ``agreement`` (:func:`calibkit.metrics.judges.judge_agreement`),
+        ``calibration`` (``calibkit.lm.judges.report.judge_calibration``) and ``recalibration``
+        (``calibkit.lm.judges.report.cross_fitted_recalibration``) where the judge gives a confidence.
 
     Raises
     ------
@@ -368,21 +374,25 @@ def compare_runs(
         rest[at] = False
         runs.append((judged, labels, at, rest))
     (ja, la, at_a, rest_a), (jb, lb, at_b, rest_b) = runs
-    same_ids = len(ja) == len(jb) and set(ja.ids.tolist()) == set(jb.ids.tolist())
-    paired = same_ids and set(la.ids.tolist()) == set(lb.ids.tolist())
+    same_ids = len(ja) == len(jb) and np.array_equal(np.sort(ja.ids.astype(str)), np.sort(jb.ids.astype(str)))
+    paired = same_ids and np.array_equal(np.sort(la.ids.astype(str)), np.sort(lb.ids.astype(str)))
+    a = (la.label, ja.verdict[at_a], ja.verdict[rest_a])
     if paired:  # line the second run up on the first, by id
-        order = {k: i for i, k in enumerate(jb.ids.tolist())}
-        by_label = {k: i for i, k in enumerate(lb.ids.tolist())}
-        b_rows = np.array([order[k] for k in ja.ids.tolist()])  # a loop over ids while aligning
-        b_labels = np.array([by_label[k] for k in la.ids.tolist()])
-        a = (la.label, ja.verdict[at_a], ja.verdict[rest_a])
+        b_rows = _positions(jb.ids, ja.ids)
+        b_labels = _positions(lb.ids, la.ids)
         b = (lb.label[b_labels], jb.verdict[at_b[b_labels]], jb.verdict[b_rows][rest_a])
         out = ppi_mean_difference(a, b, paired=True, level=level)
     else:
-        a = (la.label, ja.verdict[at_a], ja.verdict[rest_a])
         b = (lb.label, jb.verdict[at_b], jb.verdict[rest_b])
         out = ppi_mean_difference(a, b, level=level)
     return {**out, "labelled": [len(la), len(lb)]}
+
+
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Where each of ``wanted`` is in ``ids`` (every one is there, each once)."""
+    keys = ids.astype(str)
+    order = np.argsort(keys, kind="stable")
+    return order[np.searchsorted(keys[order], wanted.astype(str))]
 
 
 def answer_sentence(report: dict[str, Any]) -> str:
