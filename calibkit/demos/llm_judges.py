@@ -48,13 +48,12 @@ def _inspect_model(model: Any, tokenizer: Any, folder: Path) -> Any:
     """Save the model where Inspect's ``hf`` provider loads it, and return Inspect's model (greedy, with logprobs)."""
     from inspect_ai.model import GenerateConfig, get_model
 
-    from calibkit.demos.llm import SMOLLM2_FILE
-
     path = folder / "model"
     tokenizer.save_pretrained(path)
-    gguf = Path(str(getattr(model, "name_or_path", ""))) / SMOLLM2_FILE
-    if gguf.is_file():  # SmolLM2 as the demo loads it: not serializable, Inspect reads the same GGUF file
-        where = {"model_path": str(gguf.parent), "gguf_file": SMOLLM2_FILE, "tokenizer_path": str(path)}
+    source = str(getattr(model, "name_or_path", "") or "")
+    gguf = sorted(Path(source).glob("*.gguf")) if source and Path(source).is_dir() else []
+    if len(gguf) == 1:  # SmolLM2 as the demo loads it: not serializable, Inspect reads the same GGUF file
+        where = {"model_path": source, "gguf_file": gguf[0].name, "tokenizer_path": str(path)}
     else:
         model.save_pretrained(path)
         where = {"model_path": str(path)}
