@@ -57,8 +57,27 @@ def _inspect_model(model: Any, tokenizer: Any, folder: Path) -> Any:
     else:
         model.save_pretrained(path)
         where = {"model_path": str(path)}
+        _own_end_of_text(model, tokenizer, path)
     config = GenerateConfig(logprobs=True, top_logprobs=5, max_tokens=MAX_TOKENS, stop_seqs=["\n"])
     return get_model("hf/local", config=config, do_sample=False, device="cpu", dtype="float32", **where)
+
+
+def _own_end_of_text(model: Any, tokenizer: Any, path: Path) -> None:
+    """Save the tokenizer's end of text as the generation's, where the model's config names an id past its vocabulary.
+
+    A small model built on GPT-2's config keeps GPT-2's end-of-text id (50256): generating a batch, Inspect's ``hf``
+    provider pads the rows that finished with it, an index outside a smaller vocabulary.
+    """
+    import copy
+
+    vocabulary = model.get_input_embeddings().num_embeddings
+    generation = getattr(model, "generation_config", None)
+    ends = np.atleast_1d(np.asarray(generation.eos_token_id if generation else [], dtype=float))
+    if tokenizer.eos_token_id is None or not (ends >= vocabulary).any():
+        return
+    generation = copy.deepcopy(generation)
+    generation.eos_token_id = generation.pad_token_id = generation.bos_token_id = tokenizer.eos_token_id
+    generation.save_pretrained(path)
 
 
 def _slice(n: int, seed: int) -> np.ndarray:
