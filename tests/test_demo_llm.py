@@ -124,6 +124,7 @@ def test_the_answers_part_on_questions_of_bigbench_and_mmlu_form(tmp_path):
     multiple choice is the library's report on the same scores, the free text goes through
     lm-evaluation-harness and its samples file is read back as written."""
     pytest.importorskip("lm_eval")
+    from inspect_ai.log import read_eval_log
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from calibkit.demos.llm_answers import answers_section, bigbench_questions, choice_data, is_right, mmlu_questions
@@ -166,6 +167,14 @@ def test_the_answers_part_on_questions_of_bigbench_and_mmlu_form(tmp_path):
     for source, row in out["free_text"]["report"]["pooled"]["sources"].items():  # the abstention threshold
         assert f"- {source}: {row['abstention']['sentence']}" in part["text"]
     assert any("free text:" in sentence for _, sentence in part["verdicts"])
+    # the model as its own judge through Inspect: the gold labels its people, Inspect's ppi equal to the report's
+    judges = out["judges"]
+    graded = [s for s in read_eval_log(judges["log"]).samples if s.scores["model_graded_qa"].value in ("yes", "no")]
+    assert judges["questions"] == 24 and len(graded) + judges["unscored"] == 24
+    if judges["report"] is not None:
+        assert judges["report"]["pooled"]["samples"] == len(graded)
+        assert judges["true_rate"] == pytest.approx(np.mean([is_right(s.output.completion, s.target) for s in graded]))
+    assert any(sentence.startswith("judge: ") for _, sentence in part["verdicts"])
 
 
 def test_the_harness_tasks_metric_is_is_right():

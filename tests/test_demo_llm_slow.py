@@ -76,6 +76,12 @@ def test_llm_demo_on_smollm2(tmp_path):
     agreement = answers["agreement"]
     assert agreement["repeats"] >= 2 and set(agreement["report"]["pooled"]["sources"]) >= {"agreement", "sequence"}
     assert all("abstention" in row for row in agreement["report"]["pooled"]["sources"].values())
+    # the model as its own judge through Inspect (tests/test_demo_llm_judges_slow.py checks its numbers)
+    judges = answers["judges"]
+    assert judges["questions"] == 70 and judges["report"]["pooled"]["labelled"] == 7 and judges["covered"]["ppi"]
+    assert judges["inspect_metrics"]["ppi_pass_rate"] == pytest.approx(
+        judges["report"]["pooled"]["rates"]["ppi"]["estimate"], abs=1e-9
+    )
 
 
 @pytest.mark.slow

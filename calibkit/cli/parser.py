@@ -380,7 +380,8 @@ def _judge(sub: argparse._SubParsersAction) -> None:
         "--judged",
         required=True,
         help="judged samples: a file (JSON Lines, CSV, Parquet) with id, verdict (0/1 or a score in [0, 1]) and "
-        "optionally task, confidence, explanation columns; or a folder or a quoted glob of them",
+        "optionally task, confidence, explanation columns, an Inspect log (.eval, .json) of a model grader, or "
+        "lighteval details of a judge metric; or a folder or a quoted glob of them",
     )
     judge.add_argument("--labels", required=True, help="people's labels of some samples: a file with id and label")
     judge.add_argument("--other-judged", help="a second model's judged samples (same judge): the difference of rates")

@@ -353,14 +353,21 @@ def _beyond_the_weights(
     model: Any, tokenizer: Any, examples: list[dict[str, Any]], mmlu: list[dict[str, Any]], resplits: int, seed: int,
     folder: Path,
 ) -> dict[str, dict[str, Any]]:  # fmt: skip
-    """Put the questions to the model as an API (log-probabilities read back) and as a sampler (agreement)."""
+    """Put the questions to the model as an API, as a sampler, and to the model as its own judge through Inspect.
+
+    As an API, its log-probabilities are read back; as a sampler, the answers' agreement is the confidence; as its own
+    judge, its grades are checked against the gold answers.
+    """
     from calibkit.demos.llm_agreement import agreement_section
+    from calibkit.demos.llm_judges import judges_section
     from calibkit.demos.llm_served import served_section
 
     served = served_section(model, tokenizer, questions=mmlu_questions(mmlu), folder=folder / "served")
     agree = agreement_section(model, tokenizer, examples=examples, shots=SHOTS, is_right=is_right,
                               resplits=resplits, seed=seed, folder=folder / "repeats")  # fmt: skip
-    return {"served": served, "agreement": agree}
+    judges = judges_section(model, tokenizer, examples=examples, shots=SHOTS, is_right=is_right, seed=seed,
+                            folder=folder / "judges")  # fmt: skip
+    return {"served": served, "agreement": agree, "judges": judges}
 
 
 def _choice_rows(mc: dict[str, Any], choices: Any, ts: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -41,14 +41,32 @@ from inspect_ai.util import registry_info
 
 from calibkit.lm.generations import source_metrics
 from calibkit.lm.inspect_logs import LETTERS, SHUFFLED, SOURCES, answer_tokens, output_sources, score_value
+from calibkit.lm.judges import HumanLabels, Judged, match_labels, read_labels
 from calibkit.lm.sources import check_source
+from calibkit.metrics.judges import ppi_mean
 from calibkit.metrics.sampling import SAMPLING_DEFAULTS
 from calibkit.metrics.settings import DEFAULTS
+from calibkit.plugins.skeleton import interval_rows
 
 KEY = "calibkit"
 """The key of ``Score.metadata`` that holds the confidence: ``{"source": str, "confidence": float | None}``."""
 
-__all__ = ["KEY", "aurc", "brier", "calibrated", "confidence_and_right", "ece", "nll", "sample_confidence"]
+__all__ = [
+    "KEY",
+    "LABEL_KEY",
+    "aurc",
+    "brier",
+    "calibrated",
+    "confidence_and_right",
+    "ece",
+    "nll",
+    "ppi",
+    "sample_confidence",
+    "verdicts_and_labels",
+]
+
+LABEL_KEY = "human_label"
+"""The key of a sample's ``metadata`` that holds its human label, for :func:`ppi` (1 pass, 0 fail, or in [0, 1])."""
 
 RIGHT = SAMPLING_DEFAULTS.threshold
 """A score at least this high (Inspect's ``value_to_float``) is a right answer: the sampling settings'
@@ -240,3 +258,97 @@ def calibrated(
         return score
 
     return wrapped()
+
+
+def verdicts_and_labels(
+    scores: list[SampleScore], labels: HumanLabels | None = None, key: str = LABEL_KEY
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the judge's verdicts and people's labels of the samples that have one.
+
+    Parameters
+    ----------
+    scores : list of inspect_ai.scorer.SampleScore
+        The judge's scores (Inspect's ``value_to_float``: ``C`` 1, ``P`` 0.5, ``I`` 0).
+    labels : HumanLabels, optional
+        Labels by sample id (:func:`calibkit.lm.judges.read_labels`); default: each sample's
+        ``metadata[key]``.
+    key : str, default ``human_label``
+
+    Returns
+    -------
+    tuple of ndarray
+        The verdicts (shape (N,)), the labelled samples' indices into them (shape (n,)) and
+        their labels (shape (n,)).
+
+    Raises
+    ------
+    ValueError
+        A label off the verdicts' scale (a score where every verdict is 0/1, naming the file and
+        line), or a metadata label that is not a number in [0, 1]. A label whose id is none of the
+        scores' is set aside: Inspect computes its metrics on the samples done so far while it runs.
+    """
+    verdicts = np.array([score_value(s.score, f"sample {s.sample_id}") for s in scores], dtype=np.float64)
+    ids = np.array([str(s.sample_id) for s in scores], dtype=object)
+    if labels is None:
+        given = [(i, (s.sample_metadata or {}).get(key)) for i, s in enumerate(scores)]
+        given = [(i, v) for i, v in given if v is not None]
+        where = [f"sample {scores[i].sample_id}, metadata[{key!r}]" for i, _ in given]
+        for (_, value), place in zip(given, where):  # a loop over the labels while reading them
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                raise ValueError(f"`labels`: {place}: {value!r} is not a label (1 pass, 0 fail, or in [0, 1])")
+        labels = HumanLabels(ids[[i for i, _ in given]], np.array([v for _, v in given], dtype=np.float64), where)
+    # Inspect computes the metrics on the samples done so far while it runs: a label of a sample not among
+    # them is set aside, not refused (``calibkit judge`` on the log refuses an id that matches nothing)
+    known = np.isin(labels.ids.astype(str), ids.astype(str))
+    kept = HumanLabels(labels.ids[known], labels.label[known], [o for o, k in zip(labels.origin, known) if k])
+    judged = Judged(ids, np.zeros(len(ids), dtype=object), verdicts, np.full(len(ids), np.nan))
+    return verdicts, match_labels(judged, kept), kept.label
+
+
+@_registered
+def ppi(labels: str | None = None, key: str = LABEL_KEY, level: float = SAMPLING_DEFAULTS.level) -> Metric:
+    """Report people's pass rate, corrected from the judge's by PPI++ on the samples people labelled.
+
+    A model grader's (``model_graded_qa``, ``model_graded_fact``) pass rate carries the judge's
+    errors; with human labels for some samples, prediction-powered inference with a power-tuned
+    ``lambda`` (PPI++, :func:`calibkit.metrics.judges.ppi_mean`, equal to ``ppi-python``'s
+    ``ppi_mean_ci``) corrects it: ``lambda * mean(judge, unlabelled) + mean(label - lambda *
+    judge, labelled)``, with its normal interval. Inspect's results show ``ppi_pass_rate``, its
+    interval ``ppi_pass_rate_ci_lower`` and ``ppi_pass_rate_ci_upper``, and ``ppi_labelled`` (NaN
+    rates with fewer than 2 labels, or no sample left without one).
+
+    Parameters
+    ----------
+    labels : str, optional
+        A labels file (``id``, ``label``: :func:`calibkit.lm.judges.read_labels`), ids the
+        samples' ids; read when the task is made, so that a bad file is refused before any
+        sample runs. Default: the samples' ``metadata[key]`` where present.
+    key : str, default ``human_label``
+        The metadata key of a sample's label, when no file is given.
+    level : float, default 0.95
+        The interval's level.
+
+    Returns
+    -------
+    inspect_ai.scorer.Metric
+
+    Examples
+    --------
+    >>> Task(dataset=..., solver=generate(), scorer=model_graded_qa(),  # doctest: +SKIP
+    ...      metrics=[accuracy(), stderr(), ppi(labels="labels.csv")])
+    """
+    given = read_labels(labels) if labels is not None else None
+    rate = "ppi_pass_rate"
+    lower, upper = interval_rows(rate)
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        verdicts, labelled, human = verdicts_and_labels(scores, given, key)
+        rest = np.ones(verdicts.size, dtype=bool)
+        rest[labelled] = False
+        out = {rate: math.nan, lower: math.nan, upper: math.nan, "ppi_labelled": float(labelled.size)}
+        if labelled.size < 2 or not rest.any():
+            return out
+        found = ppi_mean(human, verdicts[labelled], verdicts[rest], level=level)
+        return {**out, rate: found["estimate"], lower: found["ci_lower"], upper: found["ci_upper"]}
+
+    return compute

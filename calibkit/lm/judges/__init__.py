@@ -10,6 +10,8 @@ recalibration) and corrects its pass rate (PPI++, Rogan-Gladen), per task and po
 """
 
 from calibkit.lm.judges.data import HumanLabels, Judged
+from calibkit.lm.judges.inspect_logs import read_inspect_judged  # registers the Inspect logs' reader
+from calibkit.lm.judges.lighteval import read_lighteval_judged  # registers the lighteval details' reader
 from calibkit.lm.judges.readers import (
     JUDGED_READERS,
     JudgedReader,
@@ -29,7 +31,9 @@ __all__ = [
     "compare_runs",
     "judge_report",
     "match_labels",
+    "read_inspect_judged",
     "read_judged",
     "read_labels",
+    "read_lighteval_judged",
     "register_judged_reader",
 ]
