@@ -98,6 +98,8 @@ API_MODULES = {
     "calibkit.lm.judges": "LLM judges against people: readers, report, two runs compared",
     "calibkit.metrics.judges": "LLM judges' statistics: agreement, PPI++, Rogan-Gladen",
     "calibkit.lm.preferences": "Reward models: preference pairs, their report and the pairwise temperature",
+    "calibkit.metrics.preferences": "Reward models' preference probabilities: the functional core",
+    "calibkit.calibrators.preference": "The pairwise temperature of a reward model",
     "calibkit.metrics.abstention": "Abstention with a guarantee (Learn then Test)",
     "calibkit.lm.inspect_logs": "Inspect AI logs",
     "calibkit.plugins.lm_eval": "In lm-evaluation-harness",

@@ -16,6 +16,8 @@ import numpy as np
 from calibkit.calibrators.temperature import fit_inverse_temperature
 from calibkit.metrics.preferences import check_margins, preference_probability
 
+__all__ = ["PreferenceTemperature", "fit_preference_temperature"]
+
 
 def _derivatives(m: np.ndarray) -> Callable[[float], tuple[float, float, float, float]]:
     def derivatives(beta: float) -> tuple[float, float, float, float]:

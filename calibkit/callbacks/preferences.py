@@ -14,7 +14,7 @@ training they fit the pairwise temperature
 (:func:`calibkit.calibrators.preference.fit_preference_temperature`) on the last evaluation's
 pairs, log it and keep it (``temperature_fitted``); with ``calibrate=True`` the reward model is
 wrapped by :func:`calibkit.calibrators.calibrate` (its rewards divided by ``T``) and saved to
-``<output_dir>/calibrated-preference/`` (:mod:`calibkit.callbacks.preference_fitting`).
+``<output_dir>/calibrated-preference/`` (``calibkit.callbacks.preference_fitting``).
 
 Every pair is read whole. TRL's collators put a batch's chosen rows above its rejected rows
 (``torch.chunk(rewards, 2)``); ``trainer.predict`` and ``compute_metrics`` see per-batch blocks
@@ -98,7 +98,7 @@ class PreferenceCallback(TrainerCallback):
         fitted ``T`` (its rewards divided by ``T``; the card states ``T``, the pairs it was fitted
         on and the preference metrics before and after). A callable
         ``calibrate(model, temperature) -> model`` is called instead. The result is kept as
-        :attr:`calibrated_model`, saved with the tokenizer to
+        ``calibrated_model``, saved with the tokenizer to
         ``<output_dir>/calibrated-preference/`` and, with ``args.push_to_hub``, uploaded to the
         run's Hub repository under that folder.
 
@@ -523,7 +523,7 @@ class DPOPreferenceCallback(PreferenceCallback):
     (log pi(r) - log ref(r)))`` summed over the completion's tokens (``completion_mask``), whose
     ``sigmoid`` is the preference probability of DPO's default ``loss_type="sigmoid"`` (another
     loss, an ``f_divergence_type`` other than ``"reverse_kl"`` or an ``ld_alpha`` are warned
-    about: the numbers are then those of the sigmoid loss's reading). With :meth:`attach` the
+    about: the numbers are then those of the sigmoid loss's reading). With :meth:`PreferenceCallback.attach` the
     reference log-probabilities come from the evaluation's own reference pass (or the batch's
     precomputed ``ref_chosen_logps`` / ``ref_rejected_logps``); without it, ``on_evaluate`` runs
     ``ref_model`` (or uses the precomputed columns).
@@ -532,8 +532,8 @@ class DPOPreferenceCallback(PreferenceCallback):
     ----------
     ref_model : torch.nn.Module, optional
         The reference model (the ``ref_model`` given to ``DPOTrainer``). Needed without
-        :meth:`attach` unless the batches carry precomputed reference log-probabilities;
-        with :meth:`attach`, default: ``trainer.ref_model``.
+        :meth:`PreferenceCallback.attach` unless the batches carry precomputed reference log-probabilities;
+        with :meth:`PreferenceCallback.attach`, default: ``trainer.ref_model``.
     beta : float, optional
         DPO's ``beta``; default: the run's ``args.beta``.
     n_bins : int, default 15
