@@ -85,6 +85,7 @@ PUBLIC_MODULES = (
     "calibkit.metrics.functional",
     "calibkit.metrics.conformal",
     "calibkit.metrics.abstention",
+    "calibkit.metrics.rejection",
     "calibkit.lm.served",
     "calibkit.lm.inspect_logs",
     "calibkit.plugins.lm_eval",
