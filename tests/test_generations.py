@@ -93,8 +93,38 @@ def test_each_source_equals_a_plain_loop(tmp_path):
     assert report["tasks"]["math"]["accuracy"] == pytest.approx(np.mean([r["correct"] for r in math_rows]))
     got = report["tasks"]["math"]["sources"]["overconfident"]["ece"]
     assert got == pytest.approx(ece_loop([r["overconfident"] for r in math_rows], [r["correct"] for r in math_rows]))
-    assert report["best"] == {"calibration": "judge", "ranking": report["best"]["ranking"]}
+    assert report["best"] == {"calibration": "judge", "ranking": report["best"]["ranking"], "rejection": "judge"}
     assert report["kinds"] == {"judge": "given", "overconfident": "given"}
+
+
+@pytest.mark.parametrize("scored", [False, True])
+def test_each_sources_rejection_metrics_read_the_correct_score_as_given(tmp_path, scored):
+    """PRR, ROC AUC, AUGRC, ... against the ``correct`` column: a score where it is one, 0/1 otherwise."""
+    from calibkit.lm.generations.report import REJECTION
+    from calibkit.metrics.bootstrap import rejection_intervals
+    from calibkit.metrics.rejection import rejection_metrics
+
+    rows = answers(300)
+    rng = np.random.default_rng(7)
+    for r in rows:  # a ROUGE-like score: right answers score higher
+        r["correct"] = round(0.55 * r["correct"] + 0.45 * float(rng.random()), 3) if scored else r["correct"]
+    data = read_generations(write_jsonl(tmp_path / "gen.jsonl", rows))
+    report = generations_report(data, bootstrap=40, seed=2, threshold=0.6)
+    for source in ("judge", "overconfident"):
+        kept = [r for r in rows if r[source] is not None]
+        p, q = np.array([r[source] for r in kept]), np.array([r["correct"] for r in kept], dtype=float)
+        got = report["pooled"]["sources"][source]
+        want = rejection_metrics(p, q, threshold=0.6)
+        for m in REJECTION:  # None where undefined (no share of the answers within the risk)
+            assert (np.nan if got[m] is None else got[m]) == pytest.approx(want[m], abs=1e-12, nan_ok=True), m
+        ci = rejection_intervals(p, q, bootstrap=40, seed=2, threshold=0.6)["intervals"]
+        nan = lambda v: np.nan if v is None else v  # noqa: E731
+        assert all([nan(v) for v in got["intervals"][m]] == pytest.approx(list(ci[m]), nan_ok=True) for m in REJECTION)
+        assert ("aurc" in got["intervals"]) is not scored  # AURC reads right/wrong: its interval where they agree
+        if not scored:
+            assert got["aurc"] == pytest.approx(want["aurc"], abs=1e-12)
+    prr = {s: v["prr"] for s, v in report["pooled"]["sources"].items()}
+    assert report["best"]["rejection"] == max(prr, key=prr.get)
 
 
 @pytest.mark.parametrize("suffix", ["jsonl", "csv"])

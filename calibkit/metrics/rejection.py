@@ -47,6 +47,7 @@ from calibkit.metrics.validation import check_coverage
 
 __all__ = [
     "MAX_REJECTION",
+    "REJECTION",
     "RankedRows",
     "check_rejection_settings",
     "prediction_rejection_area",
@@ -57,6 +58,17 @@ __all__ = [
 
 MAX_REJECTION = 0.5
 """The share rejected at most by ``prr_at`` (PRR@50%, the share LM-Polygraph's benchmark reports)."""
+
+REJECTION: tuple[tuple[str, str, bool], ...] = (
+    ("prr", "prediction rejection ratio: the rejection area between random (0) and oracle (1), LM-Polygraph's", True),
+    ("prr_at", "PRR rejecting at most `max_rejection` of the answers (PRR@50%)", True),
+    ("roc_auc", "ROC AUC of the uncertainty (-confidence) at detecting a wrong answer", True),
+    ("pr_auc", "average precision of the uncertainty at detecting a wrong answer (the positive class)", True),
+    ("augrc", "area under the generalized risk-coverage curve: the rate of answers both kept and wrong", False),
+    ("risk_at_coverage", "the mean loss of the `coverage` share of answers the confidence ranks first", False),
+    ("coverage_at_risk", "the largest share of the most confident answers whose mean loss is at most `risk`", True),
+)
+"""The rejection metrics the metrics registry adds (name, summary, higher is better; ``aurc`` is there already)."""
 
 _TOLERANCE = 1e-12
 """``coverage_at_risk`` counts a mean loss within this (relative) of ``risk`` as at most ``risk`` (round-off)."""
