@@ -48,7 +48,18 @@ from calibkit.metrics.settings import DEFAULTS
 KEY = "calibkit"
 """The key of ``Score.metadata`` that holds the confidence: ``{"source": str, "confidence": float | None}``."""
 
-__all__ = ["KEY", "aurc", "brier", "calibrated", "confidence_and_right", "ece", "nll", "sample_confidence"]
+__all__ = [
+    "KEY",
+    "augrc",
+    "aurc",
+    "brier",
+    "calibrated",
+    "confidence_and_right",
+    "ece",
+    "nll",
+    "prr",
+    "sample_confidence",
+]
 
 RIGHT = SAMPLING_DEFAULTS.threshold
 """A score at least this high (Inspect's ``value_to_float``) is a right answer: the sampling settings'
@@ -164,6 +175,16 @@ aurc = _without_settings(
     "Area under the risk-coverage curve (the mean over coverages ``k/n`` of the error rate of the ``k`` most "
     "confident answers; Geifman and El-Yaniv 2017)",
 )
+prr = _without_settings(
+    "prr",
+    "Prediction rejection ratio (LM-Polygraph's PRR: the rejection area between random, 0, and oracle, 1, "
+    "rejection; :mod:`calibkit.metrics.rejection`), over right and wrong,",
+)
+augrc = _without_settings(
+    "augrc",
+    "Area under the generalized risk-coverage curve (Traub et al. 2024: the rate of answers both kept and "
+    "wrong, torch-uncertainty's trapezoid)",
+)
 
 
 def confidence_and_right(scores: list[SampleScore]) -> tuple[np.ndarray, np.ndarray]:
@@ -207,7 +228,8 @@ def calibrated(
         spelling, still read with a warning), ``sequence`` (default otherwise),
         ``sequence_normalized`` or ``least_token`` (:mod:`calibkit.lm.sources`).
     metrics : list of inspect_ai.scorer.Metric, optional
-        Default ``[accuracy(), stderr(), ece(), brier(), nll(), aurc()]``.
+        Default ``[accuracy(), stderr(), ece(), brier(), nll(), aurc()]``; :func:`prr` and
+        :func:`augrc` (the rejection metrics) on request.
     name : str, optional
         The scorer's name in the results (default: the wrapped scorer's).
 
