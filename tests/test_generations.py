@@ -392,3 +392,15 @@ def test_next_token_logprobs_equal_answer_logprobs_of_one_token_answers(tmp_path
                                    [c for cs in choices for c in cs])  # fmt: skip
     assert counts.tolist() == [1] * len(counts)
     np.testing.assert_allclose(np.concatenate(got), sums, rtol=0, atol=1e-5)
+
+
+def test_the_llm_demos_table_shows_prr_and_augrc_beside_ece_and_aurc(tmp_path):
+    from calibkit.demos.llm_text import number, source_table
+
+    report = generations_report(read_generations(write_jsonl(tmp_path / "gen.jsonl", answers(200))))
+    head, _, *rows = source_table(report)
+    names = [c.strip() for c in head.strip("|").split("|")]
+    assert names == ["source", "answers", "mean confidence", "ece", "brier", "nll", "aurc", "prr", "augrc"]
+    for line, (source, row) in zip(rows, report["pooled"]["sources"].items()):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[0] == source and cells[-2:] == [number(row["prr"]), number(row["augrc"])]
