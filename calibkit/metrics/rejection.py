@@ -185,7 +185,8 @@ def _area(m: np.ndarray, value: np.ndarray, first: np.ndarray) -> np.ndarray:
     count = np.maximum(m - lo + 1.0, 0.0)
     s0 = s + lo - 1.0
     rate = np.divide(value, m, out=np.zeros_like(value), where=m > 0)
-    inverse = _harmonic(s0 + count) - _harmonic(s0)
+    table = _harmonic(np.arange(np.max(s0 + count, initial=0.0) + 1.0))  # H(0..n), once: gathered below
+    inverse = table[(s0 + count).astype(np.int64)] - table[s0.astype(np.int64)]
     ranked = count - s0 * inverse
     return ((before + (lo - 1.0) * rate) * inverse + rate * ranked).sum(axis=1)
 
