@@ -91,6 +91,7 @@ API_MODULES = {
     "calibkit.lm.served": "Served models: confidence from API log-probabilities",
     "calibkit.metrics.abstention": "Abstention with a guarantee (Learn then Test)",
     "calibkit.metrics.rejection": "Rejection metrics: PRR, ROC AUC, PR AUC, AURC, AUGRC, risk and coverage",
+    "calibkit.lm.generations.quality": "Generated answers scored against their gold (rejection metrics)",
     "calibkit.lm.inspect_logs": "Inspect AI logs",
     "calibkit.plugins.lm_eval": "In lm-evaluation-harness",
     "calibkit.plugins.inspect_ai": "In Inspect AI",

@@ -86,6 +86,7 @@ PUBLIC_MODULES = (
     "calibkit.metrics.conformal",
     "calibkit.metrics.abstention",
     "calibkit.metrics.rejection",
+    "calibkit.lm.generations.quality",
     "calibkit.lm.served",
     "calibkit.lm.inspect_logs",
     "calibkit.plugins.lm_eval",

@@ -404,3 +404,33 @@ def test_the_llm_demos_table_shows_prr_and_augrc_beside_ece_and_aurc(tmp_path):
     for line, (source, row) in zip(rows, report["pooled"]["sources"].items()):
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[0] == source and cells[-2:] == [number(row["prr"]), number(row["augrc"])]
+
+
+def test_answer_quality_exact_match_after_normalisation_and_a_callable_hook():
+    from calibkit.lm.generations.quality import answer_quality
+    from calibkit.metrics.rejection import rejection_metrics
+
+    answers, gold = ["The Eiffel Tower!", "three", "a cat", "Rome"], ["eiffel tower", "3", "dog", "rome"]
+    assert answer_quality(answers, gold).tolist() == [1.0, 1.0, 0.0, 1.0]
+    halves = answer_quality(answers, gold, lambda a, g: [0.5] * len(a))  # the hook: ROUGE-L, a judge, batched
+    assert halves.tolist() == [0.5] * 4
+    quality = answer_quality(answers, gold)  # what the rejection metrics read
+    assert rejection_metrics([0.9, 0.8, 0.1, 0.7], quality)["prr"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((["a"], ["a", "b"]), r"`gold` has 2 answers for 1 `answers`"),
+        ((["a"], ["a"], "bleu"), r"`measure`: unknown measure 'bleu'; known: exact_match, or a callable"),
+        ((["a"], ["a"], 3), r"`measure` must be one of exact_match or a callable"),
+        ((["a", "b"], ["a", "b"], lambda a, g: [1.0]), r"`measure` returned shape \(1,\) for 2 answers"),
+        ((["a"], ["a"], lambda a, g: [1.5]), r"`measure` must score in \[0, 1\]; answer 0 scored 1.5"),
+        ((["a"], ["a"], lambda a, g: ["x"]), r"`measure` returned no numbers"),
+    ],
+)
+def test_answer_quality_refuses_bad_input_naming_the_argument(args, message):
+    from calibkit.lm.generations.quality import answer_quality
+
+    with pytest.raises(ValueError, match=message):
+        answer_quality(*args)
