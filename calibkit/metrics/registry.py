@@ -56,7 +56,7 @@ class Metric:
         One line: what it measures.
     compute : callable or None
         ``compute(sums: Sums) -> float | ndarray``; None for a column that the comparison table computes from
-        the predicted classes (``macro_f1``), or a rejection metric (:data:`REJECTION_METRICS`: from the rows).
+        the predicted classes (``macro_f1``), or a rejection metric (``REJECTION_METRICS``: from the rows).
     sums : frozenset of str
         The groups of :data:`SUMS` it reads.
     top_bins : str or None

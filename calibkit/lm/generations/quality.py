@@ -2,7 +2,7 @@
 
 The rejection metrics (:mod:`calibkit.metrics.rejection`) read a quality in [0, 1] per answer: a
 ``correct`` column as the readers give it, or a score computed here from the answer and its gold:
-exact match after calibkit's normalisation (:func:`calibkit.lm.generations.agreement.normalize_answer`:
+exact match after calibkit's normalisation (``calibkit.lm.generations.normalize_answer``:
 case, articles, punctuation, number words), or any measure the caller gives, such as ROUGE-L (the
 hook: a callable of the answers and the golds).
 """
@@ -36,7 +36,7 @@ def answer_quality(
     gold : sequence of str
         One gold answer each.
     measure : {"exact_match"} or callable, default "exact_match"
-        ``exact_match``: 1 where the two are equal after :func:`normalize_answer`, else 0. A
+        ``exact_match``: 1 where the two are equal after ``normalize_answer``, else 0. A
         callable takes the two lists and returns one score in [0, 1] per answer (ROUGE-L, an
         F1, a judge's grade), all at once: batched, as a model would score them.
 

@@ -85,7 +85,7 @@ def source_metrics(
         ``answers`` (with a confidence), ``without`` (the share without one), ``accuracy`` of those
         answered, ECE, ACE, Brier, NLL, AURC, the selective accuracy, ``mean_confidence``, the
         Brier score's ``miscalibration`` and ``discrimination`` (CORP), the rejection metrics
-        (:data:`REJECTION`: PRR, PRR@50%, ROC AUC, PR AUC, AUGRC, risk at coverage, coverage at
+        (``REJECTION``: PRR, PRR@50%, ROC AUC, PR AUC, AUGRC, risk at coverage, coverage at
         risk; None where undefined) and, with ``bootstrap``, ``intervals`` (the calibration metrics'
         and the rejection metrics', resampling answers). The metrics are None when no answer has a
         confidence.
