@@ -101,6 +101,8 @@ API_MODULES = {
     "calibkit.metrics.preferences": "Reward models' preference probabilities: the functional core",
     "calibkit.calibrators.preference": "The pairwise temperature of a reward model",
     "calibkit.metrics.abstention": "Abstention with a guarantee (Learn then Test)",
+    "calibkit.metrics.rejection": "Rejection metrics: PRR, ROC AUC, PR AUC, AURC, AUGRC, risk and coverage",
+    "calibkit.lm.generations.quality": "Generated answers scored against their gold (rejection metrics)",
     "calibkit.lm.inspect_logs": "Inspect AI logs",
     "calibkit.plugins.lm_eval": "In lm-evaluation-harness",
     "calibkit.plugins.inspect_ai": "In Inspect AI",

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from calibkit.cli import main
+from calibkit.cli.report_generations import PAGE_FAMILIES
 from calibkit.lm.generations import generations_report, read_generations, verbalized_confidence
 from calibkit.lm.sources import source_kind
 from tests.test_generations import answers, tiny_lm_and_tokenizer, write_jsonl
@@ -27,7 +28,7 @@ def test_table_json_and_report_agree_with_the_library(tmp_path, capsys):
     assert got["kinds"]["verbalized"] == "verbalized" and set(got["tasks"]) == {"math", "trivia"}
     assert len(got["recalibration"]["verdicts"]) == 3 * 3 + 2  # each map of each source, best against the others
     page = (tmp_path / "o" / "report.html").read_text()
-    assert "data:image/png;base64," in page and page.count("<table") == 4 + 1  # a table a family; recalibration
+    assert "data:image/png;base64," in page and page.count("<table") == len(PAGE_FAMILIES) + 1  # a family each; recal.
     check_page(page)  # the one page design: the answer first, nothing empty, nothing fetched
     assert main(["generations", "--answers", str(file), "--resplits", "0", "--confidence", "judge"]) == 0
     text = capsys.readouterr().out

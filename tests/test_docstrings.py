@@ -102,6 +102,8 @@ PUBLIC_MODULES = (
     "calibkit.metrics.functional",
     "calibkit.metrics.conformal",
     "calibkit.metrics.abstention",
+    "calibkit.metrics.rejection",
+    "calibkit.lm.generations.quality",
     "calibkit.lm.served",
     "calibkit.lm.inspect_logs",
     "calibkit.plugins.lm_eval",

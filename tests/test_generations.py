@@ -93,8 +93,38 @@ def test_each_source_equals_a_plain_loop(tmp_path):
     assert report["tasks"]["math"]["accuracy"] == pytest.approx(np.mean([r["correct"] for r in math_rows]))
     got = report["tasks"]["math"]["sources"]["overconfident"]["ece"]
     assert got == pytest.approx(ece_loop([r["overconfident"] for r in math_rows], [r["correct"] for r in math_rows]))
-    assert report["best"] == {"calibration": "judge", "ranking": report["best"]["ranking"]}
+    assert report["best"] == {"calibration": "judge", "ranking": report["best"]["ranking"], "rejection": "judge"}
     assert report["kinds"] == {"judge": "given", "overconfident": "given"}
+
+
+@pytest.mark.parametrize("scored", [False, True])
+def test_each_sources_rejection_metrics_read_the_correct_score_as_given(tmp_path, scored):
+    """PRR, ROC AUC, AUGRC, ... against the ``correct`` column: a score where it is one, 0/1 otherwise."""
+    from calibkit.lm.generations.report import REJECTION
+    from calibkit.metrics.bootstrap import rejection_intervals
+    from calibkit.metrics.rejection import rejection_metrics
+
+    rows = answers(300)
+    rng = np.random.default_rng(7)
+    for r in rows:  # a ROUGE-like score: right answers score higher
+        r["correct"] = round(0.55 * r["correct"] + 0.45 * float(rng.random()), 3) if scored else r["correct"]
+    data = read_generations(write_jsonl(tmp_path / "gen.jsonl", rows))
+    report = generations_report(data, bootstrap=40, seed=2, threshold=0.6)
+    for source in ("judge", "overconfident"):
+        kept = [r for r in rows if r[source] is not None]
+        p, q = np.array([r[source] for r in kept]), np.array([r["correct"] for r in kept], dtype=float)
+        got = report["pooled"]["sources"][source]
+        want = rejection_metrics(p, q, threshold=0.6)
+        for m in REJECTION:  # None where undefined (no share of the answers within the risk)
+            assert (np.nan if got[m] is None else got[m]) == pytest.approx(want[m], abs=1e-12, nan_ok=True), m
+        ci = rejection_intervals(p, q, bootstrap=40, seed=2, threshold=0.6)["intervals"]
+        nan = lambda v: np.nan if v is None else v  # noqa: E731
+        assert all([nan(v) for v in got["intervals"][m]] == pytest.approx(list(ci[m]), nan_ok=True) for m in REJECTION)
+        assert ("aurc" in got["intervals"]) is not scored  # AURC reads right/wrong: its interval where they agree
+        if not scored:
+            assert got["aurc"] == pytest.approx(want["aurc"], abs=1e-12)
+    prr = {s: v["prr"] for s, v in report["pooled"]["sources"].items()}
+    assert report["best"]["rejection"] == max(prr, key=prr.get)
 
 
 @pytest.mark.parametrize("suffix", ["jsonl", "csv"])
@@ -362,3 +392,45 @@ def test_next_token_logprobs_equal_answer_logprobs_of_one_token_answers(tmp_path
                                    [c for cs in choices for c in cs])  # fmt: skip
     assert counts.tolist() == [1] * len(counts)
     np.testing.assert_allclose(np.concatenate(got), sums, rtol=0, atol=1e-5)
+
+
+def test_the_llm_demos_table_shows_prr_and_augrc_beside_ece_and_aurc(tmp_path):
+    from calibkit.demos.llm_text import number, source_table
+
+    report = generations_report(read_generations(write_jsonl(tmp_path / "gen.jsonl", answers(200))))
+    head, _, *rows = source_table(report)
+    names = [c.strip() for c in head.strip("|").split("|")]
+    assert names == ["source", "answers", "mean confidence", "ece", "brier", "nll", "aurc", "prr", "augrc"]
+    for line, (source, row) in zip(rows, report["pooled"]["sources"].items()):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[0] == source and cells[-2:] == [number(row["prr"]), number(row["augrc"])]
+
+
+def test_answer_quality_exact_match_after_normalisation_and_a_callable_hook():
+    from calibkit.lm.generations.quality import answer_quality
+    from calibkit.metrics.rejection import rejection_metrics
+
+    answers, gold = ["The Eiffel Tower!", "three", "a cat", "Rome"], ["eiffel tower", "3", "dog", "rome"]
+    assert answer_quality(answers, gold).tolist() == [1.0, 1.0, 0.0, 1.0]
+    halves = answer_quality(answers, gold, lambda a, g: [0.5] * len(a))  # the hook: ROUGE-L, a judge, batched
+    assert halves.tolist() == [0.5] * 4
+    quality = answer_quality(answers, gold)  # what the rejection metrics read
+    assert rejection_metrics([0.9, 0.8, 0.1, 0.7], quality)["prr"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((["a"], ["a", "b"]), r"`gold` has 2 answers for 1 `answers`"),
+        ((["a"], ["a"], "bleu"), r"`measure`: unknown measure 'bleu'; known: exact_match, or a callable"),
+        ((["a"], ["a"], 3), r"`measure` must be one of exact_match or a callable"),
+        ((["a", "b"], ["a", "b"], lambda a, g: [1.0]), r"`measure` returned shape \(1,\) for 2 answers"),
+        ((["a"], ["a"], lambda a, g: [1.5]), r"`measure` must score in \[0, 1\]; answer 0 scored 1.5"),
+        ((["a"], ["a"], lambda a, g: ["x"]), r"`measure` returned no numbers"),
+    ],
+)
+def test_answer_quality_refuses_bad_input_naming_the_argument(args, message):
+    from calibkit.lm.generations.quality import answer_quality
+
+    with pytest.raises(ValueError, match=message):
+        answer_quality(*args)

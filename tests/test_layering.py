@@ -166,7 +166,12 @@ METRICS_FLOORS = (
     ("settings", ("calibkit.metrics.settings", "calibkit.metrics.sampling")),
     (
         "the statistics type, the selective buckets and the abstention threshold",
-        ("calibkit.metrics.statistics", "calibkit.metrics.ranking", "calibkit.metrics.abstention"),
+        (
+            "calibkit.metrics.statistics",
+            "calibkit.metrics.ranking",
+            "calibkit.metrics.rejection",
+            "calibkit.metrics.abstention",
+        ),
     ),
     ("engines", ("calibkit.metrics.engines",)),
     (

@@ -360,11 +360,14 @@ def test_every_table_of_the_generations_page_fits_the_page_and_shows_every_metri
     heads = " ".join(re.sub(r"<[^>]+>", "", h) for t in tables for h in re.findall(r"<th\b[^>]*>(.*?)</th>", t))
     for name in ("kind", "answers", "without a confidence", "accuracy", "mean confidence", "ece", "ace", "brier",
                  "nll", "miscalibration", "discrimination", "aurc", "selective accuracy (80%)", "answer above (LTT)",
-                 "answered"):  # fmt: skip
+                 "answered", "PRR", "PRR@50%", "ROC AUC", "PR AUC (wrong)", "AUGRC", "risk at 80%",
+                 "coverage at risk 0.1"):  # fmt: skip
         assert name in heads, name
     judge = report["pooled"]["sources"]["judge"]
     low, high = judge["intervals"]["ece"]
     assert f'<span class="v">{judge["ece"]:.4f}</span><span class="ci">[{low:.4f}, {high:.4f}]</span>' in tables[1]
+    low, high = judge["intervals"]["prr"]  # the rejection family, with its intervals
+    assert f'<span class="v">{judge["prr"]:.4f}</span><span class="ci">[{low:.4f}, {high:.4f}]</span>' in tables[4]
     for task in ("math", "trivia"):  # a group of rows per task, each with every source
         assert f"task &#x27;{task}&#x27;: {report['tasks'][task]['questions']:,} questions" in tables[0]
     assert tables[0].count('<td class="text">judge</td>') == 3  # pooled, math, trivia

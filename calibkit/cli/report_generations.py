@@ -20,11 +20,13 @@ import numpy as np
 
 from calibkit.cli.common import check_options, format_value, name_flags, writable_folder
 from calibkit.io.jsonable import json_ready
-from calibkit.lm.generations.report import COVERAGE, DECOMPOSED
+from calibkit.lm.generations.report import COVERAGE, DECOMPOSED, REJECTION
 from calibkit.lm.sources import AGREEMENT, VERBALIZED, WHITEBOX, check_source, current_name, source_kind
 from calibkit.metrics.registry import CONFIDENCE_METRICS
+from calibkit.metrics.rejection import MAX_REJECTION
 from calibkit.metrics.sampling import SAMPLING_DEFAULTS
-from calibkit.plots.tables import markdown_table
+from calibkit.metrics.settings import DEFAULTS
+from calibkit.plots.tables import cell, markdown_table
 
 WHITEBOX_HELP = ", ".join(WHITEBOX)
 """The white-box sources, as the help and the messages list them."""
@@ -121,10 +123,49 @@ def format_generations_table(report: dict[str, Any]) -> str:
             )
             rows.append(cells)
     best = report["best"]
-    return markdown_table(head, rows) + (
-        f"\n\nbest calibrated (lowest pooled ECE): {best['calibration']}; best at ranking answers (lowest AURC): "
-        f"{best['ranking']}"
+    return (
+        markdown_table(head, rows)
+        + (
+            f"\n\nbest calibrated (lowest pooled ECE): {best['calibration']}; best at ranking answers (lowest AURC): "
+            f"{best['ranking']}"
+        )
+        + "\n\n"
+        + format_rejection_table(report)
     )
+
+
+def format_rejection_table(report: dict[str, Any]) -> str:
+    """Render each source's rejection metrics (PRR, ROC AUC, AUGRC, ...), pooled with intervals and per task.
+
+    Parameters
+    ----------
+    report : dict
+        From :func:`calibkit.lm.generations.generations_report`.
+
+    Returns
+    -------
+    str
+        A Markdown table, a row per source and task (``[low, high]`` after a pooled value with
+        ``--bootstrap``), then the source of highest PRR.
+    """
+    head = ["task", "source", *(_HEADS.get(m, m) for m in REJECTION)]
+    groups = [("pooled", report["pooled"])] + ([*report["tasks"].items()] if len(report["tasks"]) > 1 else [])
+    rows = [
+        [task, source, *(cell(row[m], _interval(row, m), missing="") for m in REJECTION)]
+        for task, group in groups
+        for source, row in group["sources"].items()
+    ]
+    return (
+        "Rejection (how well each confidence ranks the answers by their correct score; PRR: 0 random, 1 oracle):\n"
+        + markdown_table(head, rows)
+        + f"\n\nhighest PRR (pooled; which source ranks best is this run's finding): {report['best'].get('rejection')}"
+    )
+
+
+def _interval(row: dict[str, Any], metric: str) -> tuple[float, float] | None:
+    """Return the metric's interval in the row (None where not drawn), an undefined end as NaN."""
+    ends = row.get("intervals", {}).get(metric)
+    return None if ends is None else tuple(np.nan if e is None else float(e) for e in ends)
 
 
 PAGE_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -132,6 +173,7 @@ PAGE_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Calibration", ("ece", "ace")),
     ("Proper scores and their parts", ("brier", "nll", *DECOMPOSED)),
     ("Ranking and abstention", ("aurc", "selective_accuracy", "threshold", "answered")),
+    ("Rejection by the correct score", REJECTION),
 )
 """The page's "Every metric": a table per family, a row per source, a group of rows per task
 (pooled first), so that no table is wider than the page (the Markdown table is one row a source)."""
@@ -139,6 +181,9 @@ PAGE_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 _HEADS = {
     "without": "without a confidence", "mean_confidence": "mean confidence",
     "selective_accuracy": f"selective accuracy ({COVERAGE:.0%})", "threshold": "answer above (LTT)",
+    "prr": "PRR", "prr_at": f"PRR@{MAX_REJECTION:.0%}", "roc_auc": "ROC AUC", "pr_auc": "PR AUC (wrong)",
+    "augrc": "AUGRC", "risk_at_coverage": f"risk at {COVERAGE:.0%}",
+    "coverage_at_risk": f"coverage at risk {DEFAULTS.abstention_alpha:g}",
 }  # fmt: skip
 
 

@@ -7,9 +7,12 @@ from typing import Any
 
 from calibkit.metrics.registry import HARNESS_METRICS  # ECE, Brier, NLL, AURC: what a tool's table shows
 
+RANKING_SHOWN = ("prr", "augrc")
+"""The rejection metrics the uncertainty benchmarks publish, beside ECE and AURC (``calibkit.metrics.rejection``)."""
+
 
 def source_table(report: dict[str, Any], answers: bool = True) -> list[str]:
-    """Return the Markdown lines of a generations report's pooled sources: confidence, ECE, Brier, NLL, AURC.
+    """Return the Markdown lines of a generations report's pooled sources: confidence, ECE, ..., AURC, PRR, AUGRC.
 
     Parameters
     ----------
@@ -22,10 +25,10 @@ def source_table(report: dict[str, Any], answers: bool = True) -> list[str]:
     -------
     list of str
     """
-    head = ["source", *(["answers"] if answers else []), "mean confidence", *HARNESS_METRICS]
+    head = ["source", *(["answers"] if answers else []), "mean confidence", *HARNESS_METRICS, *RANKING_SHOWN]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, row in report["pooled"]["sources"].items():
-        cells = [row["mean_confidence"], *(row[m] for m in HARNESS_METRICS)]
+        cells = [row["mean_confidence"], *(row[m] for m in (*HARNESS_METRICS, *RANKING_SHOWN))]
         count = f"{row['answers']} | " if answers else ""
         lines.append(f"| {name} | {count}" + " | ".join(number(c) for c in cells) + " |")
     return lines

@@ -34,6 +34,7 @@ from calibkit.metrics.multilabel import (
     report_from_label_statistics,
 )
 from calibkit.metrics.registry import metric, metric_names, plan, report_from_statistics
+from calibkit.metrics.rejection import MAX_REJECTION, check_rejection_settings, rank_rows, rejection_from_weights
 from calibkit.metrics.report import NO_SAMPLE
 from calibkit.metrics.sampling import (  # MAX_REPLICATES: kept importable from here
     MAX_REPLICATES,  # noqa: F401
@@ -42,14 +43,15 @@ from calibkit.metrics.sampling import (  # MAX_REPLICATES: kept importable from 
     resolve_sampling,
     sampling_keywords,
 )
-from calibkit.metrics.settings import UNSET, CalibrationSettings, renamed, resolve_settings, settings_keywords
+from calibkit.metrics.settings import DEFAULTS, UNSET, CalibrationSettings, renamed, resolve_settings, settings_keywords
 from calibkit.metrics.statistics import ADDITIVE_FIELDS, CalibrationStatistics, SumsPlan, top_slots
 from calibkit.metrics.validation import PreparedInput, check_positive_int, prepare_for
 
-__all__ = ["bootstrap_intervals"]
+__all__ = ["bootstrap_intervals", "rejection_intervals"]
 
 _BLOCK_MEMORY = 256 * 2**20  # bytes of per-block statistics held at once
 _REPLICATE_CHUNK = 64
+_REJECTION_ENTRIES = 1 << 22  # answer weights of the rejection replicates held at once
 
 
 def bootstrap_intervals(
@@ -320,3 +322,81 @@ def _multilabel_intervals(
         per_label = {m: interval([d["per_label"][m] for d in draws]) for m in names}
     return {"intervals": intervals, "per_label": per_label, "n_boot": n_boot, "n_blocks": blocks,
             "confidence": confidence}  # fmt: skip
+
+
+def rejection_intervals(
+    confidence: Any,
+    quality: Any,
+    *,
+    bootstrap: int = SAMPLING_UNSET.bootstrap,
+    level: float = SAMPLING_UNSET.level,
+    seed: int = SAMPLING_UNSET.seed,
+    threshold: float = SAMPLING_UNSET.threshold,
+    max_rejection: float = MAX_REJECTION,
+    coverage: float = DEFAULTS.coverage,
+    risk: float = DEFAULTS.abstention_alpha,
+    sampling: SamplingSettings | None = None,
+) -> dict[str, Any]:
+    """Compute percentile bootstrap intervals of the rejection metrics, resampling answers (questions).
+
+    Each replicate weighs every answer by a Poisson(1) draw (the Poisson bootstrap, as
+    :func:`bootstrap_intervals`), seeded by ``seed``; the answers are sorted once and a replicate's
+    metrics are sums in that order (:func:`calibkit.metrics.rejection.rejection_from_weights`).
+
+    Parameters
+    ----------
+    confidence, quality : array-like of shape (n,)
+        As :func:`calibkit.metrics.rejection.rejection_metrics`: one answer a question.
+    bootstrap : int, default 1000
+        Replicates (at least 1).
+    level : float, default 0.95
+        Two-sided level of the percentile intervals.
+    seed : int, default 0
+    threshold : float, default 0.5
+        A quality below this is a wrong answer (ROC AUC, average precision).
+    max_rejection, coverage, risk : float
+        As :func:`calibkit.metrics.rejection.rejection_metrics` (0.5, 0.8, 0.1).
+    sampling : SamplingSettings, optional
+        ``bootstrap``, ``level``, ``seed`` and ``threshold`` as one object, instead of the keywords.
+
+    Returns
+    -------
+    dict
+        ``{"intervals": {metric: (low, high)}, "n_boot", "confidence"}``; an interval is NaN where
+        no replicate defines its metric (a replicate that draws no wrong answer has no ROC AUC).
+
+    Raises
+    ------
+    ValueError
+        On bad input or settings, naming the argument.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> c = rng.random(500)
+    >>> right = (rng.random(500) < c).astype(float)
+    >>> low, high = rejection_intervals(c, right, bootstrap=200)["intervals"]["roc_auc"]
+    >>> bool(0.5 < low < high < 1)
+    True
+    """
+    sampling = resolve_sampling(sampling, **sampling_keywords(locals()))
+    n_boot, confidence_level = sampling.require("bootstrap"), sampling.level
+    max_rejection, coverage, risk = check_rejection_settings(max_rejection, coverage, risk)
+    rows = rank_rows(confidence, quality, sampling.threshold)
+    rng = np.random.default_rng(sampling.seed)
+    chunk_size = max(1, min(_REPLICATE_CHUNK, _REJECTION_ENTRIES // len(rows)))
+    draws: dict[str, list[np.ndarray]] = {}
+    for start in range(0, n_boot, chunk_size):  # a loop over chunks of replicates; each is vectorised
+        weights = rng.poisson(1.0, size=(min(chunk_size, n_boot - start), len(rows))).astype(np.float64)
+        values = rejection_from_weights(rows, weights, max_rejection=max_rejection, coverage=coverage, risk=risk)
+        for name, v in values.items():
+            draws.setdefault(name, []).append(v)
+    tail = 100 * (1 - confidence_level) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # all-NaN: a metric no replicate defines
+        intervals = {
+            m: tuple(float(b) for b in np.nanpercentile(np.concatenate(v), [tail, 100 - tail]))
+            for m, v in draws.items()
+        }
+    return {"intervals": intervals, "n_boot": n_boot, "confidence": confidence_level}

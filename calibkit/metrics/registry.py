@@ -31,12 +31,12 @@ from calibkit.metrics.formulas import (
     overconfidence_from_sums,
     rbece_from_table,
 )
+from calibkit.metrics.rejection import REJECTION
 from calibkit.metrics.settings import CalibrationSettings
 from calibkit.metrics.statistics import CalibrationStatistics, SumsPlan
 from calibkit.metrics.sums import HELD_ONLY, Sums
 
 SUMS = ("top", "rows", "classwise", "ace", "fuzzy", "selective")
-
 """The groups of sums a pass can fill: ``top`` (top-label bins, one table per bin count),
 ``rows`` (per-entry logs and squares: ECD, NLL, Brier), ``classwise`` (per-column bins, SCE),
 ``ace`` (fine per-column buckets), ``fuzzy`` (FCE) and ``selective`` (fine buckets of the
@@ -55,8 +55,8 @@ class Metric:
     summary : str
         One line: what it measures.
     compute : callable or None
-        ``compute(sums: Sums) -> float | ndarray``; None for a column that the comparison
-        table computes from the predicted classes (``macro_f1``).
+        ``compute(sums: Sums) -> float | ndarray``; None for a column that the comparison table computes from
+        the predicted classes (``macro_f1``), or a rejection metric (``REJECTION_METRICS``: from the rows).
     sums : frozenset of str
         The groups of :data:`SUMS` it reads.
     top_bins : str or None
@@ -70,9 +70,8 @@ class Metric:
     per_class : bool
         An array of one value per class, not a scalar.
     over_classes : bool
-        Defined over the classes as columns or groups (class-wise, per class, or a summary of
-        per-class values), not over the top label alone: meaningful only where every row has the
-        same classes (multiple-choice questions: a fixed number of choices).
+        Defined over the classes as columns or groups (class-wise, per class, or a summary of per-class values),
+        not over the top label alone: meaningful only where every row has the same classes (a fixed number of choices).
     in_report : bool
         One of :data:`METRICS` (what :func:`calibkit.calibration_report` returns by default);
         else returned when asked for by name (:data:`ON_REQUEST`).
@@ -87,9 +86,9 @@ class Metric:
     extra : tuple of (str, callable)
         Further keys it adds to a report, with their functions (ACE's ``ace_error_bound``).
     held : bool
-        Needs every row at once (smECE: its bandwidth depends on all of them) and has no streamed
-        form: computed where the rows are held (the functions, :func:`calibkit.calibration_report`,
-        the ``evaluate`` module), asked for by name (``HELD``), refused by the streaming doors.
+        Needs every row at once (smECE: its bandwidth depends on all of them) and has no streamed form: computed
+        where the rows are held (the functions, :func:`calibkit.calibration_report`, the ``evaluate`` module), asked
+        for by name (``HELD``), refused by the streaming doors.
     """
 
     name: str
@@ -384,7 +383,12 @@ REGISTRY: tuple[Metric, ...] = (
         held=True,
     ),
 )
-"""Every metric, in report and table order (the two task scores first, in tables only)."""
+REGISTRY += tuple(Metric(n, s, None, higher_is_better=h, in_report=False, in_table=False) for n, s, h in REJECTION)
+"""Every metric, in report and table order (the two task scores first, in tables only); the rejection metrics last."""
+
+REJECTION_METRICS = ("prr", "prr_at", "roc_auc", "pr_auc", "aurc", "augrc", "risk_at_coverage", "coverage_at_risk")
+"""How well a confidence ranks answers by their quality (``calibkit.metrics.rejection``, from the held rows, no sums:
+no ``compute``, no streaming door): the columns of ``calibkit generations`` and the plugins' rejection rows."""
 
 _BY_NAME = {m.name: m for m in REGISTRY}
 
@@ -408,12 +412,12 @@ OVER_CLASSES: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.over_classes
 """The metrics defined over the classes (see :class:`Metric`'s ``over_classes``)."""
 
 MULTILABEL_TABLE: tuple[str, ...] = ("ece", "cece", "ece_variance", "brier", "nll")
-"""The columns of a multi-label comparison: macro ECE, Brier and NLL over the labels, and CECE and
-the ECE variance of the labels' ECEs (the class-wise paper's summaries, over labels)."""
+"""The columns of a multi-label comparison: macro ECE, Brier and NLL over the labels, and CECE and the ECE variance
+of the labels' ECEs (the class-wise paper's summaries, over labels)."""
 
 LOGGED: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.logged)
-"""What :class:`calibkit.CalibrationCallback` logs at every evaluation by default: the seed
-papers' metrics (class-wise, region, fuzzy, entropic) and the ECE they are read against."""
+"""What :class:`calibkit.CalibrationCallback` logs at every evaluation by default: the seed papers' metrics
+(class-wise, region, fuzzy, entropic) and the ECE they are read against."""
 
 
 def metric(name: str) -> Metric:
@@ -489,17 +493,16 @@ def module_metrics() -> dict[str, tuple[str, ...]]:
 
 
 CONFIDENCE_METRICS: tuple[str, ...] = ("ece", "ace", "brier", "nll")
-"""What a confidence that an outcome holds (a generated answer is right) is judged by, in the 1-D
-binary convention: its calibration (ECE, ACE) and its proper scores (Brier, NLL)
-(``calibkit.lm.generations``); how well it ranks is ON_REQUEST's AURC and selective accuracy."""
+"""What a confidence that an outcome holds (a generated answer is right) is judged by, in the 1-D binary convention:
+its calibration (ECE, ACE), its proper scores (Brier, NLL) (``calibkit.lm.generations``); ranking: REJECTION_METRICS."""
 
 HARNESS_METRICS: tuple[str, ...] = ("ece", "brier", "nll", "aurc")
 """The rows calibkit adds to an evaluation tool's results table by default (``calibkit.plugins``):
 calibration (ECE), the proper scores (Brier, NLL) and the ranking (AURC)."""
 
 HEADLINE: tuple[str, ...] = ("ece", "cece", "esce", "brier", "accuracy", "nll", "aurc")
-"""The numbers a report page puts in its summary, in this order, those the report has
-(``calibkit.plots.pages``): at most :data:`HEADLINE_SHOWN` of them."""
+"""The numbers a report page puts in its summary, in this order, those the report has (``calibkit.plots.pages``):
+at most :data:`HEADLINE_SHOWN` of them."""
 
 HEADLINE_SHOWN = 5
 """How many headline numbers a report page's summary shows (one line at 1280 px)."""
@@ -511,15 +514,13 @@ REPORT_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Accuracy and proper scores", ("accuracy", "macro_f1", "brier", "nll", "brier_miscalibration",
                                     "brier_discrimination")),
 )  # fmt: skip
-"""The metric families of a report page, each a group of rows (or a table of its own when many
-methods are compared)."""
+"""The metric families of a report page, each a group of rows (or a table of its own when many methods are compared)."""
 
 MULTILABEL_OVER_LABELS: tuple[str, ...] = ("cece", "msece", "wsece", "ece_variance")
 """A multi-label report's metrics over the labels (a label's ECE is one class's): the class-wise family."""
 
 MULTILABEL_BINNED: tuple[str, ...] = ("ece", "mce", "ece_l2", "ece_l2_debiased", "ace", "sce", "rbece", "fce")
-"""A multi-label page's binned calibration errors per label; the label's other metrics (signed gaps, proper
-scores) are a second table."""
+"""A multi-label page's binned calibration errors per label; its other metrics (gaps, proper scores): a second table."""
 
 
 def leans_one_way(row: dict, /) -> bool:
@@ -561,16 +562,15 @@ def headline(row: dict, /) -> list[str]:
 
 
 NEXT_TOKEN_METRICS: tuple[str, ...] = tuple(m for m in METRICS if m != "ace")
-"""The default report over a vocabulary (``next_token=True``) or over :data:`WIDE_CLASSES` classes
-or more: ACE only when asked for by name, as its sums are K x 1,026 buckets (3.2 GB at K = 128,000)
-where every other metric's grow with the entries (2 CPU cores, V = 32,000: ACE alone 650 tokens/s,
-ECE 9,100; benchmarks/causal_lm.py; at 16,000 classes ACE alone costs 13x what it costs at 1,000 on
-the same entries, benchmarks/vocabulary_cost.py)."""
+"""The default report over a vocabulary (``next_token=True``) or over :data:`WIDE_CLASSES` classes or more: ACE
+only when asked for by name, as its sums are K x 1,026 buckets (3.2 GB at K = 128,000) where every other metric's
+grow with the entries (2 CPU cores, V = 32,000: ACE alone 650 tokens/s, ECE 9,100; benchmarks/causal_lm.py; at
+16,000 classes ACE alone costs 13x what it costs at 1,000 on the same entries, benchmarks/vocabulary_cost.py)."""
 
 WIDE_CLASSES: int = kernels.COMPACT_CLASSES
-"""From this many classes on (2,048, where the sums keep rows for what occurs, SPEC.md) the default
-report of a door that knows the classes before its pass (the one-shot report) leaves ACE out, as
-over a vocabulary: a 16,000-label product or entity head is a vocabulary by its cost."""
+"""From this many classes on (2,048, where the sums keep rows for what occurs, SPEC.md) the default report of a door
+that knows the classes before its pass (the one-shot report) leaves ACE out, as over a vocabulary: a 16,000-label
+product or entity head is a vocabulary by its cost."""
 
 
 def metric_names(

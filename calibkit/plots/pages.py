@@ -74,6 +74,7 @@ _CLASSES = "per-class-ece-cece-msece-wsece-ece-variance"
 _CORP = "score-decomposition-miscalibration-discrimination-uncertainty"
 _AURC = "aurc-selective-accuracy-and-the-risk-coverage-curve"
 _SETS = "coverage-and-size-of-prediction-sets"
+_REJECTION = "rejection-metrics-prr-roc-auc-pr-auc-augrc-risk-and-coverage"
 
 METRIC_ANCHORS = {
     "ece": "ece-and-mce", "mce": "ece-and-mce", "ece_l2": "l2-ece-and-its-debiased-estimate",
@@ -85,6 +86,8 @@ METRIC_ANCHORS = {
     "brier_uncertainty": _CORP, "aurc": _AURC, "selective_accuracy": _AURC, "coverage": _SETS, "set_size": _SETS,
     "accuracy": "accuracy", "macro_f1": "macro-f1", "ece_micro": "ece-and-mce", "ece_macro": "ece-and-mce",
     "miscalibration": _CORP, "discrimination": _CORP, "uncertainty": _CORP,
+    "prr": _REJECTION, "prr_at": _REJECTION, "roc_auc": _REJECTION, "pr_auc": _REJECTION, "augrc": _REJECTION,
+    "risk_at_coverage": _REJECTION, "coverage_at_risk": _REJECTION,
 }  # fmt: skip
 """Metric name (as the reports print it) -> its section's anchor in ``docs/guide/choosing_a_metric.rst``."""
 

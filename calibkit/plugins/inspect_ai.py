@@ -54,6 +54,7 @@ KEY = "calibkit"
 __all__ = [
     "KEY",
     "LABEL_KEY",
+    "augrc",
     "aurc",
     "brier",
     "calibrated",
@@ -61,6 +62,7 @@ __all__ = [
     "ece",
     "nll",
     "ppi",
+    "prr",
     "sample_confidence",
     "verdicts_and_labels",
 ]
@@ -182,6 +184,16 @@ aurc = _without_settings(
     "Area under the risk-coverage curve (the mean over coverages ``k/n`` of the error rate of the ``k`` most "
     "confident answers; Geifman and El-Yaniv 2017)",
 )
+prr = _without_settings(
+    "prr",
+    "Prediction rejection ratio (LM-Polygraph's PRR: the rejection area between random, 0, and oracle, 1, "
+    "rejection; :mod:`calibkit.metrics.rejection`), over right and wrong,",
+)
+augrc = _without_settings(
+    "augrc",
+    "Area under the generalized risk-coverage curve (Traub et al. 2024: the rate of answers both kept and "
+    "wrong, torch-uncertainty's trapezoid)",
+)
 
 
 def confidence_and_right(scores: list[SampleScore]) -> tuple[np.ndarray, np.ndarray]:
@@ -225,7 +237,8 @@ def calibrated(
         spelling, still read with a warning), ``sequence`` (default otherwise),
         ``sequence_normalized`` or ``least_token`` (:mod:`calibkit.lm.sources`).
     metrics : list of inspect_ai.scorer.Metric, optional
-        Default ``[accuracy(), stderr(), ece(), brier(), nll(), aurc()]``.
+        Default ``[accuracy(), stderr(), ece(), brier(), nll(), aurc()]``; :func:`prr` and
+        :func:`augrc` (the rejection metrics) on request.
     name : str, optional
         The scorer's name in the results (default: the wrapped scorer's).
 

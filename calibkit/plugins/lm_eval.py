@@ -20,7 +20,9 @@ are added:
   that confidence against the task's first metric (right when at least 0.5), and
   ``without_confidence``, the share of answers that state none (left out of the others): what
   ``calibkit generations --confidence verbalized`` reads
-  (:func:`calibkit.lm.generations.source_metrics`).
+  (:func:`calibkit.lm.generations.source_metrics`); by name (``metrics: [ece, prr, augrc]``), the
+  rejection rows too (``prr``, ``prr_at``, ``roc_auc``, ``pr_auc``, ``augrc``, ``risk_at_coverage``,
+  ``coverage_at_risk``: :mod:`calibkit.metrics.rejection`), against the task's score as given.
 
 Intervals: calibkit's bootstrap (``bootstrap`` replicates by question, 1000 unless set, seed 0)
 gives each metric a 95% percentile interval, shown beside the metric as two rows
@@ -56,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.lm.generations import parse_confidence, source_metrics
+from calibkit.lm.generations.report import REJECTION
 from calibkit.lm.generations.verbalized import check_words
 from calibkit.lm.multiple_choice import ChoiceData, choice_probabilities, multiple_choice_report
 from calibkit.lm.multiple_choice.report import POSITION_METRICS, TABLE_COLUMNS
@@ -95,7 +98,7 @@ HARNESS_CHOICE_METRICS = (
 any other name gives no row, silently."""
 
 _CHOICE_NAMES = tuple(m for m in TABLE_COLUMNS if m != "questions")
-_GENERATION_NAMES = (*CONFIDENCE_METRICS, *ON_REQUEST)
+_GENERATION_NAMES = (*CONFIDENCE_METRICS, *ON_REQUEST, *REJECTION)
 _OPTIONS = ("metrics", "bootstrap", "seed", "n_bins", "correct", "threshold", "words")
 
 
@@ -186,7 +189,7 @@ class CalibratedTask(ConfigurableTask):
     def _has_interval(self, metric: str) -> bool:
         if self.OUTPUT_TYPE == "multiple_choice":
             return metric not in ("questions",)
-        return metric in CONFIDENCE_METRICS  # the generations' bootstrap (source_metrics) covers these
+        return metric in (*CONFIDENCE_METRICS, *REJECTION)  # the generations' bootstrap (source_metrics) covers these
 
     def _choices_and_gold(self, doc: dict, index: int | None = None) -> tuple[list, int]:
         """Return a question's choices and the index of its gold one, as the harness derives it; refuse the others.
@@ -307,10 +310,12 @@ class CalibratedTask(ConfigurableTask):
     def _generation_numbers(self, items: list) -> dict[str, dict[str, float]]:
         settings = self._calibkit
         confidence = np.array([math.nan if i["confidence"] is None else i["confidence"] for i in items], dtype=float)
-        right = (np.array([i["correct"] for i in items], dtype=float) >= settings["threshold"]).astype(np.float64)
-        judged = source_metrics(
-            confidence, right, n_bins=settings["n_bins"], bootstrap=settings["bootstrap"], seed=settings["seed"]
-        )
+        correct = np.array([i["correct"] for i in items], dtype=float)
+        right = (correct >= settings["threshold"]).astype(np.float64)
+        judged = source_metrics(  # the rejection rows read the score as given (in [0, 1], checked per answer)
+            confidence, right, n_bins=settings["n_bins"], bootstrap=settings["bootstrap"], seed=settings["seed"],
+            quality=correct, threshold=settings["threshold"],
+        )  # fmt: skip
         judged["without_confidence"] = judged["without"]
         ci = judged.get("intervals", {})
         return {m: _parts(judged[m], ci.get(m)) for m in self._rows}

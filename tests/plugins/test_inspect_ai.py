@@ -364,6 +364,24 @@ def test_a_partial_score_is_right_as_the_guide_says():
     assert brier()(scores) == pytest.approx((4 * 0.2**2 + 2 * 0.8**2) / 6, abs=1e-12)  # P counted right
 
 
+def test_prr_and_augrc_on_request_equal_the_rejection_metrics():
+    from inspect_ai.scorer import SampleScore
+
+    from calibkit.metrics.rejection import rejection_metrics
+    from calibkit.plugins.inspect_ai import augrc, prr
+
+    rng = np.random.default_rng(4)
+    confidence = rng.random(60)
+    values = np.where(rng.random(60) < confidence, "C", "I")
+    scores = [
+        SampleScore(score=Score(value=v, metadata={KEY: {"source": "sequence", "confidence": float(c)}}), sample_id=i)
+        for i, (v, c) in enumerate(zip(values, confidence))
+    ]
+    want = rejection_metrics(confidence, (values == "C").astype(float))
+    assert prr()(scores) == pytest.approx(want["prr"], abs=1e-12)
+    assert augrc()(scores) == pytest.approx(want["augrc"], abs=1e-12)
+
+
 UNKNOWN = r"^`source`: unknown confidence source 'entropy'; known: sequence, sequence_normalized, least_token, letter$"
 """The one message of an unknown source (:func:`calibkit.lm.sources.check_source`), listing the known ones."""
 

@@ -218,6 +218,37 @@ def test_the_generation_rows_equal_calibkit_generations_on_the_samples_file(gene
     assert 0 < row["exact_match,none"] < 1
 
 
+def test_the_rejection_rows_by_name_equal_calibkit_generations_with_their_intervals(tmp_path, capsys):
+    """``metrics: [prr, augrc, roc_auc]``: the rejection rows, each with its interval, as the report computes them."""
+    rng = np.random.default_rng(3)
+    rows, answers = [], {}
+    for i in range(40):
+        question, gold = f"question {i}", str(rng.choice(WORDS))
+        stated = float(rng.uniform(0.3, 1.0))
+        right = rng.random() < stated
+        answers[question] = (gold if right else "zzz") + f"\nConfidence: {round(100 * stated)}%"
+        rows.append({"question": question, "answer": answers[question] if right else gold})
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    _json_task(tasks, "tiny_rej", rows, GEN_BODY)
+    (tasks / "tiny_rej_calibkit.yaml").write_text(
+        f"include: tiny_rej.yaml\n{PLUGIN}task: tiny_rej_calibkit\n"
+        "calibkit:\n  bootstrap: 100\n  metrics: [prr, augrc, roc_auc]\n"
+    )
+    result, out = _run(ScriptedLM(answers), tasks, tmp_path, ["tiny_rej_calibkit"])
+    row = result["results"]["tiny_rej_calibkit"]
+    argv = ["generations", "--answers", str(out), "--confidence", "verbalized", "--bootstrap", "100", "--json"]
+    assert main([*argv, "--resplits", "0"]) == 0
+    verbal = json.loads(capsys.readouterr().out)["pooled"]["sources"]["verbalized"]
+    for metric in ("prr", "augrc", "roc_auc"):
+        assert abs(row[f"{metric},none"] - verbal[metric]) <= 1e-12, metric
+        low, high = verbal["intervals"][metric]
+        assert (
+            abs(row[f"{metric}_ci_lower,none"] - low) <= 1e-12 and abs(row[f"{metric}_ci_upper,none"] - high) <= 1e-12
+        )
+    assert "ece,none" not in row and 0 < row["prr,none"] <= 1
+
+
 def _load(tasks, name):
     return TaskManager(include_path=str(tasks), include_defaults=False).load([name])  # its own tasks: seconds
 

@@ -3,9 +3,11 @@
 A source's confidence is the probability it gives the answer of being right, so it is scored in
 calibkit's 1-D binary convention with class 1 = right (SPEC.md): ECE and ACE of the confidence
 against correctness, Brier and NLL of it, and how well it ranks answers (AURC and the accuracy of
-the most confident 80%, ``calibkit.metrics.ranking``). Answers without a confidence from a source
-(a verbalized one the text does not state) are left out of that source's numbers, and the share
-of them is reported.
+the most confident 80%, ``calibkit.metrics.ranking``), with the rejection metrics the uncertainty
+benchmarks publish (PRR, PRR@50%, ROC AUC, PR AUC, AUGRC, risk at coverage, coverage at risk:
+``calibkit.metrics.rejection``) against the answers' ``correct`` score as given (continuous where
+the data has a score, 0/1 otherwise). Answers without a confidence from a source (a verbalized one
+the text does not state) are left out of that source's numbers, and the share of them is reported.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from calibkit.lm.generations.abstention import abstention_summary
 from calibkit.lm.generations.data import Generations
 from calibkit.lm.generations.recalibrate import SCORE_MAPS, apply_score_map, fit_score_map
 from calibkit.lm.sources import source_kind
-from calibkit.metrics.bootstrap import bootstrap_intervals
+from calibkit.metrics.bootstrap import bootstrap_intervals, rejection_intervals
 from calibkit.metrics.decomposition import binary_decomposition
 from calibkit.metrics.functional.core import calibration_report
 from calibkit.metrics.ranking import selective_from_rows
-from calibkit.metrics.registry import CONFIDENCE_METRICS, ON_REQUEST
+from calibkit.metrics.registry import CONFIDENCE_METRICS, ON_REQUEST, REJECTION_METRICS
+from calibkit.metrics.rejection import rejection_metrics
 from calibkit.metrics.sampling import OFF, SAMPLING_DEFAULTS, SAMPLING_UNSET, SamplingSettings, resolve_sampling
 from calibkit.metrics.settings import DEFAULTS, resolve_settings
 from calibkit.verdicts.claims import verdict_from_shares
@@ -34,6 +37,10 @@ SOURCE_METRICS = CONFIDENCE_METRICS
 
 RANKING = ON_REQUEST
 """How well each source ranks answers (AURC, selective accuracy; from the rows: exact)."""
+
+REJECTION = tuple(m for m in REJECTION_METRICS if m not in RANKING)
+"""The rejection metrics each source adds beside AURC (``calibkit.metrics.rejection``): against the
+``correct`` score as given, where AURC and the selective accuracy read right/wrong."""
 
 COVERAGE = DEFAULTS.coverage
 """The share of answers, the most confident, of the selective accuracy (the settings' ``coverage``)."""
@@ -50,6 +57,8 @@ def source_metrics(
     n_bins: int = DEFAULTS.n_bins,
     bootstrap: int = OFF,
     seed: int = SAMPLING_DEFAULTS.seed,
+    quality: np.ndarray | None = None,
+    threshold: float = SAMPLING_DEFAULTS.threshold,
 ) -> dict[str, Any]:
     """Judge one confidence source on some answers.
 
@@ -64,20 +73,30 @@ def source_metrics(
     bootstrap : int, default 0
         Replicates of 95% intervals, resampling answers (a question has one answer).
     seed : int, default 0
+    quality : ndarray of shape (n,), optional
+        Each answer's quality in [0, 1] (its ``correct`` score, or ROUGE-L against the gold) for the
+        rejection metrics (default: ``right``).
+    threshold : float, default 0.5
+        A quality below this is a wrong answer (the rejection metrics' ROC AUC and PR AUC).
 
     Returns
     -------
     dict
         ``answers`` (with a confidence), ``without`` (the share without one), ``accuracy`` of those
         answered, ECE, ACE, Brier, NLL, AURC, the selective accuracy, ``mean_confidence``, the
-        Brier score's ``miscalibration`` and ``discrimination`` (CORP) and, with
-        ``bootstrap``, ``intervals``. The metrics are None when no answer has a confidence.
+        Brier score's ``miscalibration`` and ``discrimination`` (CORP), the rejection metrics
+        (``REJECTION``: PRR, PRR@50%, ROC AUC, PR AUC, AUGRC, risk at coverage, coverage at
+        risk; None where undefined) and, with ``bootstrap``, ``intervals`` (the calibration metrics'
+        and the rejection metrics', resampling answers). The metrics are None when no answer has a
+        confidence.
     """
     has = ~np.isnan(confidence)
     out: dict[str, Any] = {"answers": int(has.sum()), "without": float(1 - has.mean()) if has.size else 0.0}
     if not has.any():
-        return {**out, **dict.fromkeys(("accuracy", *SOURCE_METRICS, *RANKING, "mean_confidence", *DECOMPOSED))}
+        names = ("accuracy", *SOURCE_METRICS, *RANKING, "mean_confidence", *DECOMPOSED, *REJECTION)
+        return {**out, **dict.fromkeys(names)}
     p, y = confidence[has], right[has].astype(np.int64)
+    q = y.astype(np.float64) if quality is None else np.asarray(quality, dtype=np.float64)[has]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one class only (every answer right): ACE's empty side is NaN
         report = calibration_report(p, y, metrics=list(SOURCE_METRICS), n_bins=n_bins)
@@ -87,11 +106,17 @@ def source_metrics(
     out.update({m: ranks[m][0] for m in RANKING})
     parts = binary_decomposition(p, y, "brier")  # how much of the Brier score recalibrating would remove
     out.update({m: parts[m] for m in DECOMPOSED})
+    rejection = rejection_metrics(p, q, coverage=COVERAGE, threshold=threshold)
+    out.update({m: json_ready(rejection[m]) for m in REJECTION})
     if bootstrap:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ci = bootstrap_intervals(p, y, metrics=SOURCE_METRICS, bootstrap=bootstrap, seed=seed, n_bins=n_bins)
+            ranked = rejection_intervals(p, q, bootstrap=bootstrap, seed=seed, threshold=threshold, coverage=COVERAGE)
         out["intervals"] = {m: json_ready(list(ci["intervals"][m])) for m in SOURCE_METRICS}
+        # with a 0/1 quality, the rejection AURC is the right/wrong one: its interval too
+        shown = (*REJECTION, "aurc") if np.array_equal(q, y) else REJECTION
+        out["intervals"].update({m: json_ready(list(ranked["intervals"][m])) for m in shown})
     return out
 
 
@@ -135,8 +160,8 @@ def generations_report(
         ``pooled`` and ``tasks`` (task -> the same): ``questions``, ``accuracy`` and ``sources``
         (source -> :func:`source_metrics`, with ``abstention``: the threshold, from
         ``calibkit.lm.generations.abstention.abstention_summary``); ``kinds`` (source -> kind), ``threshold``, and
-        ``best``: the source of lowest pooled ECE (``calibration``) and of lowest AURC
-        (``ranking``).
+        ``best``: the source of lowest pooled ECE (``calibration``), of lowest AURC (``ranking``)
+        and of highest PRR against the ``correct`` score (``rejection``; None where PRR is undefined).
 
     Raises
     ------
@@ -153,7 +178,9 @@ def generations_report(
 
     def judged(s: str, rows: np.ndarray, intervals: int) -> dict[str, Any]:
         p, y = data.confidence[s][rows], right[rows]
-        metrics = source_metrics(p, y, n_bins=n_bins, bootstrap=intervals, seed=seed)
+        metrics = source_metrics(
+            p, y, n_bins=n_bins, bootstrap=intervals, seed=seed, quality=data.correct[rows], threshold=threshold
+        )
         return {**metrics, "abstention": abstention_summary(p, y, **levels)}
 
     def group(rows: np.ndarray, intervals: int) -> dict[str, Any]:
@@ -166,9 +193,11 @@ def generations_report(
     pooled = group(np.ones(len(data), dtype=bool), bootstrap)
     tasks = {t: group(data.task == t, 0) for t in sorted(set(data.task.tolist()))}
     scored = {s: v for s, v in pooled["sources"].items() if v["ece"] is not None}
+    prr = {s: v["prr"] for s, v in scored.items() if v["prr"] is not None}
     best = {
         "calibration": min(scored, key=lambda s: scored[s]["ece"]) if scored else None,
         "ranking": min(scored, key=lambda s: scored[s]["aurc"]) if scored else None,
+        "rejection": max(prr, key=prr.get) if prr else None,
     }
     return {
         "pooled": pooled,
