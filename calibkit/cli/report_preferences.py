@@ -19,9 +19,10 @@ import numpy as np
 
 from calibkit.cli.common import check_options, writable_folder
 from calibkit.io.jsonable import json_ready
+from calibkit.metrics.registry import PREFERENCE_METRICS
 from calibkit.plots.tables import cell, markdown_table
 
-COLUMNS = ("pairs", "ties", "accuracy", "ece", "brier", "nll", "aurc", "mean_confidence")
+COLUMNS = ("pairs", "ties", *PREFERENCE_METRICS)
 """The columns of the subsets' table, in order."""
 
 _HEADS = {"mean_confidence": "mean confidence"}

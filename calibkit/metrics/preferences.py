@@ -21,6 +21,7 @@ import numpy as np
 from calibkit.metrics._kernels.constants import EDGE_SHRINK
 from calibkit.metrics.formulas import binned_gaps
 from calibkit.metrics.ranking import selective_bucket, selective_from_buckets
+from calibkit.metrics.registry import PREFERENCE_METRICS
 from calibkit.metrics.report import exact_report
 from calibkit.metrics.sampling import OFF, SAMPLING_UNSET, SamplingSettings, resolve_sampling
 from calibkit.metrics.settings import UNSET, resolve_settings
@@ -35,8 +36,6 @@ __all__ = [
     "top_label_reading",
 ]
 
-PREFERENCE_METRICS = ("accuracy", "ece", "brier", "nll", "aurc", "mean_confidence")
-"""The numbers of a set of pairs, in the order reports show them (each with an interval on request)."""
 
 _BLOCK_ENTRIES = 1 << 23  # per-block sums held at once by the bootstrap (float64 entries of one table)
 _REPLICATE_CHUNK = 64

@@ -1,14 +1,13 @@
 """Every metric calibkit reports, once: its name, the sums it needs, its settings, its paper.
 
-Each :class:`Metric` says which per-bin sums of :class:`~calibkit.metrics.statistics.CalibrationStatistics`
-it reads, which :class:`~calibkit.metrics.settings.CalibrationSettings` it depends on, whether
-higher is better or 0 is best on a signed scale, which ``evaluate`` module returns it, and the
-function that computes it from the sums. Everything that lists metrics reads :data:`REGISTRY`:
-:func:`report_from_statistics` (hence the functional API, :func:`calibkit.calibration_report`,
-the accumulator and the bootstrap), the ``evaluate`` modules and their cards, the callback's
-choices, the comparison table, the CLI and the model card. Adding a metric built from existing
-sums is one formula (``formulas.py``), one entry here and, if it wants its own function, one
-face in ``functional/<family>.py`` (see CONTRIBUTING.md).
+Each :class:`Metric` says which per-bin sums of :class:`~calibkit.metrics.statistics.CalibrationStatistics` it reads,
+which :class:`~calibkit.metrics.settings.CalibrationSettings` it depends on, whether higher is better or 0 is best on
+a signed scale, which ``evaluate`` module returns it, and the function that computes it from the sums. Everything that
+lists metrics reads :data:`REGISTRY`: :func:`report_from_statistics` (hence the functional API,
+:func:`calibkit.calibration_report`, the accumulator and the bootstrap), the ``evaluate`` modules and their cards, the
+callback's choices, the comparison table, the CLI and the model card. Adding a metric built from existing sums is one
+formula (``formulas.py``), one entry here and, if it wants its own function, one face in ``functional/<family>.py``
+(see CONTRIBUTING.md).
 """
 
 from __future__ import annotations
@@ -387,8 +386,7 @@ REGISTRY += tuple(Metric(n, s, None, higher_is_better=h, in_report=False, in_tab
 """Every metric, in report and table order (the two task scores first, in tables only); the rejection metrics last."""
 
 REJECTION_METRICS = ("prr", "prr_at", "roc_auc", "pr_auc", "aurc", "augrc", "risk_at_coverage", "coverage_at_risk")
-"""How well a confidence ranks answers by their quality (``calibkit.metrics.rejection``, from the held rows, no sums:
-no ``compute``, no streaming door): the columns of ``calibkit generations`` and the plugins' rejection rows."""
+"""How a confidence ranks answers by quality (``calibkit.metrics.rejection``: held rows, no sums, no streaming door)."""
 
 _BY_NAME = {m.name: m for m in REGISTRY}
 
@@ -398,13 +396,11 @@ METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_report)
 ON_REQUEST: tuple[str, ...] = tuple(
     m.name for m in REGISTRY if not m.in_report and not m.held and m.compute is not None and m.name != "accuracy"
 )
-"""Metrics returned only when asked for by name (``metrics=["aurc"]``): they rank the inputs, so
-their exact value costs a sort of every row's confidence, which the default report spares."""
+"""Metrics returned only when asked for by name (``metrics=["aurc"]``): they rank the inputs (a sort of every row)."""
 
 HELD: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.held)
-"""Metrics that need every row at once (smECE), asked for by name: the one-shot doors (the functions,
-:func:`calibkit.calibration_report`, the ``evaluate`` modules) give them, the streaming doors
-(accumulator, bootstrap, shards, Dask, the callback) refuse them, naming the doors that give them."""
+"""Metrics that need every row at once (smECE), asked for by name: the one-shot doors (the functions, the report,
+the ``evaluate`` modules) give them; the streaming doors refuse them, naming the doors that give them."""
 
 TABLE_METRICS: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.in_table)
 """The columns of the comparison table and the model card, in order."""
@@ -412,12 +408,16 @@ OVER_CLASSES: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.over_classes
 """The metrics defined over the classes (see :class:`Metric`'s ``over_classes``)."""
 
 MULTILABEL_TABLE: tuple[str, ...] = ("ece", "cece", "ece_variance", "brier", "nll")
-"""The columns of a multi-label comparison: macro ECE, Brier and NLL over the labels, and CECE and the ECE variance
-of the labels' ECEs (the class-wise paper's summaries, over labels)."""
+"""A multi-label comparison's columns: macro ECE, Brier, NLL over the labels; CECE, ECE variance of their ECEs."""
 
 LOGGED: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.logged)
 """What :class:`calibkit.CalibrationCallback` logs at every evaluation by default: the seed papers' metrics
 (class-wise, region, fuzzy, entropic) and the ECE they are read against."""
+
+PREFERENCE_METRICS: tuple[str, ...] = ("accuracy", "ece", "brier", "nll", "aurc", "mean_confidence")
+"""A reward model's numbers on pairs (``calibkit.metrics.preferences``); its re-splits judge ECE to AURC."""
+JUDGE_METRICS: tuple[str, ...] = ("ece", "esce", "brier", "nll")
+"""An LLM judge's confidence against people's labels (``calibkit.lm.judges``)."""
 
 
 def metric(name: str) -> Metric:

@@ -37,10 +37,11 @@ from calibkit.metrics.judges import (
     ppi_mean_difference,
     rogan_gladen,
 )
+from calibkit.metrics.registry import JUDGE_METRICS
 from calibkit.metrics.sampling import SAMPLING_UNSET, SamplingSettings, resolve_sampling
 from calibkit.metrics.settings import DEFAULTS
 
-CALIBRATION = ("ece", "esce", "brier", "nll")
+CALIBRATION = JUDGE_METRICS
 """The judge's confidence against the human label: the metrics reported (1-D binary, class 1 = pass)."""
 
 MAPS = ("isotonic", "platt")

@@ -30,6 +30,7 @@ from calibkit.lm.preferences.rewardbench import is_rewardbench, rewardbench_sect
 from calibkit.metrics.functional.core import calibration_report
 from calibkit.metrics.preferences import preference_metrics, top_label_reading
 from calibkit.metrics.ranking import selective_from_rows
+from calibkit.metrics.registry import PREFERENCE_METRICS
 from calibkit.metrics.sampling import OFF, SAMPLING_UNSET, SamplingSettings, resolve_sampling
 from calibkit.metrics.settings import UNSET, resolve_settings
 from calibkit.verdicts.claims import verdict_from_shares
@@ -37,7 +38,7 @@ from calibkit.verdicts.claims import verdict_from_shares
 CALIBRATIONS = ("temperature", "isotonic", "histogram")
 """The calibrations of a reward model's preferences the re-splits judge, beside ``raw`` (T = 1)."""
 
-JUDGED = ("ece", "brier", "nll", "aurc")
+JUDGED = PREFERENCE_METRICS[1:5]
 """The held-out numbers of each calibration on each re-split."""
 
 SHOWN_DROPPED = 20
