@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.metrics.sampling import SAMPLING_DEFAULTS
+
 __all__ = [
     "COUNT_CELLS",
     "agreement_from_counts",
@@ -58,6 +60,10 @@ AGREEMENT = ("agreement", "kappa", "tpr", "fpr", "tnr")
 
 RG_METHODS = ("bootstrap", "delta")
 """The Rogan-Gladen intervals: seeded bootstrap of both sets (default) or the delta method."""
+
+ROGAN_GLADEN_REPLICATES = 2000
+"""Rogan-Gladen's bootstrap replicates by default: twice the settings' 1,000, as its estimate is a ratio whose
+percentile tails (2.5% each) are read from replicates drawing both the labelled table and the unlabelled rate."""
 
 
 def normal_quantile(level: float) -> float:
@@ -183,7 +189,12 @@ def _resampled_tables(counts: np.ndarray, bootstrap: int, rng: np.random.Generat
 
 
 def judge_agreement(
-    verdicts: Any, labels: Any, *, bootstrap: int = 1000, level: float = 0.95, seed: int = 0
+    verdicts: Any,
+    labels: Any,
+    *,
+    bootstrap: int = SAMPLING_DEFAULTS.bootstrap,
+    level: float = SAMPLING_DEFAULTS.level,
+    seed: int = SAMPLING_DEFAULTS.seed,
 ) -> dict[str, Any]:
     """Judge the judge against people on the labelled slice, with seeded bootstrap intervals.
 
@@ -259,9 +270,9 @@ def rogan_gladen_from_counts(
     total: Any,
     *,
     method: str = "bootstrap",
-    bootstrap: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
+    bootstrap: int = ROGAN_GLADEN_REPLICATES,
+    level: float = SAMPLING_DEFAULTS.level,
+    seed: int = SAMPLING_DEFAULTS.seed,
 ) -> dict[str, np.ndarray]:
     """Rogan-Gladen's corrected pass rate and interval from counts, for a stack of data sets.
 
@@ -331,9 +342,9 @@ def rogan_gladen(
     unlabelled: Any,
     *,
     method: str = "bootstrap",
-    bootstrap: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
+    bootstrap: int = ROGAN_GLADEN_REPLICATES,
+    level: float = SAMPLING_DEFAULTS.level,
+    seed: int = SAMPLING_DEFAULTS.seed,
 ) -> dict[str, Any]:
     """Rogan-Gladen's corrected pass rate of 0/1 verdicts, with an interval carrying both sets' noise.
 
@@ -425,7 +436,7 @@ def ppi_lambda(labels: Any, verdicts: Any, unlabelled: Any) -> np.ndarray:
 
 
 def ppi_mean(
-    labels: Any, verdicts: Any, unlabelled: Any, *, level: float = 0.95, lam: float | None = None
+    labels: Any, verdicts: Any, unlabelled: Any, *, level: float = SAMPLING_DEFAULTS.level, lam: float | None = None
 ) -> dict[str, Any]:
     """PPI++'s mean (prediction-powered, power-tuned) with its normal interval, for a stack of data sets.
 
@@ -477,7 +488,7 @@ def ppi_mean(
     return {**out, "n": n, "N": big_n}
 
 
-def classical_mean(values: Any, *, level: float = 0.95) -> dict[str, Any]:
+def classical_mean(values: Any, *, level: float = SAMPLING_DEFAULTS.level) -> dict[str, Any]:
     """Return the mean with its normal (CLT) interval, as ``ppi-python``'s ``classical_mean_ci``.
 
     The human-only mean of the labelled slice, and the judge's naive rate (its verdicts taken as
@@ -509,7 +520,11 @@ def classical_mean(values: Any, *, level: float = 0.95) -> dict[str, Any]:
 
 
 def ppi_mean_difference(
-    first: tuple[Any, Any, Any], second: tuple[Any, Any, Any], *, paired: bool = False, level: float = 0.95
+    first: tuple[Any, Any, Any],
+    second: tuple[Any, Any, Any],
+    *,
+    paired: bool = False,
+    level: float = SAMPLING_DEFAULTS.level,
 ) -> dict[str, Any]:
     """Compare two models' pass rates on the same judge: PPI++ of the difference, with its interval.
 
