@@ -187,7 +187,7 @@ def test_report_rates_are_the_estimators_on_the_labelled_slice_and_the_rest(tmp_
     ] == pytest.approx(rg["ci_lower"])
     assert rates["naive"]["estimate"] == pytest.approx(judged.verdict.mean())
     assert rates["human"]["estimate"] == pytest.approx(labels.label.mean())
-    counts = report["pooled"]["agreement"]["counts"]
+    counts = report["pooled"]["against_people"]["counts"]
     assert counts == dict(zip(J.COUNT_CELLS, J.confusion_counts(judged.verdict[at], labels.label).tolist()))
     assert set(report["tasks"]) == {"qa", "math"}
     assert sum(t["labelled"] for t in report["tasks"].values()) == 60

@@ -19,6 +19,7 @@ from typing import Any
 
 from calibkit.cli.common import check_options, writable_folder
 from calibkit.io.jsonable import json_ready
+from calibkit.metrics.judges import AGREEMENT
 from calibkit.plots.tables import cell, markdown_table
 
 RATE_NAMES = {
@@ -78,10 +79,10 @@ def agreement_table(report: dict[str, Any]) -> str:
     -------
     str
     """
-    names = ("agreement", "kappa", "tpr", "fpr")
+    names = AGREEMENT[:4]
     rows = []
     for task, group in _groups(report):
-        found = group["agreement"]
+        found = group["against_people"]
         if "refused" in found:
             rows.append([task, "0", *(["refused"] * len(names)), ""])
             continue

@@ -19,6 +19,8 @@ import numpy as np
 
 from calibkit.cli.common import check_options, writable_folder
 from calibkit.io.jsonable import json_ready
+from calibkit.lm.preferences.report import JUDGED
+from calibkit.metrics.preferences import PREFERENCE_HEADLINE
 from calibkit.metrics.registry import PREFERENCE_METRICS
 from calibkit.plots.tables import cell, markdown_table
 
@@ -93,7 +95,7 @@ def format_fit(fit: dict[str, Any]) -> str:
     held = fit.get("resplits")
     if not held:
         return text
-    metrics = ("ece", "brier", "nll", "aurc")
+    metrics = JUDGED
     rows = [[method, *(cell(values[m], missing="-") for m in metrics)] for method, values in held["means"].items()]
     how = f"fitted on half of the pairs, judged on the other half, {held['resplits']} re-splits; held-out means"
     if held["unfitted"]:
@@ -233,7 +235,7 @@ def _html(folder: Path, source: str, table: str, prefs: Any, out: dict[str, Any]
     numbers = reliability_csv(folder / "reliability.csv", drawn)
     pooled = out["pooled"]
     ci = pooled.get("intervals", {})
-    headline = [(m, pooled[m], ci.get(m)) for m in ("ece", "brier", "nll", "accuracy")]
+    headline = [(m, pooled[m], ci.get(m)) for m in PREFERENCE_HEADLINE]
     facts = [source, f"{out['ties']:,} ties", f"{out['dropped']:,} dropped"]
     alt = "Reliability of the reward model's preferences: the share of pairs whose preferred answer is the chosen one"
     sections = [

@@ -200,7 +200,7 @@ def judges_section(
     names = {"naive": "the judge's rate (naive)", "human": "people's labels alone (the slice)", "ppi": "PPI++",
              "rogan_gladen": "Rogan-Gladen"}  # fmt: skip
     covered = {k: "refused" not in r and r["ci_lower"] <= true_rate <= r["ci_upper"] for k, r in rates.items()}
-    agreement = pooled["agreement"]
+    agreement = pooled["against_people"]
     shown = run["inspect_metrics"]
     lines = [
         f"An LLM judge checked against people (the gold answers stand in for them): the model answered "

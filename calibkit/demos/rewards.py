@@ -45,6 +45,8 @@ SPLIT = (0.6, 0.2, 0.2)
 RECIPE = {"epochs": 5, "learning_rate": 1e-4, "batch": 16}
 MAX_LENGTH = 64
 """Tokens of a question and its answer (the longest pair of the task has 40)."""
+FIGURE_BINS = 10
+"""Bins of the demo's reliability figure: few test pairs (86), so 10 rather than the settings' 15."""
 TITLE = "calibkit demo: a MiniLM reward model trained with TRL on BIG-bench questions, its preferences calibrated"
 
 
@@ -477,7 +479,7 @@ def save_calibrated(
     return folder
 
 
-def write_figure(margins: np.ndarray, temperature: float, output: Path, n_bins: int = 10) -> dict[str, Path]:
+def write_figure(margins: np.ndarray, temperature: float, output: Path, n_bins: int = FIGURE_BINS) -> dict[str, Path]:
     """Draw the reliability of the test pairs read in the model's preference, as trained and after ``T``.
 
     Each pair's confidence is ``sigmoid(|margin| / T)`` in the answer the model prefers, right when

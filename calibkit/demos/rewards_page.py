@@ -7,11 +7,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+from calibkit.metrics.preferences import PREFERENCE_HEADLINE
+from calibkit.metrics.registry import PREFERENCE_METRICS
 from calibkit.plots.tables import markdown_table, summary_cell
 
-SHOWN = ("accuracy", "ece", "brier", "nll", "aurc", "mean_confidence", "confidence_gap")
+SHOWN = (*PREFERENCE_METRICS, "confidence_gap")
 """The preference numbers of the demo's tables (:func:`calibkit.lm.preferences.preference_metrics`' names)."""
-HISTORY = ("accuracy", "ece", "brier", "nll")
+HISTORY = PREFERENCE_METRICS[:4]
 """The callback's pooled numbers shown per epoch."""
 
 
@@ -215,7 +217,7 @@ def page(report: dict[str, Any], paths: dict[str, Path]) -> str:
     from calibkit.plots import pages
 
     before = report["test"]["before"]
-    numbers = [(m, before.get(m), None) for m in ("ece", "brier", "nll", "accuracy")]
+    numbers = [(m, before.get(m), None) for m in PREFERENCE_HEADLINE]
     facts = [
         f"{report['pairs']['train']} training pairs, {report['pairs']['validation']} validation, "
         f"{report['pairs']['test']} test (BIG-bench {report['task']}, split by question)",

@@ -28,6 +28,7 @@ from calibkit.metrics.settings import UNSET, resolve_settings
 from calibkit.metrics.validation import check_positive_int, prepare_for
 
 __all__ = [
+    "PREFERENCE_HEADLINE",
     "PREFERENCE_METRICS",
     "check_margins",
     "length_bias",
@@ -36,6 +37,9 @@ __all__ = [
     "top_label_reading",
 ]
 
+
+PREFERENCE_HEADLINE = (*PREFERENCE_METRICS[1:4], PREFERENCE_METRICS[0])
+"""ECE, Brier, NLL, then accuracy: the headline numbers of a page about preferences."""
 
 _BLOCK_ENTRIES = 1 << 23  # per-block sums held at once by the bootstrap (float64 entries of one table)
 _REPLICATE_CHUNK = 64

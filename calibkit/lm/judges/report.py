@@ -261,11 +261,11 @@ def _group(
     out: dict[str, Any] = {"samples": int(rows.sum()), "labelled": int(keep.sum())}
     out["rates"] = pass_rates(verdicts, labelled, label, binary=binary, **sampling)
     if not keep.any():
-        out["agreement"] = _refused("no label in this group")
+        out["against_people"] = _refused("no label in this group")
         return out
     judge_pass = (verdicts[labelled] >= threshold).astype(np.float64)
     human_pass = (label >= threshold).astype(np.float64)
-    out["agreement"] = judge_agreement(judge_pass, human_pass, **sampling)
+    out["against_people"] = judge_agreement(judge_pass, human_pass, **sampling)
     confidence = judged.confidence[rows][labelled]
     out["calibration"] = judge_calibration(confidence, human_pass, n_bins=options["n_bins"], **sampling)
     if "refused" not in out["calibration"]:
@@ -314,7 +314,8 @@ def judge_report(
     dict
         ``samples``, ``labelled``, ``binary`` (verdicts and labels 0/1), ``threshold``, ``level``,
         ``pooled`` and ``tasks`` (task -> the same): ``samples``, ``labelled``, ``rates``
-        (``calibkit.lm.judges.report.pass_rates``), ``agreement`` (:func:`calibkit.metrics.judges.judge_agreement`),
+        (``calibkit.lm.judges.report.pass_rates``), ``against_people``
+        (:func:`calibkit.metrics.judges.judge_agreement`),
         ``calibration`` (``calibkit.lm.judges.report.judge_calibration``) and ``recalibration``
         (``calibkit.lm.judges.report.cross_fitted_recalibration``) where the judge gives a confidence.
 

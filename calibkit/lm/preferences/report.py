@@ -238,7 +238,7 @@ def _held_out(train: np.ndarray, held: np.ndarray, methods: tuple[str, ...], n_b
         q = apply_score_map(fit_score_map(method, conf, right), held_conf)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # one outcome only in a small half
-            report = calibration_report(q, held_right.astype(np.int64), metrics=["ece", "brier", "nll"], n_bins=n_bins)
+            report = calibration_report(q, held_right.astype(np.int64), metrics=list(JUDGED[:3]), n_bins=n_bins)
         out[method] = {**report, "aurc": selective_from_rows(q, 1.0 - held_right, 1.0)["aurc"][0]}
     return out
 
