@@ -3,7 +3,7 @@
 The pairwise temperature ``T`` minimises the mean NLL over pairs, ``mean softplus(-m / T)`` for
 margins ``m = r_chosen - r_rejected`` (every label "chosen wins"): it is convex in ``beta = 1 / T``
 and is minimised by the same safeguarded Newton method as temperature scaling
-(:func:`calibkit.calibrators.temperature.fit_inverse_temperature`). Dividing every reward by ``T``
+(``calibkit.calibrators.temperature.fit_inverse_temperature``). Dividing every reward by ``T``
 changes no ranking. Papers: Bradley and Terry 1952; Guo et al. 2017 (temperature scaling).
 """
 
@@ -86,7 +86,7 @@ class PreferenceTemperature:
     method = "reward-ts"  # its head in modeling_calibkit_heads.HEADS: the reward divided by T
 
     def fit(self, margins: np.ndarray) -> PreferenceTemperature:
-        """Fit ``T`` on the margins of pairs (:func:`fit_preference_temperature`).
+        """Fit ``T`` on the margins of pairs (:func:`~calibkit.calibrators.preference.fit_preference_temperature`).
 
         Parameters
         ----------
@@ -101,7 +101,7 @@ class PreferenceTemperature:
         Raises
         ------
         ValueError
-            As :func:`fit_preference_temperature` (no pair ranked wrong, NaN, ...).
+            As :func:`~calibkit.calibrators.preference.fit_preference_temperature` (no pair ranked wrong, NaN, ...).
         """
         m = check_margins(margins)
         self.temperature_ = fit_preference_temperature(m)

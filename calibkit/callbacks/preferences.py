@@ -227,7 +227,7 @@ class PreferenceCallback(TrainerCallback):
         return PreferencePairs.concat(parts)
 
     def metrics(self, pairs: PreferencePairs, temperature: float | None = None) -> dict[str, float]:
-        """Return the logged numbers of some pairs: :func:`preference_metrics`' scalars, flattened.
+        """Return the logged numbers of pairs: the scalars of :func:`~calibkit.metrics.preferences.preference_metrics`.
 
         Parameters
         ----------
