@@ -185,7 +185,9 @@ def test_bad_logs_and_arguments_are_refused_in_one_line(logs, tmp_path):
     copy.mkdir()
     for name in ("a", "b"):
         write_eval_log(read_eval_log(locations["qa_judged"]), str(copy / f"{name}.json"), format="json")
-    with pytest.raises(ValueError, match=r"a\.json, sample s00 and .*b\.json, sample s00: two verdicts on one sample"):
+    with pytest.raises(
+        ValueError, match=r"a\.json, sample s00 and .*b\.json, sample s00: two verdicts on sample \'s00\'"
+    ):
         with pytest.warns(UserWarning):
             read_inspect_judged(copy)
     (tmp_path / "notes.json").write_text('{"a": 1}')

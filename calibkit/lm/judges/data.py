@@ -39,6 +39,39 @@ class Judged:
         """Return the number of judged samples."""
         return len(self.ids)
 
+    @classmethod
+    def from_rows(cls, rows: dict[str, list]) -> Judged:
+        """Build judged samples from a reader's columns, refusing a sample judged twice.
+
+        Parameters
+        ----------
+        rows : dict of str to list
+            ``ids``, ``task``, ``verdict``, ``confidence`` (NaN where none), ``explanation`` and
+            ``origin``, one entry a sample.
+
+        Returns
+        -------
+        Judged
+
+        Raises
+        ------
+        ValueError
+            Naming both places, when one (task, id) is judged twice.
+        """
+        first: dict[tuple[str, str], int] = {}
+        for r, key in enumerate(zip(rows["task"], rows["ids"])):  # a loop over rows while reading: the first repeat
+            if key in first:
+                raise ValueError(
+                    f"{rows['origin'][first[key]]} and {rows['origin'][r]}: two verdicts on sample {key[1]!r} of "
+                    f"task {key[0]!r} (two runs of one task: read them apart)"
+                )
+            first[key] = r
+        return cls(
+            np.array(rows["ids"], dtype=object), np.array(rows["task"], dtype=object),
+            np.array(rows["verdict"], dtype=np.float64), np.array(rows["confidence"], dtype=np.float64),
+            rows["explanation"], rows["origin"],
+        )  # fmt: skip
+
 
 @dataclass
 class HumanLabels:

@@ -31,8 +31,6 @@ import re
 import warnings
 from typing import Any
 
-import numpy as np
-
 from calibkit.lm.inspect_logs import _log_files, _looks_like_a_log, _scorer_name, answer_tokens, score_value
 from calibkit.lm.judges.data import Judged
 from calibkit.lm.judges.readers import JUDGED, JudgedReader, register_judged_reader
@@ -236,20 +234,7 @@ def read_inspect_judged(location: Any, *, scorer: str | None = None, confidence:
         )
     if not rows["ids"]:
         raise ValueError(f"`location`: no scored sample in {location}")
-    keys = [f"{t}\x1f{i}" for t, i in zip(rows["task"], rows["ids"])]
-    first: dict[str, int] = {}
-    for r, key in enumerate(keys):  # a loop over rows while reading: the first repeat, for the message
-        if key in first:
-            raise ValueError(
-                f"{rows['origin'][first[key]]} and {rows['origin'][r]}: two verdicts on one sample of task "
-                f"{rows['task'][r]!r} (two runs of one task: read them apart)"
-            )
-        first[key] = r
-    return Judged(
-        np.array(rows["ids"], dtype=object), np.array(rows["task"], dtype=object),
-        np.array(rows["verdict"], dtype=np.float64), np.array(rows["confidence"], dtype=np.float64),
-        rows["explanation"], rows["origin"],
-    )  # fmt: skip
+    return Judged.from_rows(rows)
 
 
 def as_judged_refusal(exc: ValueError) -> ValueError:

@@ -24,8 +24,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from calibkit.lm.judges.data import Judged
 from calibkit.lm.judges.inspect_logs import as_judged_refusal, stated_confidence
 from calibkit.lm.judges.readers import JudgedReader, register_judged_reader
@@ -173,19 +171,7 @@ def read_lighteval_judged(
         raise ValueError(f"`scale`: {scale!r} is not (lowest, highest) with highest > lowest")
     parts = [_read_one(f, metric, scale, confidence) for f in _files(location)]
     rows = {k: [v for part in parts for v in part[k]] for k in parts[0]}
-    first: dict[tuple[str, str], int] = {}
-    for r, key in enumerate(zip(rows["task"], rows["ids"])):  # a loop over rows while reading: the first repeat
-        if key in first:
-            raise ValueError(
-                f"{rows['origin'][first[key]]} and {rows['origin'][r]}: two verdicts on sample {key[1]!r} of task "
-                f"{key[0]!r} (two runs of one task: read them apart)"
-            )
-        first[key] = r
-    return Judged(
-        np.array(rows["ids"], dtype=object), np.array(rows["task"], dtype=object),
-        np.array(rows["verdict"], dtype=np.float64), np.array(rows["confidence"], dtype=np.float64),
-        rows["explanation"], rows["origin"],
-    )  # fmt: skip
+    return Judged.from_rows(rows)
 
 
 def is_judge_details(file: Path) -> bool:
