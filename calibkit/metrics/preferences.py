@@ -94,8 +94,8 @@ def preference_probability(margins: np.ndarray, temperature: float = 1.0) -> np.
     """
     m = check_margins(margins)
     z = m / _check_temperature(temperature)
-    # sigmoid without overflow for large |z|
-    return np.where(z >= 0, 1.0 / (1.0 + np.exp(-np.abs(z))), np.exp(-np.abs(z)) / (1.0 + np.exp(-np.abs(z))))
+    e = np.exp(-np.abs(z))  # one exponential of a value <= 0: sigmoid(z) without overflow for any |z|
+    return np.where(z >= 0, 1.0, e) / (1.0 + e)
 
 
 def _check_temperature(temperature: Any) -> float:
